@@ -1,0 +1,305 @@
+"""Configuration as frozen dataclasses, read from and written to TOML.
+
+A run is described by a :class:`Config` with three sections, ``world``, ``model`` and ``train``.
+Presets (``tiny``, ``small``, ``paper``) are TOML files shipped in ``hippo_rep/presets``; any
+key can be overridden with ``section.key=value`` strings (values in TOML syntax, bare strings
+allowed). Unknown sections or keys raise :class:`ConfigError` listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import tomli_w
+
+PRESETS = ("tiny", "small", "paper")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used (unknown key, wrong type, bad value)."""
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    # World specs sampled uniformly per environment (see hippo_rep.worlds.parse_world); all must
+    # share one action set. "square:8" = the 8x8 four-connected world of the paper's Fig. 1.
+    worlds: tuple[str, ...] = ("square:8",)
+    # Sensory categories; observations are one-hot, drawn per node with replacement (TEM: 45).
+    n_obs: int = 45
+    # Steps per walk; ~3x the node count lets most nodes be revisited (DESIGN, prototypes).
+    walk_steps: int = 192
+    # Probability of repeating the previous move (TEM's 0.25 heading persistence).
+    keep_heading: float = 0.25
+    # Probability of staying put; 0 because stays are trivially predictable.
+    stay_prob: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    # "temt": recurrent positional encodings; "sinusoidal": fixed time-index encodings (baseline).
+    kind: str = "temt"
+    # Positional-encoding units (the cells expected to become grid-like).
+    n_g: int = 64
+    # Width of keys/queries z(g)·W_e.
+    d_key: int = 64
+    # Width of values x·W_x.
+    d_value: int = 64
+    # Hidden width of the readout, retrieval and gate MLPs.
+    hidden: int = 128
+    # Nonlinearity of the transition g_t = f(g_{t-1} W_a): linear | relu | tanh | leaky_relu.
+    transition_activation: str = "linear"
+    # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
+    transition_init_std: float = 0.01
+    # Memory-neuron activation: softmax (exact transformer) | relu | power (normalised).
+    memory_activation: str = "softmax"
+    # Exponent of the "power" memory activation.
+    memory_power: float = 4.0
+    # Initial inverse temperature of the prediction attention (multiplied by log #memories).
+    beta_init: float = 1.0
+    # Landmark correction (seed A.2): off gives the path-integration-only core.
+    landmark: bool = True
+    # Conjunction of the landmark query: multiplicative (seed) or additive (seed's alternative).
+    conjunction: str = "multiplicative"
+    # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
+    retrieval_beta_init: float = 3.0
+    # A memory is added only if no stored memory of the same observation has cosine similarity
+    # of z(g) above this; 0.9 merged distinct nodes in prototypes, 0.98 did not.
+    write_threshold: float = 0.98
+    # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
+    retrieval_iterations: int = 1
+    # Third input stream: contexts per environment (0 = off); conjunction then also needs
+    # the context to match.
+    n_context: int = 0
+    # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
+    gate_bias_init: float = -2.0
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # Seed of weights and of every training batch (batch i uses the stream (seed, i)).
+    seed: int = 0
+    # Gradient steps; each uses a fresh batch of environments.
+    iterations: int = 600
+    # Environments per batch.
+    batch_size: int = 16
+    # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, per DESIGN).
+    lr: float = 1e-3
+    # Linear warm-up of the learning rate, in iterations.
+    warmup: int = 20
+    # AdamW decoupled weight decay (the seed's L2 weight regularisation, loss 4).
+    weight_decay: float = 1e-5
+    # Gradient-norm clipping; stabilises the recurrent products.
+    grad_clip: float = 10.0
+    # Truncated BPTT: gradients stop every this many steps (0 = the whole walk). Memories persist.
+    chunk_len: int = 0
+    # Loss 1: cross-entropy of the prediction from g_pi (the real next-step prediction).
+    loss_pi: float = 1.0
+    # Loss 2: cross-entropy of the prediction from the corrected g_t.
+    loss_g: float = 1.0
+    # Loss 3: squared error between g_pi and the corrected g_t (g_t detached: pulls W_a).
+    loss_g_pi: float = 0.1
+    # Loss 5: L2 on g_t (g has a fixed norm after each transition, so this is small).
+    loss_l2_g: float = 0.0
+    # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
+    checkpoint_every: int = 100
+    # Log to metrics.csv every this many iterations.
+    log_every: int = 10
+    # Held-out environments evaluated every eval_every iterations (0 = never during training).
+    eval_every: int = 100
+    eval_envs: int = 8
+    # "cpu", "cuda" or "auto" (cuda when available).
+    device: str = "auto"
+    # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.
+    threads: int = 0
+
+
+@dataclass(frozen=True)
+class Config:
+    world: WorldConfig = field(default_factory=WorldConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def replace(self, **sections) -> Config:
+        return dataclasses.replace(self, **sections)
+
+
+_SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}
+
+_CHOICES = {
+    ("model", "kind"): ("temt", "sinusoidal"),
+    ("model", "transition_activation"): ("linear", "relu", "tanh", "leaky_relu"),
+    ("model", "memory_activation"): ("softmax", "relu", "power"),
+    ("model", "conjunction"): ("multiplicative", "additive"),
+}
+
+
+def _coerce(section: str, key: str, value, typ):
+    where = f"{section}.{key}"
+    origin = typing.get_origin(typ)
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} must be a list; got {value!r}")
+        (inner, _) = typing.get_args(typ)
+        return tuple(_coerce(section, key, v, inner) for v in value)
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false; got {value!r}")
+        return value
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer; got {value!r}")
+        return value
+    if typ is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number; got {value!r}")
+        return float(value)
+    if typ is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string; got {value!r}")
+        choices = _CHOICES.get((section, key))
+        if choices and value not in choices:
+            raise ConfigError(f"{where} must be one of {choices}; got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {typ}")  # pragma: no cover
+
+
+def from_dict(data: dict, source: str = "config") -> Config:
+    """Build a :class:`Config` from nested dicts, checking every section, key and type.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``source`` and the offending key, listing the valid keys.
+    """
+    unknown = set(data) - set(_SECTIONS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) {sorted(unknown)}; "
+                          f"valid sections: {sorted(_SECTIONS)}")
+    sections = {}
+    for name, cls in _SECTIONS.items():
+        raw = data.get(name, {})
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        hints = typing.get_type_hints(cls)
+        bad = set(raw) - set(hints)
+        if bad:
+            names = ", ".join(f"{name}.{k}" for k in sorted(bad))
+            raise ConfigError(f"{source}: unknown key(s) {names}; "
+                              f"valid keys in [{name}]: {', '.join(sorted(hints))}")
+        try:
+            sections[name] = cls(**{k: _coerce(name, k, v, hints[k]) for k, v in raw.items()})
+        except ConfigError as err:
+            raise ConfigError(f"{source}: {err}") from None
+    cfg = Config(**sections)
+    validate(cfg, source)
+    return cfg
+
+
+def validate(cfg: Config, source: str = "config") -> None:
+    """Check values that types alone do not catch (positive sizes, one action set)."""
+    from hippo_rep.worlds import WorldError, parse_world
+
+    positive = [("world.n_obs", cfg.world.n_obs), ("world.walk_steps", cfg.world.walk_steps),
+                ("model.n_g", cfg.model.n_g), ("model.d_key", cfg.model.d_key),
+                ("model.d_value", cfg.model.d_value), ("model.hidden", cfg.model.hidden),
+                ("model.retrieval_iterations", cfg.model.retrieval_iterations),
+                ("train.batch_size", cfg.train.batch_size), ("train.lr", cfg.train.lr)]
+    for name, v in positive:
+        if v <= 0:
+            raise ConfigError(f"{source}: {name} must be positive; got {v}")
+    if cfg.world.n_obs < 2:
+        raise ConfigError(f"{source}: world.n_obs must be ≥ 2; got {cfg.world.n_obs}")
+    if not cfg.world.worlds:
+        raise ConfigError(f"{source}: world.worlds must name at least one world")
+    kinds = set()
+    for spec in cfg.world.worlds:
+        try:
+            kinds.add(parse_world(spec).kind)
+        except WorldError as err:
+            raise ConfigError(f"{source}: world.worlds: {err}") from None
+    if len(kinds) > 1:
+        raise ConfigError(f"{source}: world.worlds mixes lattice kinds {sorted(kinds)}; "
+                          "one model has one action set")
+    if not 0 <= cfg.world.keep_heading <= 1 or not 0 <= cfg.world.stay_prob < 1:
+        raise ConfigError(f"{source}: world.keep_heading and world.stay_prob are probabilities")
+    if cfg.train.chunk_len < 0 or cfg.train.iterations < 0:
+        raise ConfigError(f"{source}: train.chunk_len and train.iterations must be ≥ 0")
+
+
+def world_kind(cfg: Config) -> str:
+    """The lattice kind shared by the config's worlds."""
+    return cfg.world.worlds[0].split(":")[0]
+
+
+def parse_override(text: str) -> tuple[str, str, object]:
+    """Split ``section.key=value``; the value is read as TOML, else kept as a bare string."""
+    lhs, sep, rhs = text.partition("=")
+    if not sep or "." not in lhs:
+        raise ConfigError(f"override {text!r} is not section.key=value (e.g. train.lr=3e-4)")
+    section, _, key = lhs.strip().partition(".")
+    try:
+        value = tomllib.loads(f"v = {rhs.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = rhs.strip()
+        if "," in value:  # a bare comma list: a,b → ["a", "b"]
+            value = [v.strip() for v in value.split(",") if v.strip()]
+    return section, key, value
+
+
+def apply_overrides(data: dict, overrides) -> dict:
+    """Return a copy of nested ``data`` with ``section.key=value`` overrides applied."""
+    out = {k: dict(v) for k, v in data.items()}
+    for text in overrides or ():
+        section, key, value = parse_override(text)
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def load_config(source: str | Path = "small", overrides=()) -> Config:
+    """Load a preset name or a TOML file, then apply overrides.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing or unreadable, or any key or value is invalid.
+    """
+    data, name = read_raw(source)
+    return from_dict(apply_overrides(data, overrides), name)
+
+
+def read_raw(source: str | Path) -> tuple[dict, str]:
+    """The nested dict of a preset or TOML file, and a name for error messages."""
+    if str(source) in PRESETS:
+        text = resources.files("hippo_rep").joinpath(f"presets/{source}.toml").read_text()
+        name = f"preset {source!r}"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"config {str(path)!r} not found (presets: {', '.join(PRESETS)})")
+        text, name = path.read_text(), str(path)
+    try:
+        return tomllib.loads(text), name
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{name}: not valid TOML ({err})") from None
+
+
+def to_toml(cfg: Config) -> str:
+    return tomli_w.dumps(cfg.to_dict())
+
+
+def from_json(text: str) -> Config:
+    return from_dict(json.loads(text), "checkpoint config")

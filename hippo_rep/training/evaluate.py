@@ -1,0 +1,140 @@
+"""Accuracy on held-out environments, by step type, beside the ideal agents."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hippo_rep.worlds import World, ideal_agents, proportion_visited, sample_episodes, step_types
+
+#: Spawn-key streams: training batches and evaluation environments never share random numbers.
+TRAIN_STREAM, EVAL_STREAM, RECORD_STREAM = 0, 1, 2
+#: Step types reported (see hippo_rep.worlds.step_types), in JSON order.
+REPORTED = ("first_visit", "revisit_known_edge", "revisit_new_edge", "revisit_unseen_edge",
+            "revisit", "all")
+#: Bins of the proportion of nodes visited for the accuracy curve.
+CURVE_BINS = 10
+#: Steps per forward chunk at evaluation (no gradients, so only memory use depends on it).
+EVAL_CHUNK = 512
+AGENTS = ("model", "node_agent", "edge_agent")
+
+
+def eval_rng(seed: int) -> np.random.Generator:
+    """The random stream of held-out environments for ``seed`` (disjoint from training's)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(EVAL_STREAM,)))
+
+
+@torch.no_grad()
+def run_model(model, obs: np.ndarray, actions: np.ndarray, chunk: int = EVAL_CHUNK,
+              device=None, return_activity: bool = False):
+    """Run ``model`` over whole walks in chunks; returns a list of per-chunk ``Output``."""
+    device = device or next(model.parameters()).device
+    o = torch.as_tensor(obs, device=device)
+    a = torch.as_tensor(actions, device=device)
+    state, outs = None, []
+    for s in range(0, o.shape[1], chunk):
+        out, state = model(o[:, s:s + chunk], a[:, s:s + chunk], state,
+                           return_activity=return_activity)
+        outs.append(out)
+    return outs
+
+
+def predictions(model, obs, actions, chunk: int = EVAL_CHUNK) -> np.ndarray:
+    """Predicted observation (argmax of the g_pi prediction) at every step, (B, T)."""
+    outs = run_model(model, obs, actions, chunk)
+    return torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
+
+
+def summarise(correct: dict[str, np.ndarray], types: dict[str, np.ndarray],
+              visited: np.ndarray) -> dict:
+    """Accuracy per step type and against the proportion of nodes visited.
+
+    Parameters
+    ----------
+    correct : agent name → (n_steps_total,) float correctness (expected, in [0, 1])
+    types : step type → (n_steps_total,) bool
+    visited : (n_steps_total,) proportion of nodes visited before each step
+    """
+    result = {}
+    for agent, c in correct.items():
+        result[agent] = {k: (float(c[types[k]].mean()) if types[k].any() else None)
+                         for k in REPORTED if k != "all"}
+        result[agent]["all"] = float(c.mean())
+    edges = np.linspace(0, 1, CURVE_BINS + 1)
+    which = np.clip(np.digitize(visited, edges) - 1, 0, CURVE_BINS - 1)
+    curve = {"proportion_visited": ((edges[:-1] + edges[1:]) / 2).round(4).tolist(),
+             "n_steps": np.bincount(which, minlength=CURVE_BINS).tolist()}
+    for agent, c in correct.items():
+        curve[agent] = [float(c[which == i].mean()) if (which == i).any() else None
+                        for i in range(CURVE_BINS)]
+    result["curve"] = curve
+    result["counts"] = {k: int(types[k].sum()) for k in REPORTED if k != "all"}
+    result["counts"]["all"] = int(len(visited))
+    return result
+
+
+def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_obs: int,
+             seed: int = 0, batch_size: int = 16, keep_heading: float = 0.25,
+             stay_prob: float = 0.0) -> dict:
+    """Accuracy of ``model`` and of the ideal agents on fresh held-out environments.
+
+    Returns
+    -------
+    dict
+        ``model``, ``node_agent``, ``edge_agent``: accuracy (fraction in [0, 1]) for each of
+        :data:`REPORTED`; ``curve``: accuracy against the proportion of nodes visited;
+        ``counts``: number of steps of each type.
+    """
+    if n_envs < 1 or n_steps < 2:
+        raise ValueError(f"need n_envs ≥ 1 and n_steps ≥ 2; got {n_envs}, {n_steps}")
+    rng = eval_rng(seed)
+    acc: dict[str, list] = {a: [] for a in AGENTS}
+    kinds: dict[str, list] = {k: [] for k in REPORTED if k != "all"}
+    visited = []
+    model.eval()
+    for start in range(0, n_envs, batch_size):
+        b = min(batch_size, n_envs - start)
+        ep = sample_episodes(worlds, b, n_steps, n_obs, rng, keep_heading, stay_prob)
+        pred = predictions(model, ep.observations, ep.actions)
+        for i in range(b):
+            types = step_types(ep.nodes[i], ep.actions[i])
+            ideal = ideal_agents(ep.nodes[i], ep.actions[i], n_obs)
+            acc["model"].append((pred[i] == ep.observations[i]).astype(float))
+            acc["node_agent"].append(ideal["node_agent"])
+            acc["edge_agent"].append(ideal["edge_agent"])
+            for k in kinds:
+                kinds[k].append(types[k])
+            visited.append(proportion_visited(ep.nodes[i], ep.worlds[i].n_nodes))
+    cat = {a: np.concatenate(v) for a, v in acc.items()}
+    return summarise(cat, {k: np.concatenate(v) for k, v in kinds.items()},
+                     np.concatenate(visited))
+
+
+def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
+                        n_steps: int | None = None, seed: int = 0) -> dict:
+    """Evaluate a checkpoint on held-out environments (see :func:`evaluate`).
+
+    ``world`` is a spec (``square:8``, ``hex:6``, …); by default the training worlds.
+    Adds ``meta`` (checkpoint, world, envs, steps, seed, package version, config).
+    """
+    from hippo_rep import __version__
+    from hippo_rep.config import world_kind
+    from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
+    from hippo_rep.worlds import parse_world
+
+    model, cfg, payload = load_checkpoint(path)
+    worlds = [parse_world(world)] if world else [parse_world(s) for s in cfg.world.worlds]
+    if worlds[0].n_actions != payload["n_actions"]:
+        raise CheckpointError(
+            f"world {worlds[0].spec!r} has {worlds[0].n_actions} actions but checkpoint "
+            f"{str(path)!r} was trained on {world_kind(cfg)} worlds "
+            f"({payload['n_actions']} actions)")
+    n_steps = n_steps or cfg.world.walk_steps
+    result = evaluate(model, worlds, n_envs, n_steps, cfg.world.n_obs, seed=seed,
+                      keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob)
+    result["meta"] = {"checkpoint": str(path), "world": ",".join(w.spec for w in worlds),
+                      "envs": n_envs, "steps": n_steps, "seed": seed,
+                      "model_kind": cfg.model.kind, "training_step": payload["step"],
+                      "chance": 1.0 / cfg.world.n_obs, "package_version": __version__,
+                      "config": cfg.to_dict()}
+    return result

@@ -1,0 +1,265 @@
+"""The training loop: fresh environments every batch, truncated BPTT, atomic checkpoints."""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hippo_rep.config import Config, to_toml, world_kind
+from hippo_rep.models.temt import Output, build_model
+from hippo_rep.training.checkpoint import atomic_write, load_checkpoint, save_checkpoint
+from hippo_rep.training.evaluate import TRAIN_STREAM, evaluate
+from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes, step_types
+
+#: Seed of the fixed held-out environments evaluated during training.
+TRAINING_EVAL_SEED = 10_000
+METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "loss_g_pi",
+                 "loss_l2_g", "acc_revisit", "acc_new_edge", "n_memories",
+                 "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
+
+
+#: Keys that may differ when resuming (they do not change what one iteration computes).
+_RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
+                      "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
+
+
+def _changed_keys(a: Config, b: Config) -> set[str]:
+    da, db = a.to_dict(), b.to_dict()
+    return {f"{s}.{k}" for s in da for k in da[s] if da[s][k] != db[s][k]}
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (non-finite loss, output folder in use, ...)."""
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise TrainingError(f"--device {name}: CUDA is not available on this machine")
+    return torch.device(name)
+
+
+def batch_rng(seed: int, iteration: int) -> np.random.Generator:
+    """Batch ``iteration`` depends only on (seed, iteration): resuming replays the same data."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(TRAIN_STREAM, iteration)))
+
+
+def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tensor]:
+    """The seed's losses (A.2) for one chunk; loss 4 (weights) is AdamW's weight decay."""
+    tc = cfg.train
+    ce_pi = F.cross_entropy(out.logits_pi.flatten(0, 1), obs.flatten())
+    ce_g = F.cross_entropy(out.logits_g.flatten(0, 1), obs.flatten())
+    # g_t detached: the error pulls the path integrator towards the corrected position instead
+    # of closing the gate.
+    g_pi_err = (out.g.detach() - out.g_pi).pow(2).mean()
+    l2_g = out.g.pow(2).mean()
+    total = tc.loss_pi * ce_pi
+    if cfg.model.kind == "temt":
+        total = total + tc.loss_g * ce_g + tc.loss_g_pi * g_pi_err + tc.loss_l2_g * l2_g
+    return {"loss": total, "loss_pi": ce_pi, "loss_g": ce_g, "loss_g_pi": g_pi_err,
+            "loss_l2_g": l2_g}
+
+
+def lr_at(cfg: Config, iteration: int) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak at the last iteration."""
+    tc = cfg.train
+    if iteration < tc.warmup:
+        return tc.lr * (iteration + 1) / tc.warmup
+    frac = (iteration - tc.warmup) / max(1, tc.iterations - tc.warmup)
+    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
+class Trainer:
+    """Train a TEM-t (or baseline) model into ``out_dir``.
+
+    The folder holds ``config.toml``, ``metrics.csv`` and ``checkpoint.pt``.
+    """
+
+    def __init__(self, config: Config, out_dir, resume: bool = False, progress: bool = True):
+        self.cfg, self.out = config, Path(out_dir)
+        self.progress = progress
+        self.ckpt_path = self.out / "checkpoint.pt"
+        self.metrics_path = self.out / "metrics.csv"
+        tc = config.train
+        if tc.threads > 0:
+            torch.set_num_threads(tc.threads)
+        self.device = resolve_device(tc.device)
+        self.worlds = [parse_world(s) for s in config.world.worlds]
+        self.n_actions = n_actions_for(world_kind(config))
+        self.start = 0
+        if resume:
+            if not self.ckpt_path.is_file():
+                raise TrainingError(f"--resume: no checkpoint at {str(self.ckpt_path)!r}")
+            model, saved_cfg, payload = load_checkpoint(self.ckpt_path, self.device)
+            changed = _changed_keys(saved_cfg, config) - _RESUMABLE_CHANGES
+            if changed:
+                raise TrainingError(f"--resume: {', '.join(sorted(changed))} differ(s) from the "
+                                    f"checkpoint in {str(self.ckpt_path)!r}; only "
+                                    f"{', '.join(sorted(_RESUMABLE_CHANGES))} may change")
+            self.model = model.train()
+            self.start = payload["step"]
+            self.optim = self._optimizer()
+            if payload.get("optimizer_state"):
+                self.optim.load_state_dict(payload["optimizer_state"])
+            torch.random.set_rng_state(payload["torch_rng_state"])
+            _drop_rows_after(self.metrics_path, self.start)
+        else:
+            if self.ckpt_path.exists():
+                raise TrainingError(f"{str(self.ckpt_path)!r} exists; use --resume to continue "
+                                    "it or choose another --out")
+            self.model = build_model(config.model, self.n_actions, config.world.n_obs,
+                                     seed=tc.seed).to(self.device)
+            self.optim = self._optimizer()
+            self.out.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.out / "config.toml",
+                         lambda tmp: Path(tmp).write_text(to_toml(config)))
+            atomic_write(self.metrics_path, lambda tmp: _write_csv_header(tmp))
+        self.tb = _tensorboard(self.out)
+
+    def _optimizer(self):
+        return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.train.lr,
+                                 weight_decay=self.cfg.train.weight_decay)
+
+    def save(self, step: int) -> None:
+        save_checkpoint(self.ckpt_path, self.model, self.cfg, step, self.optim)
+
+    def step(self, iteration: int) -> dict[str, float]:
+        """One gradient step on a fresh batch of environments."""
+        cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
+        ep = sample_episodes(self.worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
+                             batch_rng(tc.seed, iteration), wc.keep_heading, wc.stay_prob)
+        obs = torch.as_tensor(ep.observations, device=self.device)
+        act = torch.as_tensor(ep.actions, device=self.device)
+        for group in self.optim.param_groups:
+            group["lr"] = lr_at(cfg, iteration)
+        self.model.train()
+        self.optim.zero_grad(set_to_none=True)
+        chunk = tc.chunk_len or wc.walk_steps
+        state, sums, preds = None, {}, []
+        n_chunks = math.ceil(wc.walk_steps / chunk)
+        for s in range(0, wc.walk_steps, chunk):
+            out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
+            parts = losses(out, obs[:, s:s + chunk], cfg)
+            if not torch.isfinite(parts["loss"]):
+                raise TrainingError(
+                    f"loss became {parts['loss'].item()} at iteration {iteration}; stopped. "
+                    f"The last good checkpoint is kept at {str(self.ckpt_path)!r}")
+            (parts["loss"] / n_chunks).backward()
+            state = state.detach()
+            preds.append(out.logits_pi.argmax(-1))
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + v.item() / n_chunks
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
+        self.optim.step()
+        correct = (torch.cat(preds, 1) == obs).cpu().numpy()
+        types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
+        rev = np.concatenate([t["revisit"] for t in types])
+        new = np.concatenate([t["revisit_new_edge"] for t in types])
+        flat = correct.reshape(-1)
+        sums["acc_revisit"] = float(flat[rev].mean()) if rev.any() else float("nan")
+        sums["acc_new_edge"] = float(flat[new].mean()) if new.any() else float("nan")
+        sums["n_memories"] = float(state.count.float().mean())
+        sums["lr"] = lr_at(cfg, iteration)
+        return sums
+
+    def held_out(self) -> dict[str, float]:
+        wc = self.cfg.world
+        res = evaluate(self.model, self.worlds, self.cfg.train.eval_envs, wc.walk_steps,
+                       wc.n_obs, seed=TRAINING_EVAL_SEED, keep_heading=wc.keep_heading,
+                       stay_prob=wc.stay_prob)["model"]
+        return {"eval_revisit": res["revisit"], "eval_new_edge": res["revisit_new_edge"],
+                "eval_unseen_edge": res["revisit_unseen_edge"],
+                "eval_first_visit": res["first_visit"]}
+
+    def run(self) -> Path:
+        """Train to ``train.iterations``; checkpoint periodically, at the end and on Ctrl-C."""
+        tc = self.cfg.train
+        bar = _progress(self.start, tc.iterations, self.progress)
+        t0 = time.perf_counter()
+        done = self.start  # iterations whose optimiser step has been applied
+        try:
+            for it in range(self.start, tc.iterations):
+                row = self.step(it)
+                done = it + 1
+                log = done % tc.log_every == 0 or done == tc.iterations
+                if tc.eval_every and (done % tc.eval_every == 0 or done == tc.iterations):
+                    row.update(self.held_out())
+                    log = True
+                if log:
+                    row.update(iteration=done, elapsed_s=time.perf_counter() - t0)
+                    self._log(row)
+                if done % tc.checkpoint_every == 0:
+                    self.save(done)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{row['loss']:.3f}",
+                                    acc_new_edge=f"{row['acc_new_edge']:.3f}")
+        except KeyboardInterrupt:
+            # Save the weights of the last finished iteration, then let the caller stop.
+            self.save(done)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        self.save(tc.iterations)
+        return self.ckpt_path
+
+    def _log(self, row: dict) -> None:
+        with open(self.metrics_path, "a", newline="") as f:
+            csv.DictWriter(f, METRIC_FIELDS, extrasaction="ignore").writerow(
+                {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        if self.tb is not None:
+            for k, v in row.items():
+                if k != "iteration" and isinstance(v, (int, float)) and v == v:
+                    self.tb.add_scalar(k, v, row["iteration"])
+
+
+def _drop_rows_after(path: Path, iteration: int) -> None:
+    """Forget metrics logged after the checkpoint we resume from (they will be redone)."""
+    if not path.is_file():
+        atomic_write(path, _write_csv_header)
+        return
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if int(r["iteration"]) <= iteration]
+
+    def write(tmp):
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, METRIC_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+
+    atomic_write(path, write)
+
+
+def _write_csv_header(path) -> None:
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerow(METRIC_FIELDS)
+
+
+def _progress(start: int, total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=start, desc="train", unit="it", dynamic_ncols=True)
+
+
+def _tensorboard(out: Path):
+    """A TensorBoard writer when tensorboard is installed, else None (metrics.csv always)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    return SummaryWriter(str(out / "tensorboard"))
+
+
+def train(config: Config, out_dir, resume: bool = False, progress: bool = True) -> Path:
+    """Train and return the checkpoint path (see :class:`Trainer`)."""
+    return Trainer(config, out_dir, resume=resume, progress=progress).run()

@@ -1,0 +1,255 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from hippo_rep import cli
+from hippo_rep.config import load_config
+from hippo_rep.training import trainer as T
+from hippo_rep.training.checkpoint import (
+    CheckpointError,
+    file_sha256,
+    load_checkpoint,
+    save_checkpoint,
+)
+from hippo_rep.training.evaluate import evaluate, evaluate_checkpoint
+
+TINY = ["train.iterations=20"]
+
+
+def tiny(*extra):
+    return load_config("tiny", [*TINY, *extra])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The tiny preset trained in full (shared by several tests)."""
+    out = tmp_path_factory.mktemp("tiny")
+    T.train(load_config("tiny"), out, progress=False)
+    return out
+
+
+def test_tiny_training_beats_chance_on_held_out_envs(trained):
+    model, cfg, _ = load_checkpoint(trained / "checkpoint.pt")
+    res = evaluate(model, [T.parse_world(s) for s in cfg.world.worlds], 16,
+                   cfg.world.walk_steps, cfg.world.n_obs, seed=5)
+    chance = 1 / cfg.world.n_obs
+    assert res["model"]["revisit"] > 3 * chance
+    assert res["model"]["revisit_new_edge"] > 2 * chance
+    # nothing can be known about a first visit
+    assert res["model"]["first_visit"] < 2.5 * chance
+    assert res["node_agent"]["revisit"] == 1.0
+    assert res["edge_agent"]["revisit_new_edge"] == pytest.approx(chance)
+
+
+def test_run_folder_contents(trained):
+    assert (trained / "config.toml").is_file()
+    rows = (trained / "metrics.csv").read_text().splitlines()
+    assert rows[0].startswith("iteration,")
+    assert len(rows) > 5
+    payload = torch.load(trained / "checkpoint.pt", weights_only=False)
+    for key in ("config", "model_state", "optimizer_state", "torch_rng_state", "step",
+                "package_version"):
+        assert key in payload
+    assert payload["step"] == load_config("tiny").train.iterations
+
+
+def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
+    cfg = tiny()
+    T.train(cfg, tmp_path / "a", progress=False)
+    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["model_state"]
+
+    real_step = T.Trainer.step
+
+    def interrupted(self, iteration):
+        if iteration == 13:
+            raise KeyboardInterrupt
+        return real_step(self, iteration)
+
+    monkeypatch.setattr(T.Trainer, "step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        T.train(cfg, tmp_path / "b", progress=False)
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 13
+    monkeypatch.setattr(T.Trainer, "step", real_step)
+    T.train(cfg, tmp_path / "b", resume=True, progress=False)
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["model_state"]
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)
+    iters = [int(r.split(",")[0]) for r in
+             (tmp_path / "b" / "metrics.csv").read_text().splitlines()[1:]]
+    assert iters == sorted(set(iters))  # no duplicated rows after resuming
+
+
+def test_same_seed_same_weights_and_different_seed_differs(tmp_path):
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        T.train(tiny("train.iterations=5", f"train.seed={seed}"), tmp_path / name,
+                progress=False)
+    w = {n: torch.load(tmp_path / n / "checkpoint.pt", weights_only=False)["model_state"]
+         for n in "abc"}
+    assert torch.equal(w["a"]["W_a"], w["b"]["W_a"])
+    assert not torch.equal(w["a"]["W_a"], w["c"]["W_a"])
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
+    cfg = tiny("train.checkpoint_every=5")
+    real = T.losses
+
+    def poisoned(out, obs, c):
+        parts = real(out, obs, c)
+        if poisoned.calls >= 7:
+            parts["loss"] = parts["loss"] * float("nan")
+        poisoned.calls += 1
+        return parts
+
+    poisoned.calls = 0
+    monkeypatch.setattr(T, "losses", poisoned)
+    with pytest.raises(T.TrainingError, match="nan.*iteration 7.*last good checkpoint"):
+        T.train(cfg, tmp_path, progress=False)
+    model, _, payload = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert payload["step"] == 5
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_refuses_to_overwrite_an_existing_run(tmp_path):
+    T.train(tiny("train.iterations=2"), tmp_path, progress=False)
+    before = file_sha256(tmp_path / "checkpoint.pt")
+    with pytest.raises(T.TrainingError, match="exists"):
+        T.train(tiny("train.iterations=2"), tmp_path, progress=False)
+    assert file_sha256(tmp_path / "checkpoint.pt") == before
+
+
+def test_sinusoidal_baseline_trains(tmp_path):
+    T.train(tiny("model.kind=sinusoidal", "train.iterations=3"), tmp_path, progress=False)
+    model, cfg, _ = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert cfg.model.kind == "sinusoidal"
+
+
+def test_evaluation_json_schema(trained):
+    res = evaluate_checkpoint(trained / "checkpoint.pt", n_envs=3, n_steps=30)
+    for agent in ("model", "node_agent", "edge_agent"):
+        assert set(res[agent]) == {"first_visit", "revisit_known_edge", "revisit_new_edge",
+                                   "revisit_unseen_edge", "revisit", "all"}
+        for v in res[agent].values():
+            assert v is None or 0.0 <= v <= 1.0
+        assert len(res["curve"][agent]) == len(res["curve"]["proportion_visited"])
+    # the node agent's accuracy curve rises with the proportion of nodes visited
+    node = [v for v in res["curve"]["node_agent"] if v is not None]
+    assert node[-1] > node[0]
+    json.dumps(res)
+
+
+def test_evaluation_is_reproducible_and_uses_other_worlds(trained):
+    a = evaluate_checkpoint(trained / "checkpoint.pt", n_envs=2, n_steps=25, seed=3)
+    b = evaluate_checkpoint(trained / "checkpoint.pt", n_envs=2, n_steps=25, seed=3)
+    assert a["model"] == b["model"]
+    c = evaluate_checkpoint(trained / "checkpoint.pt", n_envs=2, n_steps=25,
+                            world="square:6x3:holes=1,1")
+    assert c["meta"]["world"] == "square:6x3:holes=1,1"
+
+
+# ---------------------------------------------------------------- bad input, via the CLI
+def run_cli(capsys, *argv):
+    rc = cli.main([str(a) for a in argv])
+    err = capsys.readouterr().err.strip()
+    return rc, err
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("train.lrr=1", "train.lrr"),
+    ("modell.n_g=3", "modell"),
+    ("train.lr=fast", "train.lr"),
+    ("model.kind=lstm", "model.kind"),
+    ("world.worlds=square:1", "square:1"),
+    ("world.worlds=square:3,hex:3", "mixes"),
+])
+def test_config_errors_are_one_clear_line(tmp_path, capsys, override, needle):
+    rc, err = run_cli(capsys, "train", "--config", "tiny", "--set", override,
+                      "--out", tmp_path / "r")
+    assert rc == 2
+    assert needle in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_key_lists_valid_keys(capsys, tmp_path):
+    _, err = run_cli(capsys, "train", "--set", "train.lrr=1", "--out", tmp_path)
+    assert "valid keys" in err and "lr" in err
+
+
+def test_missing_config_file(capsys, tmp_path):
+    rc, err = run_cli(capsys, "train", "--config", tmp_path / "nope.toml", "--out", tmp_path)
+    assert rc == 2 and "nope.toml" in err
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all", b"PK\x03\x04garbage"])
+def test_corrupt_checkpoint(tmp_path, capsys, content):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(content)
+    rc, err = run_cli(capsys, "evaluate", bad)
+    assert rc == 2 and "bad.pt" in err and len(err.splitlines()) == 1
+    assert bad.read_bytes() == content
+
+
+def test_torch_file_that_is_not_a_checkpoint(tmp_path, capsys):
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)
+    rc, err = run_cli(capsys, "evaluate", other)
+    assert rc == 2 and "not a hippo_rep checkpoint" in err
+
+
+def test_missing_checkpoint(tmp_path, capsys):
+    rc, err = run_cli(capsys, "evaluate", tmp_path / "missing.pt")
+    assert rc == 2 and "missing.pt" in err and "not found" in err
+
+
+def test_hex_model_on_square_world(tmp_path, capsys):
+    T.train(tiny("world.worlds=hex:3", "train.iterations=1"), tmp_path, progress=False)
+    rc, err = run_cli(capsys, "evaluate", tmp_path / "checkpoint.pt", "--world", "square:4")
+    assert rc == 2 and "square:4" in err and "hex" in err
+
+
+def test_checkpoint_of_other_model_shape(tmp_path, capsys):
+    T.train(tiny("train.iterations=1"), tmp_path, progress=False)
+    payload = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    payload["model_state"]["W_a"] = torch.zeros(2, 2)
+    torch.save(payload, tmp_path / "edited.pt")
+    rc, err = run_cli(capsys, "evaluate", tmp_path / "edited.pt")
+    assert rc == 2 and "edited.pt" in err and "weights" in err
+
+
+@pytest.mark.parametrize("world", ["square:1", "square:2:holes=0,0;1,0;0,1;1,1",
+                                   "square:3:holes=1,0;1,1;1,2"])
+def test_impossible_world_for_evaluation(trained, capsys, world):
+    rc, err = run_cli(capsys, "evaluate", trained / "checkpoint.pt", "--world", world)
+    assert rc == 2 and world in err
+
+
+def test_cli_evaluate_writes_json(trained, tmp_path, capsys):
+    rc = cli.main(["evaluate", str(trained / "checkpoint.pt"), "--envs", "2", "--steps", "20",
+                   "--json", str(tmp_path / "e.json")])
+    assert rc == 0
+    res = json.loads((tmp_path / "e.json").read_text())
+    assert res["meta"]["checkpoint_sha256"] == file_sha256(trained / "checkpoint.pt")
+    assert "revisit_new_edge" in capsys.readouterr().out
+
+
+def test_save_checkpoint_is_atomic(tmp_path, monkeypatch):
+    T.train(tiny("train.iterations=1"), tmp_path, progress=False)
+    model, cfg, _ = load_checkpoint(tmp_path / "checkpoint.pt")
+    before = file_sha256(tmp_path / "checkpoint.pt")
+
+    def broken(obj, f, *a, **k):
+        with open(f, "wb") as fh:
+            fh.write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", broken)
+    with pytest.raises(OSError):
+        save_checkpoint(tmp_path / "checkpoint.pt", model, cfg, 2)
+    assert file_sha256(tmp_path / "checkpoint.pt") == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_checkpoint_error_type():
+    assert issubclass(CheckpointError, ValueError)
+    np.testing.assert_equal(T.batch_rng(0, 3).random(3), T.batch_rng(0, 3).random(3))
