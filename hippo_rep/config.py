@@ -56,6 +56,12 @@ class ModelConfig:
     transition_activation: str = "linear"
     # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
     transition_init_std: float = 0.01
+    # "free" W_a (the paper), or "orthogonal" W_a = exp(S - Sᵀ): norm-preserving, so long walks
+    # neither explode nor vanish without rescaling.
+    transition_param: str = "free"
+    # Read the prediction out by an MLP of activity·V ("mlp", DESIGN step 2) or as the
+    # activity-weighted vote of the stored one-hot observations ("direct", values = X).
+    readout: str = "mlp"
     # Memory-neuron activation: softmax (exact transformer) | relu | power (normalised).
     memory_activation: str = "softmax"
     # Exponent of the "power" memory activation.
@@ -76,6 +82,10 @@ class ModelConfig:
     # Third input stream: contexts per environment (0 = off); conjunction then also needs
     # the context to match.
     n_context: int = 0
+    # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
+    # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
+    # ~150 iterations); off, loss 2 still trains W_e and the readout on corrected encodings.
+    loss2_through_landmark: bool = False
     # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
     gate_bias_init: float = -2.0
 
@@ -142,6 +152,8 @@ _CHOICES = {
     ("model", "transition_activation"): ("linear", "relu", "tanh", "leaky_relu"),
     ("model", "memory_activation"): ("softmax", "relu", "power"),
     ("model", "conjunction"): ("multiplicative", "additive"),
+    ("model", "transition_param"): ("free", "orthogonal"),
+    ("model", "readout"): ("mlp", "direct"),
 }
 
 

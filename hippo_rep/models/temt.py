@@ -31,6 +31,10 @@ from hippo_rep.config import ModelConfig
 
 #: Added to denominators of normalisations (g rescaling, relu/power activations).
 _EPS = 1e-6
+#: Probability floor of the "direct" readout (an empty memory predicts uniformly).
+_DIRECT_FLOOR = 1e-3
+#: Scalar features appended to the gate's input (agreement, confidence).
+_N_GATE_FEATURES = 2
 #: Initial capacity of the memory buffer, in slots; it grows by doubling.
 _INITIAL_CAPACITY = 64
 
@@ -169,8 +173,10 @@ class TEMt(nn.Module):
         d = config.n_g
         self.recurrent = config.kind == "temt"
         # Action-dependent transitions W_a, near identity so repeated products stay bounded.
-        w = torch.eye(d).repeat(n_actions, 1, 1)
-        w += config.transition_init_std * torch.randn_like(w)
+        # "orthogonal" stores a generator S with W_a = exp(S - S^T) (identity at S = 0).
+        w = config.transition_init_std * torch.randn(n_actions, d, d)
+        if config.transition_param == "free":
+            w += torch.eye(d)
         self.W_a = nn.Parameter(w)
         self.g_init = nn.Parameter(torch.randn(d))
         self.W_e = nn.Linear(d, config.d_key, bias=False)  # keys = queries = z(g) W_e
@@ -183,7 +189,10 @@ class TEMt(nn.Module):
         self.retrieval_mlp = _mlp(d, config.hidden, d)
         nn.init.zeros_(self.retrieval_mlp[-1].weight)
         nn.init.zeros_(self.retrieval_mlp[-1].bias)
-        self.gate_mlp = _mlp(2 * d, config.hidden, d)
+        # The gate sees g_ret, g_pi and two scalars an MLP computes poorly itself: the cosine
+        # similarity of the retrieved and path-integrated positions, and the largest retrieval
+        # weight (how confident the retrieval is).
+        self.gate_mlp = _mlp(2 * d + _N_GATE_FEATURES, config.hidden, d)
         with torch.no_grad():
             self.gate_mlp[-1].weight.mul_(0.1)
             self.gate_mlp[-1].bias.fill_(config.gate_bias_init)
@@ -216,11 +225,20 @@ class TEMt(nn.Module):
             return F.leaky_relu(g, 0.1)
         return g
 
-    def transition(self, g: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Path integration: norm(f(g W_a)) for each environment's action. g (B, d), action (B,)."""
+    def transition_matrices(self) -> torch.Tensor:
+        """The action matrices W_a, (n_actions, d, d); g_next = f(g @ W_a[a])."""
+        if self.config.transition_param == "orthogonal":
+            return torch.linalg.matrix_exp(self.W_a - self.W_a.transpose(1, 2))
+        return self.W_a
+
+    def transition(self, g: torch.Tensor, action: torch.Tensor,
+                   W: torch.Tensor | None = None) -> torch.Tensor:
+        """Path integration: norm(f(g W_a)) for each environment's action. g (B, d), action (B,).
+        ``W`` is :meth:`transition_matrices`, passed in to compute it once per chunk."""
         d = g.shape[-1]
+        W = self.transition_matrices() if W is None else W
         # One matmul against all actions, then pick: faster than gathering (B, d, d) matrices.
-        all_next = (g @ self.W_a.transpose(0, 1).reshape(d, -1)).view(-1, self.n_actions, d)
+        all_next = (g @ W.transpose(0, 1).reshape(d, -1)).view(-1, self.n_actions, d)
         nxt = all_next.gather(1, action.view(-1, 1, 1).expand(-1, 1, d)).squeeze(1)
         return _rescale(self._activation(nxt))
 
@@ -261,8 +279,14 @@ class TEMt(nn.Module):
             self._write_all(state, g, obs, context, written)
         slot = torch.where(written, count0[:, None] + written.long().cumsum(1) - 1, -1)
         logits_pi, act = self._predict(g_pi, g, obs, state, count0, written, return_activity)
-        logits_g, _ = self._predict(g, g, obs, state, count0, written, False) \
-            if self.recurrent else (logits_pi, None)
+        if self.recurrent:
+            # Loss 2's query: detached by default, because its gradient through the landmark
+            # path opens the gate on any retrieval (the retrieved memory always holds x_t) and
+            # collapsed training in every run measured here.
+            q = g if cfg.loss2_through_landmark else g.detach()
+            logits_g, _ = self._predict(q, q, obs, state, count0, written, False)
+        else:
+            logits_g = logits_pi
         activity = None
         if return_activity:
             activity = self._to_slots(act, count0, slot, state.capacity)
@@ -281,13 +305,14 @@ class TEMt(nn.Module):
         ar = torch.arange(B, device=obs.device)
         rbeta = F.softplus(self.retrieval_beta_raw)
         g_prev = state.g
+        W = self.transition_matrices()
         gs, gpis, gates = [], [], []
         written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
         for t in range(L):
             if fresh and t == 0:
                 g_pi = self._g0(B)
             else:
-                g_pi = self.transition(g_prev, actions[:, t])
+                g_pi = self.transition(g_prev, actions[:, t], W)
             n = state.count  # memories so far, (B,)
             m = int(n.max())
             same_x = (state.X[:, :m] == obs[:, t, None]) & (state.C[:, :m] == context[:, t, None])
@@ -301,7 +326,9 @@ class TEMt(nn.Module):
                 w = memory_activation(beta * conj, valid, "softmax")
                 g_ret_raw = _ConstBmm.apply(w[:, None], state.G[:, :m])[:, 0]
                 g_ret = g_ret_raw + self.retrieval_mlp(g_ret_raw)
-                gate = torch.sigmoid(self.gate_mlp(torch.cat([g_ret, g_pi], -1)))
+                agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
+                feats = torch.cat([g_ret, g_pi, agree, w.max(-1, keepdim=True)[0]], -1)
+                gate = torch.sigmoid(self.gate_mlp(feats))
                 gate = gate * (n > 0).float()[:, None]  # nothing to correct with yet
                 g_t = g_pi + gate * (g_ret - g_pi)
             else:
@@ -374,6 +401,11 @@ class TEMt(nn.Module):
             sx = x_hat.gather(-1, x_mem[:, None, :].expand(B, L, -1))
             act = memory_activation(beta * sim * sx, valid, cfg.memory_activation,
                                     cfg.memory_power)
+        if cfg.readout == "direct":
+            # Values are the one-hot observations themselves: the prediction is the
+            # activity-weighted vote of the memories (floored so that log stays finite).
+            p = act @ F.one_hot(x_mem, self.n_obs).float()
+            return torch.log(p + _DIRECT_FLOOR), act
         logits = self.readout(act @ V)
         return logits, act
 

@@ -1,0 +1,80 @@
+"""Training speed and time-to-accuracy: TEM-t vs the sinusoidal baseline, in one run.
+
+For each model the preset is trained (the preset's own schedule), with held-out loop-closure
+accuracy (``revisit_new_edge``) measured every ``--eval-every`` iterations on fixed held-out
+environments. Prints iterations per second (training steps only), wall-clock until held-out
+loop closure first reaches ``--target``, and the final held-out accuracies.
+
+    python benchmarks/bench_training.py --preset small --target 0.9
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from hippo_rep.config import load_config
+from hippo_rep.training.evaluate import evaluate
+from hippo_rep.training.trainer import Trainer
+
+#: Held-out environments per accuracy check (more = less noisy, slower).
+EVAL_ENVS = 16
+
+
+def run(preset: str, kind: str, target: float, eval_every: int, max_minutes: float,
+        overrides: list[str]) -> dict:
+    cfg = load_config(preset, [f"model.kind={kind}", "train.eval_every=0", *overrides])
+    wc = cfg.world
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, tmp, progress=False)
+        train_s, wall0, reached, last = 0.0, time.perf_counter(), None, None
+        for it in range(cfg.train.iterations):
+            t0 = time.perf_counter()
+            tr.step(it)
+            train_s += time.perf_counter() - t0
+            done = it + 1
+            if done % eval_every == 0 or done == cfg.train.iterations:
+                last = evaluate(tr.model, tr.worlds, EVAL_ENVS, wc.walk_steps, wc.n_obs,
+                                seed=123, keep_heading=wc.keep_heading,
+                                stay_prob=wc.stay_prob)
+                acc = last["model"]["revisit_new_edge"]
+                print(f"  {kind:10s} it {done:5d}  train {train_s:6.0f} s  "
+                      f"loop closure {acc:.3f}", flush=True)
+                if reached is None and acc >= target:
+                    reached = (done, train_s, time.perf_counter() - wall0)
+            if (time.perf_counter() - wall0) / 60 > max_minutes:
+                break
+    return {"kind": kind, "iterations": done, "it_per_s": done / train_s, "reached": reached,
+            "final": last}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--preset", default="small")
+    p.add_argument("--target", type=float, default=0.9, help="loop-closure accuracy target")
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--max-minutes", type=float, default=15.0, help="per model")
+    p.add_argument("--set", action="append", default=[], help="config override")
+    args = p.parse_args()
+    rows = [run(args.preset, kind, args.target, args.eval_every, args.max_minutes, args.set)
+            for kind in ("temt", "sinusoidal")]
+    print(f"\npreset {args.preset}; held-out: {EVAL_ENVS} envs; target loop closure "
+          f"{args.target}")
+    head = (f"{'model':11s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
+            f"{'revisit':>9s}{'new edge':>9s}{'unseen':>8s}{'edge agent (new)':>18s}")
+    print(head)
+    base = rows[0]["it_per_s"]
+    for r in rows:
+        f = r["final"]
+        tgt = ("not reached" if r["reached"] is None else
+               f"{r['reached'][0]} / {r['reached'][1]:.0f} / {r['reached'][2]:.0f}")
+        print(f"{r['kind']:11s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
+              f"{f['model']['revisit']:9.3f}{f['model']['revisit_new_edge']:9.3f}"
+              f"{f['model']['revisit_unseen_edge']:8.3f}"
+              f"{f['edge_agent']['revisit_new_edge']:18.3f}")
+    print(f"speed ratio sinusoidal / temt: {rows[1]['it_per_s'] / base:.2f}")
+
+
+if __name__ == "__main__":
+    main()
