@@ -325,7 +325,8 @@ class TEMt(nn.Module):
                 beta = rbeta * torch.log(n.clamp(min=1).float())[:, None]
                 w = memory_activation(beta * conj, valid, "softmax")
                 g_ret_raw = _ConstBmm.apply(w[:, None], state.G[:, :m])[:, 0]
-                g_ret = g_ret_raw + self.retrieval_mlp(g_ret_raw)
+                # Rescaled like every position, so that the MLP cannot inflate g (it did).
+                g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
                 agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
                 feats = torch.cat([g_ret, g_pi, agree, w.max(-1, keepdim=True)[0]], -1)
                 gate = torch.sigmoid(self.gate_mlp(feats))
