@@ -126,6 +126,9 @@ class TrainConfig:
     # Held-out environments evaluated every eval_every iterations (0 = never during training).
     eval_every: int = 100
     eval_envs: int = 8
+    # Start from the weights of this checkpoint ("" = fresh weights from seed); the model config
+    # must match. A curriculum: 8x8-trained weights path-integrate 10x10 worlds at once.
+    init_from: str = ""
     # "cpu", "cuda" or "auto" (cuda when available).
     device: str = "auto"
     # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.

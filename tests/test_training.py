@@ -253,3 +253,17 @@ def test_save_checkpoint_is_atomic(tmp_path, monkeypatch):
 def test_checkpoint_error_type():
     assert issubclass(CheckpointError, ValueError)
     np.testing.assert_equal(T.batch_rng(0, 3).random(3), T.batch_rng(0, 3).random(3))
+
+
+def test_init_from_starts_from_another_runs_weights(trained, tmp_path):
+    src = trained / "checkpoint.pt"
+    T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}"]), tmp_path,
+            progress=False)
+    a = torch.load(src, weights_only=False)
+    b = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    for k in a["model_state"]:
+        torch.testing.assert_close(a["model_state"][k], b["model_state"][k])
+    assert b["extra"]["init_from_sha256"] == file_sha256(src)
+    with pytest.raises(T.TrainingError, match="init_from"):
+        T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}",
+                                     "model.n_g=8"]), tmp_path / "x", progress=False)

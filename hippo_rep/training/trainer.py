@@ -13,7 +13,12 @@ import torch.nn.functional as F
 
 from hippo_rep.config import Config, to_toml, world_kind
 from hippo_rep.models.temt import Output, build_model
-from hippo_rep.training.checkpoint import atomic_write, load_checkpoint, save_checkpoint
+from hippo_rep.training.checkpoint import (
+    atomic_write,
+    file_sha256,
+    load_checkpoint,
+    save_checkpoint,
+)
 from hippo_rep.training.evaluate import TRAIN_STREAM, evaluate
 from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes, step_types
 
@@ -94,6 +99,7 @@ class Trainer:
         self.worlds = [parse_world(s) for s in config.world.worlds]
         self.n_actions = n_actions_for(world_kind(config))
         self.start = 0
+        self.init_sha256 = None
         if resume:
             if not self.ckpt_path.is_file():
                 raise TrainingError(f"--resume: no checkpoint at {str(self.ckpt_path)!r}")
@@ -116,6 +122,8 @@ class Trainer:
                                     "it or choose another --out")
             self.model = build_model(config.model, self.n_actions, config.world.n_obs,
                                      seed=tc.seed).to(self.device)
+            if tc.init_from:
+                self._init_from(tc.init_from)
             self.optim = self._optimizer()
             self.out.mkdir(parents=True, exist_ok=True)
             atomic_write(self.out / "config.toml",
@@ -123,12 +131,23 @@ class Trainer:
             atomic_write(self.metrics_path, lambda tmp: _write_csv_header(tmp))
         self.tb = _tensorboard(self.out)
 
+    def _init_from(self, path: str) -> None:
+        """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11)."""
+        model, cfg, payload = load_checkpoint(path)
+        if cfg.model != self.cfg.model or payload["n_actions"] != self.n_actions \
+                or payload["n_obs"] != self.cfg.world.n_obs:
+            raise TrainingError(f"train.init_from: {path!r} has another model config, action "
+                                "set or n_obs than this run")
+        self.model.load_state_dict(model.state_dict())
+        self.init_sha256 = file_sha256(path)
+
     def _optimizer(self):
         return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.train.lr,
                                  weight_decay=self.cfg.train.weight_decay)
 
     def save(self, step: int) -> None:
-        save_checkpoint(self.ckpt_path, self.model, self.cfg, step, self.optim)
+        extra = {"init_from_sha256": self.init_sha256} if self.init_sha256 else {}
+        save_checkpoint(self.ckpt_path, self.model, self.cfg, step, self.optim, extra)
 
     def step(self, iteration: int) -> dict[str, float]:
         """One gradient step on a fresh batch of environments."""
