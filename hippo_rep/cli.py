@@ -17,13 +17,17 @@ DEFAULT_EVAL_SEED = 0
 
 
 def _errors():
+    from hippo_rep.analysis.recordings import AnalysisError
     from hippo_rep.config import ConfigError
+    from hippo_rep.recording import RecordingError
+    from hippo_rep.schema import SchemaError
+    from hippo_rep.tasks.passkey import PassKeyError
     from hippo_rep.training.checkpoint import CheckpointError
     from hippo_rep.training.trainer import TrainingError
     from hippo_rep.worlds import WorldError
 
-    return (ConfigError, CheckpointError, TrainingError, WorldError, FileExistsError,
-            FileNotFoundError)
+    return (ConfigError, CheckpointError, TrainingError, WorldError, RecordingError,
+            SchemaError, AnalysisError, PassKeyError, FileExistsError, FileNotFoundError)
 
 
 def cmd_train(args) -> int:
@@ -92,27 +96,173 @@ def _print_eval(result: dict) -> None:
 
 
 def cmd_demo(args) -> int:
-    """The main job: train the small preset, then evaluate it on held-out worlds."""
+    """The main job: train TEM-t and the sinusoidal baseline on the small preset, evaluate both
+    on the same held-out worlds and print them side by side."""
     out = Path(args.out)
-    run = out / "run"
-    targs = argparse.Namespace(config=args.config, set=args.set, out=str(run), resume=False,
-                               device=None, no_progress=args.no_progress)
-    if (run / "checkpoint.pt").exists():
-        if not args.overwrite:
-            raise FileExistsError(f"{str(run / 'checkpoint.pt')!r} exists; pass --overwrite "
-                                  "to train again, or use another --out")
-        import shutil
+    runs = {"temt": out / "run", "sinusoidal": out / "baseline"}
+    existing = [r / "checkpoint.pt" for r in runs.values() if (r / "checkpoint.pt").exists()]
+    if existing and not args.overwrite:
+        raise FileExistsError(f"{str(existing[0])!r} exists; pass --overwrite to train again, "
+                              "or use another --out")
+    results = {}
+    for kind, run in runs.items():
+        if run.exists():
+            import shutil
 
-        shutil.rmtree(run)
-    rc = cmd_train(targs)
-    if rc:
-        return rc
-    eargs = argparse.Namespace(checkpoint=str(run / "checkpoint.pt"), envs=args.envs,
-                               world=None, steps=None, seed=DEFAULT_EVAL_SEED,
-                               json=str(out / "eval.json"))
-    cmd_evaluate(eargs)
-    print(f"artefacts: config {run / 'config.toml'}, metrics {run / 'metrics.csv'}, "
-          f"checkpoint {run / 'checkpoint.pt'}, evaluation {out / 'eval.json'}")
+            shutil.rmtree(run)
+        print(f"== training {kind} ({args.config} preset) → {run}")
+        targs = argparse.Namespace(config=args.config, set=[*args.set, f"model.kind={kind}"],
+                                   out=str(run), resume=False, device=None,
+                                   no_progress=args.no_progress)
+        rc = cmd_train(targs)
+        if rc:
+            return rc
+        name = "eval.json" if kind == "temt" else "eval_baseline.json"
+        eargs = argparse.Namespace(checkpoint=str(run / "checkpoint.pt"), envs=args.envs,
+                                   world=None, steps=None, seed=DEFAULT_EVAL_SEED,
+                                   json=str(out / name))
+        cmd_evaluate(eargs)
+        results[kind] = json.loads((out / name).read_text())
+    t, b = results["temt"], results["sinusoidal"]
+    print("\nheld-out accuracy    TEM-t  sinusoidal  node agent  edge agent")
+    for k in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
+        print(f"{k:20s}{t['model'][k]:7.3f}{b['model'][k]:12.3f}{t['node_agent'][k]:12.3f}"
+              f"{t['edge_agent'][k]:12.3f}")
+    print(f"\nartefacts in {out}/: run/ and baseline/ (config.toml, metrics.csv, "
+          "checkpoint.pt), eval.json, eval_baseline.json")
+    return 0
+
+
+def cmd_record(args) -> int:
+    from hippo_rep.recording import check_output, open_recording, record_to_file
+
+    out = Path(args.out)
+    check_output(out, args.overwrite)  # before loading anything: refuse early, touch nothing
+    t0 = time.perf_counter()
+    try:
+        record_to_file(args.checkpoint, out, overwrite=args.overwrite, n_envs=args.envs,
+                       n_steps=args.steps, world=args.world, seed=args.seed,
+                       same_observations=args.same_observations, chunk=args.chunk)
+    except KeyboardInterrupt:
+        held = "no file was written"
+        if out.suffix.lower() == ".zarr" and out.exists():
+            try:
+                with open_recording(out) as ds:
+                    held = f"{str(out)!r} holds the first {ds.attrs['n_steps']} steps"
+            except (ValueError, OSError):
+                pass
+        print(f"interrupted: {held}", file=sys.stderr)
+        return 130
+    with open_recording(out) as ds:
+        print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
+              f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g units, "
+              f"{ds.sizes['memory']} memory neurons) in {time.perf_counter() - t0:.1f} s "
+              f"→ {out}")
+    return 0
+
+
+def cmd_analyse(args) -> int:
+    from hippo_rep.analysis.cluster import dask_client
+    from hippo_rep.analysis.pipeline import analyse, check_output, write_analysis
+    from hippo_rep.recording import open_recording
+
+    out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
+    t0 = time.perf_counter()
+    with open_recording(args.recording) as ds:
+        rec = ds.load()
+    with dask_client(scheduler=args.scheduler, workers=args.workers):
+        result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
+    write_analysis(result, out, overwrite=args.overwrite)
+    print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
+          f"({result.attrs['variables']}) with {args.shuffles} shuffles in "
+          f"{time.perf_counter() - t0:.1f} s: {int(result['is_grid'].sum())} grid and "
+          f"{int(result['is_place'].sum())} place (env, unit) pairs → {out}")
+    return 0
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    from hippo_rep.tasks.passkey import PassKeyError
+
+    try:
+        vals = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise PassKeyError(f"{flag} must be comma-separated integers; got {text!r}") from None
+    if not vals:
+        raise PassKeyError(f"{flag} is empty")
+    return vals
+
+
+def _passkey_threads(args) -> None:
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
+def cmd_passkey_train(args) -> int:
+    from hippo_rep.tasks.passkey import PassKeyConfig, train
+
+    out = Path(args.out)
+    cfg = PassKeyConfig().with_overrides(args.set, variant=args.variant)
+    if (out / "checkpoint.pt").exists() and not args.overwrite:
+        raise FileExistsError(f"{str(out / 'checkpoint.pt')!r} exists; pass --overwrite or "
+                              "use another --out")
+    _passkey_threads(args)
+
+    def log(row):
+        print(f"step {row['step']:5d}  loss {row['loss']:.3f}  accuracy {row['accuracy']:.3f}"
+              f"  {row['seconds']:.0f} s", flush=True)
+
+    t0 = time.perf_counter()
+    train(cfg, out, log=None if args.no_progress else log)
+    print(f"trained {cfg.model.variant} (B={cfg.model.block_size}, M={cfg.model.n_mem}, "
+          f"F={cfg.model.slots}) in {time.perf_counter() - t0:.0f} s → {out / 'checkpoint.pt'}")
+    return 0
+
+
+def cmd_passkey_eval(args) -> int:
+    from hippo_rep.tasks.passkey import CHANCE, evaluate, load_checkpoint
+
+    fillers = _int_list(args.fillers, "--fillers")
+    model, cfg, payload = load_checkpoint(args.checkpoint)
+    _passkey_threads(args)
+    acc = evaluate(model, fillers, n_samples=args.samples, seed=args.seed)
+    print(f"{args.checkpoint}: {cfg.model.variant} (B={cfg.model.block_size}, "
+          f"M={cfg.model.n_mem}, F={cfg.model.slots}), {args.samples} prompts per length "
+          f"(seed {args.seed}), chance {CHANCE:.3f}")
+    print(f"{'filler':>8s}{'accuracy':>10s}")
+    for f, a in acc.items():
+        print(f"{f:8d}{a:10.3f}")
+    if args.json:
+        _write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
+                                "step": payload.get("step"), "seed": args.seed,
+                                "n_samples": args.samples,
+                                "accuracy": {str(f): a for f, a in acc.items()}})
+        print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_passkey_sweep(args) -> int:
+    from hippo_rep.tasks.passkey import PassKeyConfig, format_table, plot_sweep, sweep
+
+    base = PassKeyConfig().with_overrides(args.set)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    seeds = _int_list(args.seeds, "--seeds")
+    fillers = _int_list(args.fillers, "--fillers")
+    _passkey_threads(args)
+    rows = sweep(args.out, variants, seeds, base, fillers, n_samples=args.samples,
+                 log=lambda m: print(m, flush=True), reuse=not args.no_reuse)
+    print(f"\nPassKey accuracy, mean over seeds {seeds} ({args.samples} prompts per length):")
+    print(format_table(rows))
+    print(f"tables: {Path(args.out) / 'sweep.csv'}, {Path(args.out) / 'sweep.json'}")
+    if args.figure:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = plot_sweep(rows)
+        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+        ax.figure.savefig(args.figure, bbox_inches="tight", dpi=150)
+        print(f"figure: {args.figure}")
     return 0
 
 
@@ -144,7 +294,82 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", help="write the results to this JSON file")
     e.set_defaults(func=cmd_evaluate)
 
-    d = sub.add_parser("demo", help="the main job on a small default: train → evaluate")
+    r = sub.add_parser("record", help="record g and memory-neuron activity into .nc or .zarr")
+    r.add_argument("checkpoint")
+    r.add_argument("--out", required=True,
+                   help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
+    r.add_argument("--envs", type=int, default=16,
+                   help="environments, one walk each (default: 16)")
+    r.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
+    r.add_argument("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
+                                   "world); its action set must be the checkpoint's")
+    r.add_argument("--seed", type=int, default=0, help="seed of the environments (default: 0)")
+    r.add_argument("--same-observations", action="store_true",
+                   help="every environment gets the same observations (one environment "
+                        "revisited, for stability); default: new ones each (remapping)")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    r.add_argument("--chunk", type=int, default=512,
+                   help="steps per forward chunk and per zarr chunk along time (default: 512)")
+    r.set_defaults(func=cmd_record)
+
+    a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
+                                       "decoding of a recording → one analysis dataset")
+    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record")
+    a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
+    a.add_argument("--shuffles", type=int, default=100,
+                   help="circular-shift shuffles per environment for the nulls (default: 100)")
+    a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
+    where = a.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="dask.distributed scheduler to spread units over, e.g. "
+                            "tcp://host:8786")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask cluster of N single-threaded workers")
+    a.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    a.set_defaults(func=cmd_analyse)
+
+    pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
+    pks = pk.add_subparsers(dest="passkey_command", required=True)
+    from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
+    from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
+    from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
+
+    fill = ",".join(map(str, DEFAULT_FILLERS))
+    pt = pks.add_parser("train", help="train one PassKey model")
+    pt.add_argument("--out", required=True, help="run folder (checkpoint.pt, metrics.csv)")
+    pt.add_argument("--variant", default="fam_f4",
+                    help=f"{', '.join(SWEEP_VARIANTS)}, or a bare variant (default: fam_f4)")
+    pt.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override, e.g. --set train.steps=400 --set model.n_fam=8")
+    pt.add_argument("--threads", type=int, help="torch CPU threads")
+    pt.add_argument("--overwrite", action="store_true", help="replace a checkpoint in --out")
+    pt.add_argument("--no-progress", action="store_true", help="no per-step log")
+    pt.set_defaults(func=cmd_passkey_train)
+    pe = pks.add_parser("eval", help="accuracy against filler length of a checkpoint")
+    pe.add_argument("checkpoint")
+    pe.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
+    pe.add_argument("--samples", type=int, default=128, help="prompts per length")
+    pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
+    pe.add_argument("--threads", type=int, help="torch CPU threads")
+    pe.add_argument("--json", help="write the results to this JSON file")
+    pe.set_defaults(func=cmd_passkey_eval)
+    pw = pks.add_parser("sweep", help="train variants × seeds, table of accuracy vs filler")
+    pw.add_argument("--out", required=True, help="folder for runs/, sweep.csv, sweep.json")
+    pw.add_argument("--variants", default=",".join(DEFAULT_SWEEP),
+                    help=f"comma-separated (default: {','.join(DEFAULT_SWEEP)})")
+    pw.add_argument("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)")
+    pw.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
+    pw.add_argument("--samples", type=int, default=128, help="prompts per length")
+    pw.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override of the base config for every run")
+    pw.add_argument("--figure", help="also save the accuracy plot (PNG/PDF/SVG)")
+    pw.add_argument("--threads", type=int, help="torch CPU threads")
+    pw.add_argument("--no-reuse", action="store_true",
+                    help="retrain runs whose eval.json already matches")
+    pw.set_defaults(func=cmd_passkey_sweep)
+
+    d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
+                                    "baseline, evaluate both")
     d.add_argument("--out", default="demo", help="output folder (default: demo)")
     d.add_argument("--config", default="small", help="preset or TOML file (default: small)")
     d.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")

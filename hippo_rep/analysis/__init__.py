@@ -1,31 +1,55 @@
-"""Analysis of recorded activity: pure functions, xarray in and out, numpy/scipy only.
+"""Analysis of recorded activity: pure functions, xarray in and out, numpy/scipy/scikit-learn.
 
 Conventions: rate maps are indexed ``[row = y, col = x]`` with dims ``("y", "x")`` last (any
 leading dims, e.g. ``("env", "unit", "y", "x")``); lengths are in bins; angles in degrees
 from +x towards +y; unvisited bins are NaN, never 0.
+
+Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
+:func:`smooth`, :func:`autocorrelogram`, :func:`grid_scores`, :func:`band_scores`,
+:func:`place_fields`, :func:`place_score`, :func:`spatial_information`, :func:`sparsity`,
+:func:`selectivity`. Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
+:func:`remapping`, :func:`population`, and :func:`analyse` (everything, dask-parallel over
+units) with :func:`write_analysis` / :func:`open_analysis`.
 """
 
 from .autocorr import autocorrelogram
 from .fields import place_fields, place_score
 from .gridscore import band_scores, grid_scores
+from .pipeline import analyse, open_analysis, write_analysis
+from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
+from .recordings import AnalysisError, rate_maps, unit_activity
+from .remapping import remapping
+from .shuffle import classify, shuffle_null
 from .spatial import selectivity, sparsity, spatial_information
 from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map
+from .synthetic_recording import synthetic_recording
 
 __all__ = [
+    "AnalysisError",
+    "analyse",
     "autocorrelogram",
     "band_map",
     "band_scores",
+    "classify",
     "grid_scores",
     "hex_grid_map",
+    "open_analysis",
     "place_field_map",
     "place_fields",
     "place_score",
+    "population",
+    "rate_maps",
     "rate_maps_from_nodes",
     "rate_maps_from_positions",
+    "remapping",
     "selectivity",
+    "shuffle_null",
     "smooth",
     "sparsity",
     "spatial_information",
     "square_grid_map",
+    "synthetic_recording",
+    "unit_activity",
+    "write_analysis",
 ]

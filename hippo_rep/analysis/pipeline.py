@@ -1,0 +1,611 @@
+"""The whole analysis of a recording in one dataset, dask-parallel over units; writing it.
+
+:func:`analyse` computes, for every unit of every population (``g``, ``g_pi``,
+``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
+``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
+place score, spatial information, sparsity, selectivity, circular-shift nulls of gridness-60
+and spatial information, the grid/place classification; then remapping between environments
+and the population analyses. Per-unit work goes through ``xr.apply_ufunc(...,
+dask="parallelized")`` on arrays chunked along ``unit``, so with a ``dask.distributed.Client``
+active the units are spread over its workers; every unit is computed by the same code in
+either case, so the result equals the single-process one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from hippo_rep import __version__
+
+from .fields import MAX_FIELDS, place_fields, place_score
+from .gridscore import band_scores, grid_scores
+from .population import (
+    DECODE_MAX_STEPS_PER_ENV,
+    assemble,
+    population_inputs,
+    population_one,
+)
+from .recordings import (
+    NODE_DIM,
+    UNIT_DIM,
+    VARIABLES,
+    AnalysisError,
+    check_recording,
+    node_index,
+    rate_maps,
+    unit_activity,
+)
+from .remapping import PAIR_DIM, TEM_SHUFFLES, remapping_from_rates, stack_units, unit_correlation
+from .shuffle import (
+    DEFAULT_SHUFFLES,
+    GRID_QUANTILE,
+    NULL_QUANTILES,
+    PLACE_QUANTILE,
+    SHUFFLE_DIM,
+    SHUFFLE_MIN_SHIFT_FRACTION,
+    check_n_shuffles,
+    circular_shifts,
+    classify,
+    null_scores,
+    null_summary,
+    score_gridness_60,
+    score_spatial_info,
+)
+from .spatial import selectivity, sparsity, spatial_information
+
+#: Units per dask chunk when the analysis runs on dask (a distributed Client is active or
+#: ``chunk_units`` is given): small enough to balance a few workers, large enough that each
+#: task scores a few thousand shuffled maps.
+DEFAULT_UNIT_CHUNK = 16
+
+#: Dask scheduler of :func:`analyse` when no ``dask.distributed.Client`` is active: one
+#: process, one thread (the reference for "identical to single-process").
+DEFAULT_SCHEDULER = "synchronous"
+
+#: BLAS threads during :func:`analyse`.
+BLAS_THREADS = 1
+
+#: Grid-score family used by :func:`analyse` (REFERENCES.md: the one ML papers report).
+GRID_METHOD = "deepmind"
+
+#: Per-field outputs (``field`` dim) kept in the analysis dataset: the classification only
+#: needs up to 3 fields, and every field is still counted in ``n_fields``.
+ANALYSIS_MAX_FIELDS = 4
+
+#: Output suffixes :func:`write_analysis` understands.
+SUFFIXES = (".nc", ".zarr")
+
+#: The analysis dataset's kind attr.
+ANALYSIS_KIND = "analysis"
+
+#: Recording attrs copied to the analysis (provenance); ``seed`` and ``package_version``
+#: become ``recording_seed`` and ``recording_package_version``.
+PROVENANCE_ATTRS = (
+    "checkpoint_sha256",
+    "world",
+    "n_steps",
+    "model_config",
+    "world_config",
+    "recording_config",
+)
+
+
+def _active_client() -> object | None:
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _prefixed(attrs: dict, prefix: str) -> dict:
+    return {k if k.startswith(prefix) else f"{prefix}{k}": v for k, v in attrs.items()}
+
+
+def _single_blas(fn):
+    """Run ``fn`` with :data:`BLAS_THREADS` BLAS threads: its matrices are small, where
+    several BLAS threads are slower than one; parallelism comes from dask, over units."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_single_blas
+def analyse(
+    recording: xr.Dataset,
+    shuffles: int = DEFAULT_SHUFFLES,
+    seed: int = 0,
+    variables: Sequence[str] | None = None,
+    grid_method: str = GRID_METHOD,
+    smooth_sigma: float | None = None,
+    resolution: float | None = None,
+    quantiles: Sequence[float] = NULL_QUANTILES,
+    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION,
+    remap_shuffles: int = TEM_SHUFFLES,
+    decode: bool = True,
+    decode_max_steps_per_env: int = DECODE_MAX_STEPS_PER_ENV,
+    keep_null: bool = False,
+    chunk_units: int | None = DEFAULT_UNIT_CHUNK,
+    scheduler: str | None = None,
+) -> xr.Dataset:
+    """Analyse a recording: maps, scores, shuffle nulls, classification, remapping, decoding.
+
+    Runs with single-threaded BLAS (:data:`BLAS_THREADS`).
+
+    Parameters
+    ----------
+    recording : xarray.Dataset
+        A recording (``hippo_rep.recording``); needs ``node``, ``node_x``, ``node_y``, the
+        variables, and ``x``/``y`` when ``decode``.
+    shuffles : int
+        Circular-shift shuffles per environment (>= 1) for the gridness-60 and
+        spatial-information nulls.
+    seed : int
+        Seed of all randomness (shifts, the TEM test's permutations), via
+        ``numpy.random.SeedSequence(seed).spawn(2)``.
+    variables : sequence of str, optional
+        Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
+        present; a named one that is missing is an error).
+    grid_method : {"deepmind", "bnt"}
+        Grid-score family (never compare scores across families).
+    smooth_sigma : float, optional
+        Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
+        real and shuffled maps alike.
+    resolution : float, optional
+        Raster bin size in node spacings for non-square worlds (default
+        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`).
+    quantiles : sequence of float
+        Null quantiles to report; must include 0.95 and 0.99 for :func:`classify`.
+    min_shift_fraction : float
+        Smallest circular shift as a fraction of the walk.
+    remap_shuffles : int
+        Permutations in the TEM remapping test.
+    decode : bool
+        Run the population analyses (decoding and PCA).
+    decode_max_steps_per_env : int
+        Time steps per environment used for decoding (evenly spaced).
+    keep_null : bool
+        Keep the full null distributions (``*_null``, dims env, unit, shuffle).
+    chunk_units : int or None
+        Units per dask chunk (default :data:`DEFAULT_UNIT_CHUNK`). The result depends on
+        the chunking only through floating-point round-off (~1e-12); for a given
+        ``chunk_units`` it is identical whatever the scheduler. None: plain numpy, no dask.
+    scheduler : str, optional
+        Dask scheduler of the compute: default the active ``dask.distributed.Client`` if
+        there is one (units spread over its workers), else :data:`DEFAULT_SCHEDULER`
+        ("synchronous": one process, one thread); "threads" uses a thread pool.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``env``, ``unit``, ``y``, ``x``, ``world_node``, ``quantile``, ``field``,
+        ``env_pair``, ``population``, ``axis``, ``component``. Per (env, unit): everything of
+        :func:`~hippo_rep.analysis.grid_scores` (``grid_nan_reason``), ``spacing_nodes``,
+        :func:`~hippo_rep.analysis.band_scores` (``band_nan_reason``), ``n_fields`` and
+        per-field ``field_*`` (env, unit, field), ``place_score``, ``spatial_info``,
+        ``sparsity``, ``selectivity`` (per node), ``gridness_60_null_q``,
+        ``spatial_info_null_q`` (quantile, env, unit), ``*_percentile``, ``is_grid``,
+        ``is_grid_threshold``, ``is_place``; ``rate_map`` (env, unit, y, x), ``occupancy``
+        (env, y, x), ``node_rate`` (env, unit, world_node), ``node_occupancy``,
+        ``node_map``; ``shuffle_shift`` (env, shuffle); the remapping variables
+        (:func:`~hippo_rep.analysis.remapping`) and the population variables
+        (:func:`~hippo_rep.analysis.population`). Attrs: every method and parameter, the
+        seed, this package's version and the recording's provenance.
+
+    Raises
+    ------
+    AnalysisError
+        For a non-recording, a missing variable or coord, ``shuffles`` < 1, an unknown
+        ``grid_method`` or bad ``chunk_units``.
+    """
+    if variables is None:
+        if not isinstance(recording, xr.Dataset):
+            check_recording(recording)
+        variables = [v for v in VARIABLES if v in recording.data_vars]
+        if not variables:
+            check_recording(recording, ["g"])
+    variables = list(dict.fromkeys(variables))
+    check_recording(recording, variables, need_xy=decode)
+    shuffles = check_n_shuffles(shuffles, "shuffles")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise AnalysisError(f"seed must be an int >= 0; got {seed!r}")
+    if grid_method not in ("deepmind", "bnt"):
+        raise AnalysisError(f"grid_method must be 'deepmind' or 'bnt'; got {grid_method!r}")
+    if chunk_units is not None and (
+        isinstance(chunk_units, bool) or not isinstance(chunk_units, (int, np.integer))
+        or chunk_units < 1
+    ):
+        raise AnalysisError(f"chunk_units must be an int >= 1 or None; got {chunk_units!r}")
+    if scheduler is None and _active_client() is None:
+        scheduler = DEFAULT_SCHEDULER
+    for q in (GRID_QUANTILE, PLACE_QUANTILE):
+        if not np.isclose(np.asarray(quantiles, dtype=np.float64), q).any():
+            raise AnalysisError(f"quantiles must include {q} (for the classification); "
+                                f"got {quantiles!r}")
+    check_n_shuffles(remap_shuffles, "remap_shuffles")
+    steps = int(decode_max_steps_per_env)
+    if steps < 1:
+        raise AnalysisError(f"decode_max_steps_per_env must be >= 1; got {steps}")
+    shift_ss, tem_ss = np.random.SeedSequence(int(seed)).spawn(2)
+
+    # ---- rate maps (one sparse product per population; cheap, eager)
+    maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution)
+            for v in variables}
+    first = maps[variables[0]]
+    sigma = float(first.attrs["smooth_sigma_bins"])
+    rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
+    node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
+    activity = stack_units({v: unit_activity(recording, v) for v in variables})
+    node = node_index(recording)
+    n_env, n_time = activity.sizes["env"], activity.sizes["time"]
+    shifts = xr.DataArray(
+        circular_shifts(n_time, n_env, shuffles, np.random.default_rng(shift_ss),
+                        min_shift_fraction),
+        dims=("env", SHUFFLE_DIM),
+        coords={"env": rate_map["env"]},
+    )
+    lazy = chunk_units is not None
+    if lazy:
+        c = int(chunk_units)
+        rate_map_c = rate_map.chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1})
+        node_rate_c = node_rate.chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1})
+        activity_c = activity.chunk({"env": -1, "time": -1, UNIT_DIM: c})
+    else:
+        rate_map_c, node_rate_c, activity_c = rate_map, node_rate, activity
+
+    # ---- per-unit scores (lazy when chunked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        gs = grid_scores(rate_map_c, method=grid_method)
+        bs = band_scores(rate_map_c)
+        pf = place_fields(rate_map_c, max_fields=min(ANALYSIS_MAX_FIELDS, MAX_FIELDS))
+        ps = place_score(rate_map_c)
+        occ = first["node_occupancy"]
+        si, sp, se = xr.apply_ufunc(
+            _node_scores,
+            node_rate_c,
+            occ,
+            input_core_dims=[[NODE_DIM], [NODE_DIM]],
+            output_core_dims=[[], [], []],
+            dask="parallelized",
+            output_dtypes=[np.float64] * 3,
+        )
+        for da, ref in ((si, spatial_information), (sp, sparsity), (se, selectivity)):
+            da.name = ref.__name__
+        si.attrs = {"long_name": "Skaggs spatial information per node (negative log terms "
+                                 "kept)", "units": "bits per unit activity"}
+        sp.attrs = {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node", "units": "1"}
+        se.attrs = {"long_name": "selectivity max / mean per node", "units": "1"}
+        scorers = [functools.partial(score_gridness_60, method=grid_method), score_spatial_info]
+        nulls = null_scores(activity_c, node, shifts, first["node_map"].values,
+                            first.sizes[NODE_DIM], scorers, ["gridness_60", "spatial_info"],
+                            sigma)
+        g_q, g_pct = null_summary(gs["gridness_60"], nulls["gridness_60"], quantiles)
+        s_q, s_pct = null_summary(si, nulls["spatial_info"], quantiles)
+        remap_corr = unit_correlation(node_rate_c)
+
+    out = xr.Dataset()
+    for k in ("gridness_60", "gridness_90", "spacing", "orientation", "best_radius",
+              "best_radius_90"):
+        out[k] = gs[k]
+    out["grid_nan_reason"] = gs["nan_reason"]
+    out["spacing_nodes"] = gs["spacing"] * float(first.attrs["resolution"])
+    out["spacing_nodes"].attrs = {
+        "long_name": "grid spacing in node spacings (spacing x resolution)",
+        "units": "node spacings",
+    }
+    for k in ("band_score", "band_orientation", "band_wavelength"):
+        out[k] = bs[k]
+    out["band_nan_reason"] = bs["nan_reason"]
+    for k in pf.data_vars:
+        if k != "field_labels":
+            out[k] = pf[k]
+    out["place_score"] = ps
+    out["spatial_info"] = si
+    out["sparsity"] = sp
+    out["selectivity"] = se
+    out["gridness_60_null_q"] = g_q
+    out["gridness_60_percentile"] = g_pct
+    out["spatial_info_null_q"] = s_q
+    out["spatial_info_percentile"] = s_pct
+    if keep_null:
+        out["gridness_60_null"] = nulls["gridness_60"]
+        out["spatial_info_null"] = nulls["spatial_info"]
+    out["remap_corr"] = remap_corr.transpose(UNIT_DIM, PAIR_DIM)
+
+    pop_tasks = {}
+    if decode:
+        if lazy:
+            import dask
+
+            task = dask.delayed(population_one, pure=True)
+        else:
+            task = population_one
+        pop_tasks = {v: task(*population_inputs(recording, v), max_steps=steps)
+                     for v in variables}
+    if lazy:
+        out, pop_tasks = _compute(out, pop_tasks, scheduler)
+
+    # ---- assemble (coords from the numpy inputs: chunking also chunked the unit coords)
+    out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"])
+    out = out.transpose("env", UNIT_DIM, ...)
+    for k in ("gridness_60_null_q", "spatial_info_null_q"):
+        out[k] = out[k].transpose("quantile", ...)
+    cls = classify(out)
+    out.update(cls)
+    out["rate_map"] = rate_map
+    out["occupancy"] = first["occupancy"]
+    out["node_rate"] = node_rate
+    out["node_occupancy"] = occ
+    out["node_map"] = first["node_map"]
+    out["shuffle_shift"] = shifts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["remap_corr_mean"] = out["remap_corr"].mean(PAIR_DIM, skipna=True)
+        remap = remapping_from_rates(
+            {v: m["node_rate"] for v, m in maps.items()},
+            variables,
+            grid_variable=next((v for v in ("g", "g_pi") if v in variables), None),
+            memory_variable="memory_activity" if "memory_activity" in variables else None,
+            n_shuffles=remap_shuffles,
+            rng=np.random.default_rng(tem_ss),
+            per_unit=False,
+        )
+    out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
+                                    "units": "1"}
+    out = out.merge(remap, compat="override", join="outer")
+    pop = assemble(pop_tasks) if decode else None
+    if pop is not None:
+        pop.attrs["decode_max_steps_per_env"] = steps
+        out = out.merge(pop, compat="override", join="outer")
+    _set_attrs(out, recording, gs, bs, pf, cls, remap, pop, shifts,
+               dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
+                    min_shift_fraction=min_shift_fraction, variables=variables,
+                    resolution=float(first.attrs["resolution"]), decode=decode,
+                    chunk_units=chunk_units))
+    return out
+
+
+def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, one task)."""
+    occ = np.broadcast_to(occ, rates.shape)
+    dims = [f"d{i}" for i in range(rates.ndim - 1)] + [NODE_DIM]
+    r = xr.DataArray(rates, dims=dims)
+    o = xr.DataArray(occ, dims=dims)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return tuple(
+            np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
+            for f in (spatial_information, sparsity, selectivity)
+        )
+
+
+def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dataset, dict]:
+    """Compute the dask arrays of ``ds`` and the delayed ``tasks`` in one graph.
+
+    (``dask.compute(ds)`` on a Dataset whose variables share graph layers fails with
+    "Missing dependency" in dask 2026.8; computing the variables' arrays does not.)
+    """
+    import dask
+
+    names = [k for k in ds.data_vars if dask.is_dask_collection(ds[k].data)]
+    kw = {} if scheduler is None else {"scheduler": scheduler}
+    with warnings.catch_warnings():
+        # distributed: the activity is part of the graph (it is sent once to the scheduler)
+        warnings.filterwarnings("ignore", message="Sending large graph")
+        arrays, tasks = dask.compute([ds[k].data for k in names], tasks, **kw)
+    ds = ds.copy()
+    for k, a in zip(names, arrays, strict=True):
+        ds[k] = ds[k].copy(data=a)
+    return ds, tasks
+
+
+def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Dataset,
+               pf: xr.Dataset, cls: xr.Dataset, remap: xr.Dataset, pop: xr.Dataset | None,
+               shifts: xr.DataArray, p: dict) -> None:
+    out["shuffle_shift"].attrs = {"long_name": "circular shift of the activity per shuffle",
+                          "units": "steps"}
+    out["gridness_60_null_q"].attrs = {
+        "long_name": "quantiles of the gridness_60 shuffle null", "units": "1"}
+    out["spatial_info_null_q"].attrs = {
+        "long_name": "quantiles of the spatial_info shuffle null",
+        "units": "bits per unit activity"}
+    for k in ("gridness_60", "spatial_info"):
+        out[f"{k}_percentile"].attrs = {
+            "long_name": f"percent of finite shuffle {k} scores below the observed one",
+            "units": "percent"}
+    out["grid_nan_reason"].attrs = {"long_name": "why the grid scores are NaN ('' = defined)"}
+    out["band_nan_reason"].attrs = {"long_name": "why the band scores are NaN ('' = defined)"}
+    out["rate_map"].attrs = {"long_name": "mean activity per bin (NaN = unvisited / no node);"
+                             " memory neurons only after their memory was written",
+                             "units": "activity units", "smooth_sigma_bins": p["sigma"]}
+    out["variable"].attrs = {"long_name": "population (recording variable) of each unit"}
+    out["unit_index"].attrs = {"long_name": "index of the unit within its population"}
+    attrs: dict[str, object] = {
+        "hippo_rep_kind": ANALYSIS_KIND,
+        "package_version": __version__,
+        "seed": p["seed"],
+        "seed_use": "numpy SeedSequence(seed).spawn(2): shifts, TEM-test permutations",
+        "variables": ",".join(p["variables"]),
+        "map_convention": "rate maps indexed [row=y, col=x], row 0 at the smallest y; "
+                          "lengths in bins (resolution node spacings per bin); angles in "
+                          "degrees from +x towards +y; unvisited bins NaN",
+        "map_resolution": p["resolution"],
+        "smooth_sigma_bins": p["sigma"],
+        "memory_masking": "memory neurons count only steps after memory_time (NaN before)",
+        "per_node_scores": "spatial_info, sparsity, selectivity use node_rate weighted by "
+                           "node_occupancy (textbook Skaggs form, negative log terms kept; "
+                           "NaN for units with negative activity)",
+        "n_shuffles": p["shuffles"],
+        "min_shift_fraction": float(p["min_shift_fraction"]),
+        "min_shift_steps": int(shifts.values.min()),
+        "null_method": "circular time shift of each environment's activity against its "
+                       "trajectory (same shift for all units of an environment); scores "
+                       "gridness_60 and spatial_info",
+        "dask_chunk_units": -1 if p["chunk_units"] is None else int(p["chunk_units"]),
+    }
+    attrs.update(_prefixed(gs.attrs, "grid_"))
+    attrs["grid_score_method"] = p["grid_method"]
+    attrs.update(_prefixed(bs.attrs, "band_"))
+    attrs.update(_prefixed(pf.attrs, "place_field_"))
+    attrs["place_field_method"] = pf.attrs.get("place_field_method", "fraction")
+    attrs.update(_prefixed(cls.attrs, "classify_"))
+    for k in cls.data_vars:
+        attrs[f"classify_rule_{k}"] = cls[k].attrs.get("long_name", "")
+    attrs.update(_prefixed(remap.attrs, "remap_"))
+    if pop is not None:
+        attrs.update(pop.attrs)
+    for k in PROVENANCE_ATTRS:
+        if k in recording.attrs:
+            attrs[k] = recording.attrs[k]
+    for k in ("seed", "package_version"):
+        if k in recording.attrs:
+            attrs[f"recording_{k}"] = recording.attrs[k]
+    out.attrs = attrs
+
+
+# --------------------------------------------------------------------------------------------
+# writing and reading
+# --------------------------------------------------------------------------------------------
+
+
+def _clean_attr(v: object) -> object:
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if v is None:
+        return ""
+    if isinstance(v, dict):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        arr = np.asarray(v)
+        if arr.dtype.kind in "biuf" and arr.ndim == 1:
+            return arr.astype(np.float64 if arr.dtype.kind == "f" else np.int64)
+        return ", ".join(map(str, v))
+    if isinstance(v, np.ndarray) and v.dtype.kind == "b":
+        return v.astype(np.int8)
+    return v
+
+
+def _storable(ds: xr.Dataset) -> xr.Dataset:
+    """A copy whose attrs (dataset, variables, coords) netCDF and zarr can store."""
+    ds = ds.copy()
+    ds.attrs = {k: _clean_attr(v) for k, v in ds.attrs.items()}
+    for name in ds.variables:
+        ds[name].attrs = {k: _clean_attr(v) for k, v in ds[name].attrs.items()}
+    return ds
+
+
+def _check_suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise AnalysisError(f"analysis output {str(path)!r} must end in .nc or .zarr")
+    return suffix
+
+
+def check_output(path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Refuse an output path before any work: a wrong suffix, or an existing output.
+
+    Raises
+    ------
+    AnalysisError
+        If ``path`` does not end in ``.nc`` or ``.zarr``.
+    FileExistsError
+        If ``path`` exists and ``overwrite`` is False.
+    """
+    path = Path(path)
+    _check_suffix(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{str(path)!r} exists; pass --overwrite to replace it")
+    return path
+
+
+def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Write an analysis dataset atomically to ``.nc`` (netCDF4) or ``.zarr``.
+
+    The data are written to a temporary sibling (``.<name>.<random>.tmp``) that is renamed
+    into place only when complete, so a failed write never leaves a partial file at
+    ``path``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The analysis (computed, not lazy).
+    path : str or path-like
+        Output path ending in ``.nc`` or ``.zarr``.
+    overwrite : bool
+        Replace an existing output.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists and ``overwrite`` is False.
+    AnalysisError
+        For another suffix.
+    """
+    path = check_output(path, overwrite)
+    suffix = path.suffix.lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    data = _storable(ds)
+    if suffix == ".zarr":  # variable-length strings: zarr v3 has no spec for fixed-width
+        for k in data.variables:
+            if data[k].dtype.kind in "UT":
+                data[k] = data[k].astype(object)
+    try:
+        if suffix == ".nc":
+            data.to_netcdf(tmp, engine="h5netcdf")
+            os.replace(tmp, path)
+        else:
+            with warnings.catch_warnings():
+                # zarr v3: "consolidated metadata is not part of the specification" notice
+                warnings.simplefilter("ignore", UserWarning)
+                data.to_zarr(tmp, mode="w", consolidated=True)
+            trash = None
+            if path.exists():
+                trash = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
+                os.replace(path, trash)
+            os.replace(tmp, path)
+            if trash is not None:
+                shutil.rmtree(trash, ignore_errors=True) if trash.is_dir() else trash.unlink()
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
+    return path
+
+
+def open_analysis(path: str | os.PathLike) -> xr.Dataset:
+    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory)."""
+    path = Path(path)
+    suffix = _check_suffix(path)
+    if not path.exists():
+        raise FileNotFoundError(f"analysis {str(path)!r} not found")
+    if suffix == ".nc":
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            return ds.load()
+    with xr.open_zarr(path) as ds:
+        ds = ds.load()
+    for k in list(ds.variables):
+        if ds[k].dtype.kind in "OT":  # variable-length strings back to numpy str
+            ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
+    return ds

@@ -1,0 +1,241 @@
+"""Reading activity out of recordings, and rate maps of recorded units.
+
+A recording (see ``hippo_rep.schema``) is an :class:`xarray.Dataset` with dims ``env``,
+``time``, ``g_unit``, ``memory``, ``world_node``; activity ``g(env, time, g_unit)``,
+``g_pi(env, time, g_unit)``, ``memory_activity(env, time, memory)``; per-step coords
+``node(env, time)`` (index into ``world_node``), ``x``, ``y``; per-memory coords
+``memory_node``, ``memory_time`` (``-1`` where a memory slot is unused); per-node coords
+``node_x``, ``node_y`` (node spacings); attr ``hippo_rep_kind = "recording"``.
+
+Memory neurons do not exist before their memory is written: in TEM-t a memory written at step
+``t`` (``memory_time``) is first available to the prediction at step ``t + 1`` (causal
+attention over *earlier* steps), and the recording holds 0 until then. For rate maps and
+scores, :func:`unit_activity` therefore sets ``memory_activity`` to NaN at every step
+``t <= memory_time`` (and everywhere for unused slots), so that a memory neuron's map is its
+tuning while it exists; NaN samples are skipped per unit. Decoding and PCA use the activity
+as recorded (see :mod:`hippo_rep.analysis.population`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ._checks import check_positive_number
+from .ratemaps import rate_maps_from_nodes, smooth
+
+#: Activity variables of a recording that the analysis knows, in the order they are analysed.
+VARIABLES: tuple[str, ...] = ("g", "g_pi", "memory_activity")
+
+#: The unit dim of each activity variable.
+UNIT_DIMS: dict[str, str] = {"g": "g_unit", "g_pi": "g_unit", "memory_activity": "memory"}
+
+#: Variables that hold memory neurons (masked before their memory exists).
+MEMORY_VARIABLES: tuple[str, ...] = ("memory_activity",)
+
+#: The world-node dim of recordings and of per-node outputs.
+NODE_DIM = "world_node"
+
+#: The unit dim of every per-unit output.
+UNIT_DIM = "unit"
+
+
+class AnalysisError(ValueError):
+    """A recording or analysis input that cannot be analysed (names the field at fault)."""
+
+
+def check_recording(
+    recording: object,
+    variables: Sequence[str] = (),
+    need_xy: bool = False,
+) -> xr.Dataset:
+    """Check that ``recording`` is a hippo_rep recording holding what the analysis needs.
+
+    Parameters
+    ----------
+    recording : object
+        Should be an :class:`xarray.Dataset` with attr ``hippo_rep_kind = "recording"``.
+    variables : sequence of str
+        Activity variables that must be present, with dims ``(env, time, <unit dim>)``.
+    need_xy : bool
+        Also require the per-step position coords ``x`` and ``y`` (env, time).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``recording`` unchanged.
+
+    Raises
+    ------
+    AnalysisError
+        Naming the missing or malformed variable, coord or attr.
+    """
+    if not isinstance(recording, xr.Dataset):
+        raise AnalysisError(
+            f"a recording must be an xarray.Dataset; got {type(recording).__name__}"
+        )
+    kind = recording.attrs.get("hippo_rep_kind")
+    if kind != "recording":
+        raise AnalysisError(
+            "not a hippo_rep recording: attr 'hippo_rep_kind' is "
+            f"{kind!r}, expected 'recording'"
+        )
+    for name in ("env", "time"):
+        if name not in recording.dims:
+            raise AnalysisError(f"recording has no {name!r} dim (dims: {sorted(recording.dims)})")
+    for name in variables:
+        if name not in UNIT_DIMS:
+            raise AnalysisError(f"unknown activity variable {name!r}; known: {VARIABLES}")
+        if name not in recording.data_vars:
+            present = [v for v in VARIABLES if v in recording.data_vars]
+            raise AnalysisError(
+                f"recording has no variable {name!r} (activity variables present: {present})"
+            )
+        want = ("env", "time", UNIT_DIMS[name])
+        if set(recording[name].dims) != set(want):
+            raise AnalysisError(
+                f"recording variable {name!r} must have dims {want}; got {recording[name].dims}"
+            )
+        if name in MEMORY_VARIABLES and "memory_time" not in recording.coords:
+            raise AnalysisError("recording has no 'memory_time' coord (env, memory)")
+    coords = {"node": ("env", "time"), "node_x": (NODE_DIM,), "node_y": (NODE_DIM,)}
+    if need_xy:
+        coords.update(x=("env", "time"), y=("env", "time"))
+    for name, dims in coords.items():
+        if name not in recording.variables:
+            raise AnalysisError(f"recording has no {name!r} coord {dims}")
+        if set(recording[name].dims) != set(dims):
+            raise AnalysisError(
+                f"recording coord {name!r} must have dims {dims}; got {recording[name].dims}"
+            )
+    return recording
+
+
+def unit_activity(recording: xr.Dataset, variable: str = "g", mask_memory: bool = True
+                  ) -> xr.DataArray:
+    """Activity of one population as ``(env, time, unit)`` float64.
+
+    Parameters
+    ----------
+    recording : xarray.Dataset
+        A recording (see the module docstring).
+    variable : {"g", "g_pi", "memory_activity"}
+        The population.
+    mask_memory : bool
+        For memory neurons, NaN at steps ``t <= memory_time`` (the memory does not exist yet)
+        and everywhere for unused slots (``memory_time < 0``); ``time`` is compared as the
+        position along the ``time`` dim.
+
+    Returns
+    -------
+    xarray.DataArray, dims (env, time, unit)
+        Activity units of the recording; coord ``unit`` = the original unit index (the
+        recording's ``g_unit`` / ``memory`` coord, else 0..n-1); ``env`` coord kept; attr
+        ``variable``.
+    """
+    check_recording(recording, [variable])
+    udim = UNIT_DIMS[variable]
+    da = recording[variable].transpose("env", "time", udim)
+    index = (
+        np.asarray(recording[udim].values)
+        if udim in recording.coords
+        else np.arange(da.sizes[udim])
+    )
+    values = np.asarray(da.values, dtype=np.float64)
+    if mask_memory and variable in MEMORY_VARIABLES:
+        mt = recording["memory_time"].transpose("env", udim).values.astype(np.int64)
+        t = np.arange(values.shape[1])
+        exists = (t[None, :, None] > mt[:, None, :]) & (mt[:, None, :] >= 0)
+        values = np.where(exists, values, np.nan)
+    coords = {"unit": (UNIT_DIM, index)}
+    if "env" in recording.coords:
+        coords["env"] = ("env", recording["env"].values)
+    return xr.DataArray(
+        values,
+        dims=("env", "time", UNIT_DIM),
+        coords=coords,
+        name=variable,
+        attrs={"variable": variable, "units": da.attrs.get("units", "activity units")},
+    )
+
+
+def node_index(recording: xr.Dataset) -> xr.DataArray:
+    """The node occupied at every step, ``(env, time)`` int64 (negative = skip the step)."""
+    node = recording["node"].transpose("env", "time")
+    values = np.asarray(node.values)
+    if not np.issubdtype(values.dtype, np.integer):
+        if not np.all(np.isnan(values) | (values == np.round(values))):
+            raise AnalysisError(f"recording coord 'node' must hold integers; got {values.dtype}")
+        values = np.where(np.isnan(values), -1, values)
+    values = values.astype(np.int64)
+    n = recording.sizes[NODE_DIM]
+    if values.size and values.max() >= n:
+        raise AnalysisError(
+            f"recording coord 'node' holds {int(values.max())} but there are {n} world nodes"
+        )
+    return xr.DataArray(values, dims=("env", "time"))
+
+
+def rate_maps(
+    recording: xr.Dataset,
+    variable: str = "g",
+    smooth_sigma: float | None = None,
+    resolution: float | None = None,
+) -> xr.Dataset:
+    """Rate maps of one population of a recording: mean activity per world node, on a grid.
+
+    Square worlds (integer node coordinates) get one bin per node; hexagonal worlds are
+    rasterised at their true geometry (bins of ``resolution`` node spacings, default
+    :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`; each bin shows its nearest node),
+    see :func:`~hippo_rep.analysis.rate_maps_from_nodes`. Memory neurons count only the steps
+    after their memory was written (see :func:`unit_activity`).
+
+    Parameters
+    ----------
+    recording : xarray.Dataset
+        A recording.
+    variable : {"g", "g_pi", "memory_activity"}
+        The population.
+    smooth_sigma : float, optional
+        Occupancy-weighted, NaN-aware Gaussian smoothing of the maps, in bins
+        (:func:`~hippo_rep.analysis.smooth` with ``weights=occupancy``). Default: none.
+    resolution : float, optional
+        Bin size in node spacings for worlds with non-integer node coordinates.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``rate_map`` (env, unit, y, x): mean activity, NaN where unvisited / no node;
+        ``occupancy`` (env, y, x): visits of the node each bin shows;
+        ``node_rate`` (env, unit, world_node), ``node_occupancy`` (env, world_node);
+        ``node_map`` (y, x): node index per bin (-1 = none). Coords ``unit`` (the original
+        unit index), ``y``, ``x`` (bin centres, node spacings), ``node_x``/``node_y``.
+        Attrs ``variable``, ``resolution`` (node spacings per bin), ``smooth_sigma_bins``.
+
+    Raises
+    ------
+    AnalysisError
+        If the recording lacks the variable or the coords ``node``, ``node_x``, ``node_y``.
+    """
+    check_recording(recording, [variable])
+    act = unit_activity(recording, variable)
+    ds = rate_maps_from_nodes(
+        act,
+        node_index(recording),
+        recording["node_x"].values,
+        recording["node_y"].values,
+        resolution=resolution,
+        node_dim=NODE_DIM,
+    )
+    sigma = 0.0
+    if smooth_sigma is not None:
+        sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
+    if sigma > 0:
+        attrs = ds["rate_map"].attrs
+        ds["rate_map"] = smooth(ds["rate_map"], sigma, weights=ds["occupancy"])
+        ds["rate_map"].attrs = {**attrs, "smooth_sigma_bins": sigma}
+    ds = ds.transpose("env", UNIT_DIM, ...)
+    ds.attrs.update(variable=variable, smooth_sigma_bins=sigma)
+    return ds

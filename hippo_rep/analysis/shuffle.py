@@ -1,0 +1,674 @@
+"""Significance by shuffling: circular time shifts of activity against the trajectory.
+
+For every environment and shuffle the whole activity time series of a unit is rotated in
+time by a random shift ``s`` (the same shift for every unit of that environment, so the
+population's own structure is kept) while the trajectory stays: the shuffled activity at
+step ``t`` is ``a[(t - s) mod T]``. Shifts are drawn uniformly from
+``[min_shift, T - min_shift]`` with ``min_shift = ceil(min_shift_fraction * T)``
+(:data:`SHUFFLE_MIN_SHIFT_FRACTION` = 10% of the walk), so that no shuffle is close to the
+real alignment. The shuffled rate maps of all shifts are accumulated at once (a sparse
+one-hot matrix of (shift, node) against time, multiplied by the activity), then scored; a
+unit's null distribution is its score over the shuffles, per environment.
+
+Classification (:func:`classify`) follows REFERENCES.md: a grid cell has gridness-60 above
+the 95th percentile of its own null; separately, the field's rule of thumb gridness > 0.3
+(TEM-t quotes 0.3-0.5); a place cell has spatial information above the 99th percentile of
+its own null and one to three place fields.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import xarray as xr
+from scipy import sparse
+from threadpoolctl import threadpool_limits
+
+from ._checks import MAP_DIMS, blockwise, check_maps
+from .autocorr import MIN_OVERLAP, _autocorr_block
+from .fields import place_score
+from .gridscore import (
+    DEEPMIND_ROTATION_ORDER,
+    DEEPMIND_VARIANCE_EPS,
+    GRID_ANGLES,
+    _deepmind_geometry,
+    _nan_reasons,
+    _rotate_points,
+    grid_scores,
+)
+from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
+from .recordings import (
+    NODE_DIM,
+    UNIT_DIM,
+    AnalysisError,
+    check_recording,
+    node_index,
+    rate_maps,
+    unit_activity,
+)
+from .spatial import spatial_information
+
+#: Default number of shuffles (REFERENCES.md: at least 100).
+DEFAULT_SHUFFLES = 100
+
+#: Shifts are at least this fraction of the walk (and at most 1 minus it).
+SHUFFLE_MIN_SHIFT_FRACTION = 0.1
+
+#: Quantiles of each null distribution that are reported (dim ``quantile``).
+NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
+
+#: :func:`classify`: a grid cell beats this quantile of its gridness-60 null.
+GRID_QUANTILE = 0.95
+
+#: :func:`classify`: the field's rule-of-thumb gridness-60 threshold (TEM-t quotes 0.3-0.5).
+GRID_THRESHOLD = 0.3
+
+#: :func:`classify`: a place cell beats this quantile of its spatial-information null.
+PLACE_QUANTILE = 0.99
+
+#: :func:`classify`: a place cell has between these many place fields (inclusive).
+PLACE_N_FIELDS: tuple[int, int] = (1, 3)
+
+#: Shuffled maps are scored in batches of about this many maps (bounds temporary memory).
+NULL_BLOCK_MAPS = 4096
+
+#: BLAS threads inside the shuffle computation: its matrices are small, where several BLAS
+#: threads are slower than one (and parallelism comes from dask, over units).
+BLAS_THREADS = 1
+
+#: The shuffle dim.
+SHUFFLE_DIM = "shuffle"
+
+ScoreFn = Callable[[xr.Dataset], "xr.DataArray | xr.Dataset"]
+
+
+# --------------------------------------------------------------------------------------------
+# built-in scores (take a rate-map Dataset as returned by rate_maps)
+# --------------------------------------------------------------------------------------------
+
+_G60_ANGLES = (30, 60, 90, 120, 150)
+
+
+@functools.lru_cache(maxsize=16)
+def _g60_operator(ny: int, nx: int) -> sparse.csr_matrix:
+    geo = _deepmind_geometry(ny, nx)
+    n_a = len(GRID_ANGLES)
+    sel = np.array([GRID_ANGLES.index(a) for a in _G60_ANGLES])
+    rows = (np.arange(geo.points.size)[:, None] * n_a + sel[None, :]).ravel()
+    return geo.op[rows]
+
+
+def _gridness60_block(maps: np.ndarray) -> tuple[np.ndarray]:
+    """"deepmind" gridness-60 (mean form, no smoothing, default overlap) of (B, ny, nx) maps.
+
+    The same computation as ``grid_scores(..., method="deepmind")`` restricted to the five
+    angles gridness-60 needs, without spacing/orientation (about twice as fast).
+    """
+    b, ny, nx = maps.shape
+    code = _nan_reasons(maps, MIN_OVERLAP)
+    sac = np.nan_to_num(_autocorr_block(maps, MIN_OVERLAP), nan=0.0)
+    geo = _deepmind_geometry(ny, nx)
+    n_a = len(_G60_ANGLES)
+    rot = _rotate_points(sac, _g60_operator(ny, nx), DEEPMIND_ROTATION_ORDER, n_a)
+    s = np.ascontiguousarray(sac.reshape(b, -1).T)[geo.points]  # (P, B)
+    rings = geo.rings
+    n = geo.ring_size[:, None]
+    s1 = rings @ s
+    mean = s1 / n
+    var = (rings @ (s * s)) / n - mean**2 + DEEPMIND_VARIANCE_EPS
+    sr = (rings @ (rot * s[:, None, :]).reshape(s.shape[0], -1)).reshape(-1, n_a, b)
+    r1 = (rings @ rot.reshape(s.shape[0], -1)).reshape(-1, n_a, b)
+    m = mean[:, None, :]
+    cross = (sr - m * r1 - m * s1[:, None, :]) / n[:, None] + m**2
+    r = cross / var[:, None, :]  # (K, A, B)
+    g60 = (r[:, 1] + r[:, 3]) / 2 - (r[:, 0] + r[:, 2] + r[:, 4]) / 3  # (K, B)
+    return (np.where(code != 0, np.nan, g60.max(axis=0)),)
+
+
+def _gridness60_array(maps: np.ndarray) -> np.ndarray:
+    return blockwise(_gridness60_block, np.asarray(maps, dtype=np.float64), 2)[0]
+
+
+def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArray:
+    """Gridness-60 of ``maps.rate_map`` (``grid_scores(rate_map, method).gridness_60``).
+
+    Parameters
+    ----------
+    maps : xarray.Dataset
+        With ``rate_map`` (..., y, x), as returned by :func:`rate_maps`.
+    method : {"deepmind", "bnt"}
+        Score family; "deepmind" uses a faster path that computes gridness-60 only.
+
+    Returns
+    -------
+    xarray.DataArray, dims (...)
+        Named ``gridness_60``; NaN for all-NaN or constant maps.
+    """
+    rm = check_maps(maps["rate_map"], "rate_map", min_size=5)
+    if method != "deepmind":
+        out = grid_scores(rm, method=method)["gridness_60"]
+    else:
+        out = xr.apply_ufunc(
+            _gridness60_array,
+            rm,
+            input_core_dims=[list(MAP_DIMS)],
+            dask="parallelized",
+            output_dtypes=[np.float64],
+        )
+    out.name = "gridness_60"
+    out.attrs = {"long_name": f"gridness at 60 degrees ({method})", "units": "1"}
+    return out
+
+
+def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
+    """Skaggs spatial information per node (``node_rate`` weighted by ``node_occupancy``).
+
+    Per node rather than per bin, so that hexagonal worlds (several bins per node) weight
+    every node once. Bits per unit activity; NaN for silent maps or negative activity.
+    """
+    out = spatial_information(maps["node_rate"], maps["node_occupancy"], dims=(NODE_DIM,))
+    out.name = "spatial_info"
+    return out
+
+
+def score_place_score(maps: xr.Dataset) -> xr.DataArray:
+    """TEM-t's place score of ``maps.rate_map`` (fraction of mass in the largest field)."""
+    out = place_score(maps["rate_map"])
+    out.name = "place_score"
+    return out
+
+
+#: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
+SCORES: dict[str, ScoreFn] = {
+    "gridness_60": score_gridness_60,
+    "spatial_info": score_spatial_info,
+    "place_score": score_place_score,
+}
+
+
+def _resolve_scorers(score_fn: object) -> list[ScoreFn]:
+    items = [score_fn] if isinstance(score_fn, str) or callable(score_fn) else score_fn
+    try:
+        items = list(items)  # type: ignore[arg-type]
+    except TypeError:
+        raise AnalysisError(
+            f"score_fn must be a score name {tuple(SCORES)}, a callable or a list of them; "
+            f"got {score_fn!r}"
+        ) from None
+    if not items:
+        raise AnalysisError("score_fn names no score")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            if item not in SCORES:
+                raise AnalysisError(f"unknown score {item!r}; built-in scores: {tuple(SCORES)}")
+            out.append(SCORES[item])
+        elif callable(item):
+            out.append(item)
+        else:
+            raise AnalysisError(f"score_fn entries must be names or callables; got {item!r}")
+    return out
+
+
+def _apply_scorers(scorers: Sequence[ScoreFn], ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """Run every scorer on ``ds``; returns name -> DataArray (map dims reduced)."""
+    out: dict[str, xr.DataArray] = {}
+    for i, fn in enumerate(scorers):
+        res = fn(ds)
+        if isinstance(res, xr.DataArray):
+            items = {res.name if res.name is not None else f"score{i}": res}
+        elif isinstance(res, xr.Dataset):
+            items = dict(res.data_vars)
+        else:
+            raise AnalysisError(
+                f"score_fn {fn!r} must return an xarray DataArray or Dataset; "
+                f"got {type(res).__name__}"
+            )
+        for name, da in items.items():
+            name = str(name)
+            if name in out:
+                raise AnalysisError(f"two scores are named {name!r}")
+            out[name] = da
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# shifts and shuffled maps
+# --------------------------------------------------------------------------------------------
+
+
+def as_rng(rng: object) -> tuple[np.random.Generator, object]:
+    """``(Generator, seed attr)`` from an int seed or a Generator."""
+    if isinstance(rng, np.random.Generator):
+        return rng, "caller's numpy Generator"
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng)), int(rng)
+    raise AnalysisError(f"rng must be an int seed or a numpy Generator; got {rng!r}")
+
+
+def check_n_shuffles(n: object, name: str = "n") -> int:
+    """Validate a number of shuffles (an int >= 1)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise AnalysisError(f"{name} (number of shuffles) must be an int >= 1; got {n!r}")
+    return int(n)
+
+
+def circular_shifts(
+    n_time: int,
+    n_env: int,
+    n: int,
+    rng: np.random.Generator,
+    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION,
+) -> np.ndarray:
+    """Random circular shifts, ``(n_env, n)`` int, uniform in [min_shift, T - min_shift].
+
+    ``min_shift = max(1, ceil(min_shift_fraction * T))``. Drawn as one ``(n, n_env)`` array
+    of ``rng.integers`` (shuffle-major), then transposed.
+
+    Raises
+    ------
+    AnalysisError
+        If ``min_shift_fraction`` is outside [0, 0.5) or the walk is too short (T < 2).
+    """
+    n = check_n_shuffles(n)
+    if not 0 <= min_shift_fraction < 0.5:
+        raise AnalysisError(
+            f"min_shift_fraction must be in [0, 0.5); got {min_shift_fraction!r}"
+        )
+    lo = max(1, math.ceil(min_shift_fraction * n_time))
+    hi = n_time - lo
+    if hi < lo:
+        raise AnalysisError(f"a walk of {n_time} steps is too short to shuffle")
+    return rng.integers(lo, hi + 1, size=(n, n_env)).T.astype(np.int64)
+
+
+def _null_core(
+    act: np.ndarray,
+    node: np.ndarray,
+    shifts: np.ndarray,
+    *,
+    node_map: np.ndarray,
+    n_nodes: int,
+    sigma: float,
+    scorers: Sequence[ScoreFn],
+    names: Sequence[str],
+) -> tuple[np.ndarray, ...]:
+    """Scores of circularly shifted activity.
+
+    act (E, U, T) float (NaN = missing sample); node (E, 1, T) or (E, T) int; shifts
+    (E, 1, S) or (E, S) int. Returns one (E, U, S) float array per score name.
+    """
+    act = np.ascontiguousarray(act, dtype=np.float64)
+    n_e, n_u, n_t = act.shape
+    node = node.reshape(node.shape[0], -1)
+    shifts = shifts.reshape(shifts.shape[0], -1)
+    n_s = shifts.shape[1]
+    outs = {k: np.full((n_e, n_u, n_s), np.nan) for k in names}
+    has = node_map >= 0
+    safe = np.where(has, node_map, 0)
+    u_block = max(1, NULL_BLOCK_MAPS // max(n_s, 1))
+    t = np.arange(n_t)
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for e in range(n_e):
+            nodes_e = node[e] if node.shape[0] == n_e else node[0]
+            sh = shifts[e] if shifts.shape[0] == n_e else shifts[0]
+            nd = nodes_e[(t[None, :] + sh[:, None]) % n_t]  # (S, T): node under a[t]
+            ok = nd >= 0
+            rows = (np.arange(n_s)[:, None] * n_nodes + nd)[ok]
+            cols = np.broadcast_to(t, nd.shape)[ok]
+            onehot = sparse.csr_matrix(
+                (np.ones(rows.size), (rows, cols)), shape=(n_s * n_nodes, n_t)
+            )
+            occ_node = np.bincount(nodes_e[nodes_e >= 0], minlength=n_nodes).astype(np.float64)
+            occ_map = np.where(has, occ_node[safe], 0.0)
+            for u0 in range(0, n_u, u_block):
+                a = act[e, u0 : u0 + u_block].T  # (T, u)
+                fin = np.isfinite(a)
+                sums = np.asarray(onehot @ np.where(fin, a, 0.0)).reshape(n_s, n_nodes, -1)
+                if fin.all():
+                    counts = np.broadcast_to(occ_node[None, :, None], sums.shape)
+                else:
+                    counts = np.asarray(onehot @ fin.astype(np.float64)).reshape(sums.shape)
+                node_rate = np.where(counts > 0, sums / np.where(counts > 0, counts, 1), np.nan)
+                node_rate = node_rate.transpose(2, 0, 1)  # (u, S, K)
+                maps = np.where(has, node_rate[..., safe], np.nan)  # (u, S, ny, nx)
+                if sigma > 0:
+                    maps = _smooth_core(maps, occ_map, sigma, SMOOTH_TRUNCATE)
+                ds = xr.Dataset(
+                    {
+                        "rate_map": ((UNIT_DIM, SHUFFLE_DIM, *MAP_DIMS), maps),
+                        "occupancy": (MAP_DIMS, occ_map),
+                        "node_rate": ((UNIT_DIM, SHUFFLE_DIM, NODE_DIM), node_rate),
+                        "node_occupancy": ((NODE_DIM,), occ_node),
+                    }
+                )
+                res = _apply_scorers(scorers, ds)
+                for k in names:
+                    da = res[k]
+                    extra = set(da.dims) - {UNIT_DIM, SHUFFLE_DIM}
+                    if extra:
+                        raise AnalysisError(
+                            f"score {k!r} kept dims {sorted(map(str, extra))}; a score must "
+                            "reduce the map dims"
+                        )
+                    da = da.broadcast_like(ds["rate_map"].isel(y=0, x=0, drop=True))
+                    outs[k][e, u0 : u0 + u_block] = da.transpose(UNIT_DIM, SHUFFLE_DIM).values
+    return tuple(outs[k] for k in names)
+
+
+def null_scores(
+    activity: xr.DataArray,
+    node: xr.DataArray,
+    shifts: xr.DataArray,
+    node_map: np.ndarray,
+    n_nodes: int,
+    scorers: Sequence[ScoreFn],
+    names: Sequence[str],
+    smooth_sigma: float = 0.0,
+) -> dict[str, xr.DataArray]:
+    """Null scores of every unit for the given shifts (lazy when ``activity`` is dask-backed).
+
+    Parameters
+    ----------
+    activity : xarray.DataArray, dims (env, time, unit)
+        Activity (NaN = missing sample); chunk it along ``unit`` to spread units over dask
+        workers (``env`` and ``time`` must each be one chunk).
+    node : xarray.DataArray, dims (env, time)
+        Node index per step (negative = skip).
+    shifts : xarray.DataArray, dims (env, shuffle)
+        Circular shift per environment and shuffle, in steps.
+    node_map : numpy.ndarray (ny, nx)
+        Node shown by each bin (-1 = none), as returned by :func:`rate_maps`.
+    n_nodes : int
+        Number of world nodes.
+    scorers, names
+        Score functions and the names of the scores they return.
+    smooth_sigma : float
+        Occupancy-weighted smoothing in bins, as in :func:`rate_maps`.
+
+    Returns
+    -------
+    dict of name -> xarray.DataArray, dims (env, unit, shuffle)
+    """
+    outs = xr.apply_ufunc(
+        _null_core,
+        activity,
+        node,
+        shifts,
+        input_core_dims=[["time"], ["time"], [SHUFFLE_DIM]],
+        output_core_dims=[[SHUFFLE_DIM]] * len(names),
+        kwargs={
+            "node_map": np.asarray(node_map),
+            "n_nodes": int(n_nodes),
+            "sigma": float(smooth_sigma),
+            "scorers": list(scorers),
+            "names": list(names),
+        },
+        dask="parallelized",
+        output_dtypes=[np.float64] * len(names),
+        dask_gufunc_kwargs={"output_sizes": {SHUFFLE_DIM: shifts.sizes[SHUFFLE_DIM]}},
+    )
+    if len(names) == 1:
+        outs = (outs,)
+    return {
+        k: v.transpose("env", UNIT_DIM, SHUFFLE_DIM).rename(f"{k}_null")
+        for k, v in zip(names, outs, strict=True)
+    }
+
+
+def _summary_core(
+    observed: np.ndarray, null: np.ndarray, quantiles: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q = np.nanquantile(null, quantiles, axis=-1)  # (Q, ...)
+        fin = np.isfinite(null)
+        n_fin = fin.sum(axis=-1)
+        below = (fin & (null < observed[..., None])).sum(axis=-1)
+        pct = np.where(np.isfinite(observed) & (n_fin > 0), 100.0 * below / n_fin, np.nan)
+    return np.moveaxis(q, 0, -1), pct
+
+
+def null_summary(
+    observed: xr.DataArray, null: xr.DataArray, quantiles: Sequence[float] = NULL_QUANTILES
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """Quantiles of a null distribution and the observed score's percentile within it.
+
+    Parameters
+    ----------
+    observed : xarray.DataArray, dims (...)
+        Observed scores.
+    null : xarray.DataArray, dims (..., shuffle)
+        Null scores (NaN shuffles are ignored).
+    quantiles : sequence of float
+        Quantiles in [0, 1] (``numpy.nanquantile``, linear interpolation).
+
+    Returns
+    -------
+    quantile : xarray.DataArray, dims (quantile, ...)
+    percentile : xarray.DataArray, dims (...)
+        100 x the fraction of finite null scores strictly below the observed score; NaN when
+        the observed score is NaN or no null score is finite.
+    """
+    qs = np.asarray(quantiles, dtype=np.float64)
+    if qs.ndim != 1 or qs.size == 0 or np.any((qs < 0) | (qs > 1)):
+        raise AnalysisError(f"quantiles must be numbers in [0, 1]; got {quantiles!r}")
+    q, pct = xr.apply_ufunc(
+        _summary_core,
+        observed,
+        null,
+        input_core_dims=[[], [SHUFFLE_DIM]],
+        output_core_dims=[["quantile"], []],
+        kwargs={"quantiles": qs},
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"quantile": qs.size}},
+    )
+    q = q.assign_coords(quantile=qs).transpose("quantile", ...)
+    return q, pct
+
+
+# --------------------------------------------------------------------------------------------
+# public
+# --------------------------------------------------------------------------------------------
+
+
+def shuffle_null(
+    recording: xr.Dataset,
+    score_fn: str | ScoreFn | Sequence[str | ScoreFn] = "gridness_60",
+    n: int = DEFAULT_SHUFFLES,
+    rng: int | np.random.Generator = 0,
+    variable: str = "g",
+    smooth_sigma: float | None = None,
+    resolution: float | None = None,
+    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION,
+    quantiles: Sequence[float] = NULL_QUANTILES,
+    chunk_units: int | None = None,
+) -> xr.Dataset:
+    """Per-unit null distributions of scores by circular time shifts (see the module doc).
+
+    Parameters
+    ----------
+    recording : xarray.Dataset
+        A recording (``node``, ``node_x``, ``node_y`` and ``variable`` are needed).
+    score_fn : str, callable or sequence of them
+        A built-in score name (:data:`SCORES`: "gridness_60", "spatial_info",
+        "place_score") or a function taking a rate-map Dataset like :func:`rate_maps`
+        returns (``rate_map`` (..., y, x), ``occupancy`` (y, x), ``node_rate``
+        (..., world_node), ``node_occupancy`` (world_node)) and returning a DataArray (its
+        ``name`` names the score) or a Dataset of scores, with the map dims reduced.
+    n : int
+        Number of shuffles (>= 1).
+    rng : int or numpy.random.Generator
+        Seed or generator of the shifts.
+    variable : {"g", "g_pi", "memory_activity"}
+        The population.
+    smooth_sigma, resolution
+        As in :func:`rate_maps` (applied identically to the real and the shuffled maps).
+    min_shift_fraction : float
+        Smallest shift as a fraction of the walk, in [0, 0.5).
+    quantiles : sequence of float
+        Quantiles of the null distributions to report.
+    chunk_units : int, optional
+        Chunk the units into dask chunks of this size (computed with the active dask
+        scheduler, e.g. a ``dask.distributed.Client``); default: compute eagerly.
+
+    Returns
+    -------
+    xarray.Dataset
+        For every score ``k``: ``k`` (env, unit) observed; ``k_null`` (env, unit, shuffle);
+        ``k_null_q`` (quantile, env, unit); ``k_percentile`` (env, unit): percent of the
+        finite null scores below the observed one. ``shuffle_shift`` (env, shuffle): the shifts,
+        in steps. Attrs: ``n_shuffles``, ``min_shift_steps``, ``min_shift_fraction``,
+        ``seed``, ``variable``, ``null_method``.
+
+    Raises
+    ------
+    AnalysisError
+        For ``n`` < 1, an unknown score, a bad ``rng`` or a recording lacking what is needed.
+    """
+    n = check_n_shuffles(n)
+    scorers = _resolve_scorers(score_fn)
+    check_recording(recording, [variable])
+    gen, seed_attr = as_rng(rng)
+    maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution)
+    observed = _apply_scorers(scorers, maps)
+    names = list(observed)
+    act = unit_activity(recording, variable)
+    n_env, n_time = act.sizes["env"], act.sizes["time"]
+    sh = circular_shifts(n_time, n_env, n, gen, min_shift_fraction)
+    shifts = xr.DataArray(sh, dims=("env", SHUFFLE_DIM))
+    if chunk_units is not None:
+        act = act.chunk({"env": -1, "time": -1, UNIT_DIM: int(chunk_units)})
+    nulls = null_scores(
+        act,
+        node_index(recording),
+        shifts,
+        maps["node_map"].values,
+        maps.sizes[NODE_DIM],
+        scorers,
+        names,
+        maps.attrs["smooth_sigma_bins"],
+    )
+    out = xr.Dataset(coords={"env": maps["env"], UNIT_DIM: maps[UNIT_DIM]})
+    for k in names:
+        obs = observed[k].transpose("env", UNIT_DIM)
+        out[k] = obs
+        out[f"{k}_null"] = nulls[k].assign_coords(env=maps["env"], unit=maps[UNIT_DIM])
+        q, pct = null_summary(obs, out[f"{k}_null"], quantiles)
+        out[f"{k}_null_q"] = q
+        out[f"{k}_percentile"] = pct
+        out[f"{k}_null"].attrs = {"long_name": f"{k} of circularly shifted activity"}
+        out[f"{k}_null_q"].attrs = {"long_name": f"quantiles of the {k} null distribution"}
+        out[f"{k}_percentile"].attrs = {
+            "long_name": f"percent of finite null {k} scores below the observed one",
+            "units": "percent",
+        }
+    out["shuffle_shift"] = shifts.assign_coords(env=maps["env"])
+    out["shuffle_shift"].attrs = {"long_name": "circular shift of the activity", "units": "steps"}
+    out = out.compute()
+    out.attrs = {
+        "n_shuffles": n,
+        "min_shift_fraction": float(min_shift_fraction),
+        "min_shift_steps": int(sh.min()) if sh.size else 0,
+        "seed": seed_attr,
+        "variable": variable,
+        "null_method": _NULL_METHOD,
+    }
+    return out
+
+
+_NULL_METHOD = (
+    "circular time shift of each environment's activity against its trajectory (same shift "
+    "for all units of an environment), shift uniform in [ceil(f T), T - ceil(f T)] steps"
+)
+
+
+def classify(
+    scores: xr.Dataset,
+    grid_quantile: float = GRID_QUANTILE,
+    place_quantile: float = PLACE_QUANTILE,
+    grid_threshold: float = GRID_THRESHOLD,
+    place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
+) -> xr.Dataset:
+    """Grid and place cells from observed scores and their shuffle nulls.
+
+    Parameters
+    ----------
+    scores : xarray.Dataset
+        With ``gridness_60`` and ``gridness_60_null_q`` (quantile, ...) for grid cells, and
+        ``spatial_info``, ``spatial_info_null_q`` and ``n_fields`` for place cells (as in
+        the output of :func:`~hippo_rep.analysis.analyse`, or :func:`shuffle_null` merged
+        with :func:`~hippo_rep.analysis.place_fields`). Either set may be missing.
+    grid_quantile : float
+        A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
+        ``quantile`` coords).
+    place_quantile : float
+        A place cell's spatial information exceeds this quantile of its own null.
+    grid_threshold : float
+        The rule-of-thumb threshold on gridness-60 (reported separately).
+    place_n_fields : (int, int)
+        Allowed number of place fields of a place cell, inclusive.
+
+    Returns
+    -------
+    xarray.Dataset
+        Bool, dims of the scores: ``is_grid`` (gridness-60 > its null's ``grid_quantile``),
+        ``is_grid_threshold`` (gridness-60 > ``grid_threshold``), ``is_place`` (spatial
+        information > its null's ``place_quantile`` and ``place_n_fields[0] <= n_fields <=
+        place_n_fields[1]``). A NaN score or threshold gives False. Attrs record the rules.
+
+    Raises
+    ------
+    AnalysisError
+        If neither set of inputs is present or a quantile was not computed.
+    """
+    out = xr.Dataset()
+
+    def threshold(name: str, q: float) -> xr.DataArray:
+        da = scores[f"{name}_null_q"]
+        qs = np.asarray(da["quantile"].values, dtype=np.float64)
+        hit = np.flatnonzero(np.isclose(qs, q))
+        if hit.size == 0:
+            raise AnalysisError(
+                f"{name}_null_q has quantiles {qs.tolist()}; {q} was not computed"
+            )
+        return da.isel(quantile=int(hit[0]), drop=True)
+
+    attrs: dict[str, object] = {}
+    if "gridness_60" in scores and "gridness_60_null_q" in scores:
+        g = scores["gridness_60"]
+        out["is_grid"] = (g > threshold("gridness_60", grid_quantile)).fillna(False)
+        out["is_grid"] = g.notnull() & out["is_grid"]
+        out["is_grid_threshold"] = g.notnull() & (g > grid_threshold)
+        out["is_grid"].attrs = {
+            "long_name": f"grid cell: gridness_60 above the {grid_quantile:g} quantile of its "
+            "shuffle null"
+        }
+        out["is_grid_threshold"].attrs = {
+            "long_name": f"grid cell by the rule of thumb gridness_60 > {grid_threshold:g}"
+        }
+        attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold)
+    if {"spatial_info", "spatial_info_null_q", "n_fields"} <= set(scores.variables):
+        si = scores["spatial_info"]
+        nf = scores["n_fields"]
+        lo, hi = (int(v) for v in place_n_fields)
+        sig = si.notnull() & (si > threshold("spatial_info", place_quantile)).fillna(False)
+        out["is_place"] = sig & (nf >= lo) & (nf <= hi)
+        out["is_place"].attrs = {
+            "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
+            f"its shuffle null and {lo}-{hi} place fields"
+        }
+        attrs.update(place_quantile=place_quantile, place_n_fields=np.array([lo, hi]))
+    if not out.data_vars:
+        raise AnalysisError(
+            "classify needs gridness_60 and gridness_60_null_q, or spatial_info, "
+            "spatial_info_null_q and n_fields"
+        )
+    out.attrs = attrs
+    return out

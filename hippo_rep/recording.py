@@ -1,0 +1,714 @@
+"""Record a trained model walking fresh environments into an xarray dataset (netCDF or zarr).
+
+The dataset follows :mod:`hippo_rep.schema`. Three ways to get one:
+
+- :func:`record_checkpoint` returns it in memory;
+- :func:`record_to_file` writes ``.nc`` (built in memory, then written to a temporary file
+  and renamed: an interrupted write leaves no file and never a damaged one) or streams
+  ``.zarr`` chunk by chunk of time, so the walk's activity never needs to fit in memory;
+- :class:`Recorder` gives the pieces (one dataset per chunk of time) to write elsewhere.
+
+:func:`open_recording` opens either format lazily (dask-backed for zarr), validates it and
+trims it to the steps it holds.
+
+**The zarr guarantee.** A zarr recording is created in a hidden temporary folder beside the
+output and renamed onto it once its first chunk is complete; each later chunk is appended
+(the arrays are resized and new chunk files written; of the old ones only the small
+per-memory coordinates are rewritten, each file atomically), then the consolidated
+metadata and the ``n_steps`` attr are rewritten, each as one atomic file replacement. Readers
+go through the consolidated metadata, so at every instant the store holds a valid recording
+whose first ``n_steps`` steps are final (memories written after them are marked unused by
+:func:`open_recording`): a run killed at any point leaves either no output
+(killed during the first chunk: at most a hidden ``.NAME.*.partial`` folder) or a valid,
+shorter recording whose ``n_steps`` attr says how many steps it holds (the
+``recording_config`` attr keeps the number asked for). :func:`open_recording` trims a store
+caught between a chunk's metadata and its ``n_steps`` update to ``n_steps``.
+
+Zarr stores are written in zarr format 3 (zarr-python ≥ 3), chunked along ``time`` by the
+recording chunk and along ``g_unit`` / ``memory`` in blocks of :data:`G_UNIT_CHUNK` /
+:data:`MEMORY_CHUNK` units; :func:`open_recording` by default hands dask chunks that hold
+whole walks of a block of units, the cut that ``xr.apply_ufunc(..., dask="parallelized")``
+over ``time`` wants.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from hippo_rep import schema as S
+
+#: Environments recorded by default.
+DEFAULT_ENVS = 16
+#: Steps per forward chunk, and the zarr chunk length along time.
+DEFAULT_CHUNK = 512
+#: Positional-encoding units per zarr chunk / per dask chunk of an opened recording.
+G_UNIT_CHUNK = 8
+#: Memory neurons per zarr chunk / per dask chunk of an opened recording.
+MEMORY_CHUNK = 32
+#: ``open_recording(chunks=UNIT_CHUNKS)``: dask chunks of whole walks × blocks of units.
+UNIT_CHUNKS = "unit"
+#: Output suffixes and their formats.
+FORMATS = {".nc": "netcdf", ".zarr": "zarr"}
+#: zstd level of zarr activity variables (1: as small as the default level, faster).
+ZSTD_LEVEL = 1
+#: netCDF chunk length along time (activity variables; chunked by unit like zarr).
+NETCDF_TIME_CHUNK = 4096
+#: zlib level of netCDF activity variables (1: most of the gain, little of the time).
+NETCDF_COMPLEVEL = 1
+
+# Zarr warns at every consolidation of a format-3 store that consolidated metadata is not yet
+# in the v3 spec; the writer consolidates after every chunk, in a background thread where
+# ``warnings.catch_warnings`` is not safe, so this one message is filtered for good.
+warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be made or read (bad output path, world, or file)."""
+
+
+def record_rng(seed: int) -> np.random.Generator:
+    """The random stream of recording environments for ``seed`` (never a training or
+    evaluation environment: see :data:`hippo_rep.training.evaluate.RECORD_STREAM`)."""
+    from hippo_rep.training.evaluate import RECORD_STREAM
+
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(RECORD_STREAM,)))
+
+
+@dataclass(frozen=True)
+class RecordingConfig:
+    """What was recorded; stored as JSON in the ``recording_config`` attr."""
+
+    checkpoint: str
+    world: str
+    n_envs: int
+    n_steps: int  # steps asked for (the ``n_steps`` attr says how many are held)
+    seed: int
+    same_observations: bool
+    chunk: int
+    n_obs: int
+    keep_heading: float
+    stay_prob: float
+    training_worlds: tuple[str, ...]
+    training_step: int
+    random_stream: int
+
+
+@dataclass
+class Chunk:
+    """Model outputs for steps [start, stop) of every walk (numpy, on the CPU)."""
+
+    start: int
+    stop: int
+    g: np.ndarray  # (B, L, n_g) float32
+    g_pi: np.ndarray  # (B, L, n_g) float32
+    activity: np.ndarray  # (B, L, M) float32, M = max memories per env after the chunk
+    prediction: np.ndarray  # (B, L) int64
+    memory_time: np.ndarray  # (B, M) int64, -1 unused
+    memory_observation: np.ndarray  # (B, M) int64, -1 unused
+
+
+def _positive(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RecordingError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+class Recorder:
+    """A checkpoint and the fresh environments it will walk.
+
+    Loading the checkpoint and sampling the walks happen here (all of them: nodes, actions
+    and observations are small); the activity is computed chunk by chunk in
+    :meth:`chunks`.
+
+    Parameters
+    ----------
+    checkpoint : path
+        A checkpoint written by ``hippo-rep train``.
+    n_envs : int
+        Environments, one walk each. All share the world's structure; each draws new random
+        observations unless ``same_observations``.
+    n_steps : int, optional
+        Steps per walk (default: the training walk length).
+    world : str, optional
+        World spec (``square:11``, ``hex:6``, …); default: the (first) training world. Its
+        action set must be the checkpoint's.
+    seed : int
+        Seed of the environments (observations and walks), drawn from a stream that no
+        training or evaluation environment uses.
+    same_observations : bool
+        Every environment gets the same observation per node (one environment revisited,
+        for stability analyses); otherwise each draws its own (for remapping).
+    chunk : int
+        Steps per forward chunk (and per zarr chunk along time). Results depend on it only
+        through float rounding.
+    device : str
+        Torch device of the model.
+    threads : int, optional
+        Torch threads while the model runs (restored afterwards); default: the checkpoint's
+        ``train.threads`` (0 there: torch's default). The model's matrices are small, so
+        one thread is fastest, by far on a busy machine.
+
+    Raises
+    ------
+    CheckpointError
+        The checkpoint is missing, corrupt or not a checkpoint (naming the file).
+    WorldError
+        The world spec cannot be read.
+    RecordingError
+        Bad sizes, or a world whose action set is not the checkpoint's (naming both).
+    """
+
+    def __init__(self, checkpoint, n_envs: int = DEFAULT_ENVS, n_steps: int | None = None,
+                 world: str | None = None, seed: int = 0, same_observations: bool = False,
+                 chunk: int = DEFAULT_CHUNK, device: str = "cpu",
+                 threads: int | None = None):
+        from hippo_rep import __version__
+        from hippo_rep.config import world_kind
+        from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+        from hippo_rep.training.evaluate import RECORD_STREAM
+        from hippo_rep.worlds import parse_world, random_observations, sample_episodes, step_types
+
+        n_envs = _positive("n_envs", n_envs)
+        chunk = _positive("chunk", chunk)
+        if n_steps is not None:
+            n_steps = _positive("n_steps", n_steps)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
+        self.model, self.config, payload = load_checkpoint(checkpoint, device)
+        cfg = self.config
+        w = parse_world(world) if world else parse_world(cfg.world.worlds[0])
+        if w.n_actions != payload["n_actions"]:
+            raise RecordingError(
+                f"world {w.spec!r} has {w.n_actions} actions but checkpoint "
+                f"{str(checkpoint)!r} was trained on {world_kind(cfg)} worlds "
+                f"({payload['n_actions']} actions); record a {world_kind(cfg)} world")
+        n_steps = n_steps or cfg.world.walk_steps
+        self.threads = cfg.train.threads if threads is None else int(threads)
+        self.world, self.chunk, self.device = w, chunk, device
+        self.n_envs, self.n_steps = n_envs, n_steps
+        n_obs = payload["n_obs"]
+        rng = record_rng(int(seed))
+        maps = None
+        if same_observations:
+            maps = [random_observations(w, n_obs, rng)] * n_envs
+        ep = sample_episodes(w, n_envs, n_steps, n_obs, rng, cfg.world.keep_heading,
+                             cfg.world.stay_prob, observation_maps=maps)
+        self.nodes, self.actions, self.observations = ep.nodes, ep.actions, ep.observations
+        self.step_type = np.stack([step_types(ep.nodes[b], ep.actions[b])["code"]
+                                   for b in range(n_envs)]).astype(np.int8)
+        self.recording_config = RecordingConfig(
+            checkpoint=str(checkpoint), world=w.spec, n_envs=n_envs, n_steps=n_steps,
+            seed=int(seed), same_observations=bool(same_observations), chunk=chunk,
+            n_obs=n_obs, keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob,
+            training_worlds=tuple(cfg.world.worlds), training_step=int(payload["step"]),
+            random_stream=RECORD_STREAM)
+        world_cfg = dataclasses.replace(cfg.world, worlds=(w.spec,), walk_steps=n_steps)
+        self.attrs = {
+            S.KIND_ATTR: S.KIND,
+            S.SCHEMA_VERSION_ATTR: S.SCHEMA_VERSION,
+            S.MODEL_CONFIG: json.dumps(dataclasses.asdict(cfg.model), sort_keys=True),
+            S.WORLD_CONFIG: json.dumps(dataclasses.asdict(world_cfg), sort_keys=True),
+            S.RECORDING_CONFIG: json.dumps(dataclasses.asdict(self.recording_config),
+                                           sort_keys=True),
+            S.WORLD: w.spec,
+            S.CHECKPOINT_SHA256: file_sha256(checkpoint),
+            S.PACKAGE_VERSION: __version__,
+            S.SEED: int(seed),
+            S.N_STEPS: 0,
+            S.SAME_OBSERVATIONS: int(bool(same_observations)),
+        }
+
+    # ------------------------------------------------------------------ running
+    @contextlib.contextmanager
+    def _running(self):
+        """no_grad, and the recorder's torch thread count (restored afterwards)."""
+        import torch
+
+        before = torch.get_num_threads()
+        if self.threads > 0:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            torch.set_num_threads(before)
+
+    def _tensors(self):
+        import torch
+
+        return (torch.as_tensor(self.observations, device=self.device),
+                torch.as_tensor(self.actions, device=self.device))
+
+    def forward_only(self) -> None:
+        """Run the bare forward pass over the walks (no activity kept); for benchmarks."""
+        obs, act = self._tensors()
+        state = None
+        with self._running():
+            for s in range(0, self.n_steps, self.chunk):
+                _, state = self.model(obs[:, s:s + self.chunk], act[:, s:s + self.chunk], state)
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Run the model chunk after chunk (carrying its memory) and yield the activity."""
+        obs, act = self._tensors()
+        state = None
+        with self._running():
+            for s in range(0, self.n_steps, self.chunk):
+                e = min(s + self.chunk, self.n_steps)
+                out, state = self.model(obs[:, s:e], act[:, s:e], state, return_activity=True)
+                m = int(state.count.max())
+                yield Chunk(
+                    start=s, stop=e,
+                    g=out.g.float().cpu().numpy(),
+                    g_pi=out.g_pi.float().cpu().numpy(),
+                    activity=out.activity[:, :, :m].float().cpu().numpy(),
+                    prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(np.int64),
+                    memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
+                    memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
+                )
+
+    # ----------------------------------------------------------------- datasets
+    def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,
+                memory_observation) -> xr.Dataset:
+        """The recording of steps [start, stop) (attr ``n_steps`` = ``stop``)."""
+        B = self.n_envs
+        sl = slice(start, stop)
+        mt = np.asarray(memory_time)
+        used = mt >= 0
+        memory_node = np.where(used, np.take_along_axis(self.nodes, np.where(used, mt, 0), 1),
+                               S.UNUSED)
+        xy = self.world.coords[self.nodes[:, sl]]
+        observation = self.observations[:, sl]
+        values = {
+            S.G: g, S.G_PI: g_pi, S.MEMORY_ACTIVITY: activity,
+            S.ENV: np.arange(B), S.TIME: np.arange(start, stop), S.G_UNIT: np.arange(g.shape[-1]),
+            S.MEMORY: np.arange(activity.shape[-1]),
+            S.WORLD_NODE: np.arange(self.world.n_nodes),
+            S.NODE: self.nodes[:, sl], S.X: xy[..., 0], S.Y: xy[..., 1],
+            S.ACTION: self.actions[:, sl], S.OBSERVATION: observation,
+            S.PREDICTION: prediction, S.CORRECT: prediction == observation,
+            S.STEP_TYPE: self.step_type[:, sl],
+            S.MEMORY_NODE: memory_node, S.MEMORY_TIME: mt,
+            S.MEMORY_OBSERVATION: memory_observation,
+            S.NODE_X: self.world.coords[:, 0], S.NODE_Y: self.world.coords[:, 1],
+        }
+        variables = {name: xr.Variable(spec.dims, np.asarray(values[name], dtype=spec.dtype),
+                                       S.var_attrs(name))
+                     for name, spec in S.SPECS.items()}
+        return xr.Dataset({n: variables[n] for n in S.DATA_VARS},
+                          coords={n: variables[n] for n in S.COORDS},
+                          attrs={**self.attrs, S.N_STEPS: int(stop)})
+
+    def pieces(self) -> Iterator[xr.Dataset]:
+        """One dataset per chunk of time (memory dim = memories so far)."""
+        for c in self.chunks():
+            yield self.dataset(c.start, c.stop, c.g, c.g_pi, c.activity, c.prediction,
+                               c.memory_time, c.memory_observation)
+
+    def record(self) -> xr.Dataset:
+        """The whole recording, in memory."""
+        B, T = self.n_envs, self.n_steps
+        d = self.model.config.n_g
+        g = np.empty((B, T, d), np.float32)
+        g_pi = np.empty((B, T, d), np.float32)
+        pred = np.empty((B, T), np.int64)
+        acts, last = [], None
+        for c in self.chunks():
+            g[:, c.start:c.stop], g_pi[:, c.start:c.stop] = c.g, c.g_pi
+            pred[:, c.start:c.stop] = c.prediction
+            acts.append(c.activity)
+            last = c
+        activity = np.zeros((B, T, last.activity.shape[-1]), np.float32)
+        t = 0
+        while acts:  # free each chunk once copied
+            a = acts.pop(0)
+            activity[:, t:t + a.shape[1], :a.shape[2]] = a
+            t += a.shape[1]
+        return self.dataset(0, T, g, g_pi, activity, pred, last.memory_time,
+                            last.memory_observation)
+
+
+# ----------------------------------------------------------------------- public API
+def record_checkpoint(checkpoint, n_envs: int = DEFAULT_ENVS, n_steps: int | None = None,
+                      world: str | None = None, seed: int = 0,
+                      same_observations: bool = False, chunk: int = DEFAULT_CHUNK,
+                      device: str = "cpu", threads: int | None = None) -> xr.Dataset:
+    """Record ``checkpoint`` walking fresh environments; the dataset, in memory.
+
+    See :class:`Recorder` for the parameters and errors and :mod:`hippo_rep.schema` for the
+    dataset. The same arguments give the same values as :func:`record_to_file`.
+    """
+    return Recorder(checkpoint, n_envs, n_steps, world, seed, same_observations, chunk,
+                    device, threads).record()
+
+
+def check_output(out, overwrite: bool = False) -> str:
+    """Check an output path before any work; returns its format (``netcdf`` or ``zarr``).
+
+    Raises
+    ------
+    RecordingError
+        Not ``.nc`` / ``.zarr``, or (with ``overwrite``) an existing path of the wrong kind:
+        a folder that is not a zarr store is never removed.
+    FileExistsError
+        ``out`` exists and ``overwrite`` is False.
+    """
+    out = Path(out)
+    fmt = FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise RecordingError(f"output {str(out)!r} must end in .nc (netCDF) or .zarr (zarr)")
+    if out.exists() or out.is_symlink():
+        if not overwrite:
+            raise FileExistsError(f"output {str(out)!r} exists; pass --overwrite (overwrite="
+                                  "True) to replace it, or choose another path")
+        if out.is_dir() and not _is_zarr_store(out):
+            raise RecordingError(f"output {str(out)!r} is a folder that is not a zarr store; "
+                                 "refusing to replace it")
+        if fmt == "netcdf" and out.is_dir():
+            raise RecordingError(f"output {str(out)!r} is a folder; refusing to replace it "
+                                 "with a netCDF file")
+    return fmt
+
+
+def record_to_file(checkpoint, out, *, overwrite: bool = False, n_envs: int = DEFAULT_ENVS,
+                   n_steps: int | None = None, world: str | None = None, seed: int = 0,
+                   same_observations: bool = False, chunk: int = DEFAULT_CHUNK,
+                   device: str = "cpu", threads: int | None = None) -> Path:
+    """Record into ``out``: ``.nc`` (in memory, then an atomic write) or ``.zarr`` (streamed).
+
+    An existing ``out`` is refused unless ``overwrite``; it is replaced only once the new
+    recording is valid (netCDF: when complete; zarr: after its first chunk), so a failure
+    before then leaves it untouched. See the module docstring for the zarr guarantee.
+
+    Returns the output path. Errors: see :func:`check_output` and :class:`Recorder`.
+    """
+    out = Path(out)
+    fmt = check_output(out, overwrite)
+    rec = Recorder(checkpoint, n_envs, n_steps, world, seed, same_observations, chunk, device,
+                   threads)
+    if fmt == "netcdf":
+        write_netcdf(rec.record(), out, overwrite=overwrite)
+    else:
+        stream(rec.pieces(), ZarrWriter(out, chunk=rec.chunk, overwrite=overwrite))
+    return out
+
+
+def stream(pieces, writer: ZarrWriter) -> None:
+    """Append ``pieces`` to ``writer`` in a background thread, one behind the producer.
+
+    Writing chunk k (compression, files) overlaps computing chunk k + 1, and at most two
+    pieces are alive at once. Appends stay sequential and in order; if the producer fails
+    (or is interrupted), the append in flight is finished before the error propagates, so
+    the store then holds every chunk produced before the failure. A writer error stops the
+    producer at its next chunk and is raised.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hippo_rep-zarr") as pool:
+        pending = None
+        for piece in pieces:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(writer.append, piece)
+        if pending is not None:
+            pending.result()
+
+
+def write_netcdf(ds: xr.Dataset, out, overwrite: bool = False) -> Path:
+    """Write a recording to netCDF atomically (temporary file, then rename); needs no torch,
+    so analysis code can save a (sub)recording with it too."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"output {str(out)!r} exists; pass overwrite=True to replace it")
+    engine = _netcdf_engine()
+    encoding = {}
+    for name in ds.variables:
+        enc = {}
+        if ds[name].dtype.kind == "f":
+            enc["_FillValue"] = None
+        if name in S.DATA_VARS:
+            enc.update(zlib=True, complevel=NETCDF_COMPLEVEL,
+                       chunksizes=_chunk_shape(ds, name, NETCDF_TIME_CHUNK, True))
+        if enc:
+            encoding[name] = enc
+    if engine == "h5netcdf":  # h5netcdf spells compression differently
+        for enc in encoding.values():
+            if enc.pop("zlib", False):
+                enc["compression"] = "gzip"
+                enc["compression_opts"] = enc.pop("complevel")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp, engine=engine, encoding=encoding)
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return out
+
+
+def _netcdf_engine() -> str:
+    try:
+        import netCDF4  # noqa: F401
+
+        return "netcdf4"
+    except ImportError:
+        return "h5netcdf"
+
+
+def _chunk_shape(ds: xr.Dataset, name: str, time_chunk: int, clip: bool) -> tuple[int, ...]:
+    """On-disk chunks: whole ``env`` / ``world_node``, ``time_chunk`` steps, unit blocks."""
+    block = {S.TIME: time_chunk, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK}
+    shape = []
+    for dim in ds[name].dims:
+        n = ds.sizes[dim]
+        c = block.get(dim, n)
+        shape.append(max(1, min(c, n)) if clip or dim not in (S.TIME, S.MEMORY) else c)
+    return tuple(shape)
+
+
+def _is_zarr_store(path: Path) -> bool:
+    return (path / "zarr.json").is_file() or (path / ".zgroup").is_file()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+@contextlib.contextmanager
+def _quiet_fallback():
+    """Read a zarr store without consolidated metadata (not written by hippo_rep) quietly."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated")
+        yield
+
+
+class ZarrWriter:
+    """Stream a recording into a zarr store, one chunk of time (one dataset piece) at a time.
+
+    The first :meth:`append` writes the store into a hidden temporary folder beside ``path``
+    and renames it onto ``path`` (replacing an existing store only with ``overwrite``); later
+    appends grow it. Pieces must be consecutive in time and, except the last, hold ``chunk``
+    steps each (they do when they come from :meth:`Recorder.pieces`). See the module
+    docstring for what a killed run leaves.
+    """
+
+    def __init__(self, path, chunk: int = DEFAULT_CHUNK, overwrite: bool = False):
+        import zarr
+
+        if int(zarr.__version__.split(".")[0]) < 3:
+            raise RecordingError(f"streaming to zarr needs zarr-python ≥ 3 (found "
+                                 f"{zarr.__version__}); write .nc instead or upgrade zarr")
+        self.path = Path(path)
+        self.chunk = _positive("chunk", chunk)
+        self.overwrite = overwrite
+        self.n_steps = 0
+        self.created = False
+        if self.path.exists() and not overwrite:
+            raise FileExistsError(f"output {str(self.path)!r} exists; pass --overwrite "
+                                  "(overwrite=True) to replace it")
+
+    def append(self, piece: xr.Dataset) -> None:
+        start = int(piece[S.TIME].values[0])
+        if start != self.n_steps:
+            raise RecordingError(f"{str(self.path)!r}: piece starts at step {start}, "
+                                 f"expected {self.n_steps}")
+        if self.n_steps % self.chunk:
+            raise RecordingError(f"{str(self.path)!r}: cannot append after a short chunk "
+                                 f"(holds {self.n_steps} steps, chunk {self.chunk})")
+        if not self.created:
+            self._create(piece)
+        else:
+            stop = self._write(piece)
+            self._consolidate()
+            self._set_n_steps(stop)
+        self.n_steps = int(piece.attrs[S.N_STEPS])
+
+    def _create(self, piece: xr.Dataset) -> None:
+        from zarr.codecs import ZstdCodec
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+                                    suffix=".partial"))
+        aside = None
+        try:
+            encoding = {}
+            for name in piece.variables:
+                enc = {"chunks": _chunk_shape(piece, name, self.chunk, False)}
+                if piece[name].dtype.kind == "f":
+                    # zeros, not NaN, where memory_activity grows: a memory that did not
+                    # exist yet has activity 0 (and no value is masked on reading).
+                    enc.update(_FillValue=None, fill_value=0.0)
+                if name in S.DATA_VARS:
+                    enc["compressors"] = (ZstdCodec(level=ZSTD_LEVEL),)
+                encoding[name] = enc
+            piece.to_zarr(tmp, mode="w", zarr_format=3, consolidated=True, encoding=encoding)
+            if self.path.exists() or self.path.is_symlink():
+                if not self.overwrite:
+                    raise FileExistsError(f"output {str(self.path)!r} appeared while "
+                                          "recording; not replacing it")
+                aside = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.old")
+                os.replace(self.path, aside)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if aside is not None and not self.path.exists():
+                os.replace(aside, self.path)  # put the old output back
+            _remove(tmp)
+            raise
+        self.created = True
+        if aside is not None:
+            _remove(aside)
+
+    def _write(self, piece: xr.Dataset) -> int:
+        """Grow the arrays and write the piece; visible to readers only after the commit."""
+        import zarr
+
+        stop = int(piece.attrs[S.N_STEPS])
+        n_memory = piece.sizes.get(S.MEMORY, 0)
+        group = zarr.open_group(self.path, mode="r+", use_consolidated=False)
+        for name, var in piece.variables.items():
+            dims = var.dims
+            if S.TIME not in dims and S.MEMORY not in dims:
+                continue  # static: env, g_unit, world_node, node_x, node_y
+            arr = group[name]
+            shape = list(arr.shape)
+            region = []
+            for i, dim in enumerate(dims):
+                if dim == S.TIME:
+                    if shape[i] != self.n_steps:
+                        raise RecordingError(f"{str(self.path)!r}: {name} holds {shape[i]} "
+                                             f"steps, expected {self.n_steps}")
+                    shape[i] = stop
+                    region.append(slice(self.n_steps, stop))
+                else:
+                    if dim == S.MEMORY:
+                        if n_memory < shape[i]:
+                            raise RecordingError(f"{str(self.path)!r}: memories cannot "
+                                                 "disappear")
+                        shape[i] = n_memory
+                    region.append(slice(None))
+            if tuple(shape) != tuple(arr.shape):
+                arr.resize(tuple(shape))
+            arr[tuple(region)] = np.asarray(var.values, dtype=arr.dtype)
+        return stop
+
+    def _consolidate(self) -> None:
+        import zarr
+
+        zarr.consolidate_metadata(str(self.path))
+
+    def _set_n_steps(self, stop: int) -> None:
+        import zarr
+
+        group = zarr.open_group(self.path, mode="r+", use_consolidated=True)
+        group.attrs[S.N_STEPS] = int(stop)  # rewrites the root metadata in one file
+        if group.metadata.consolidated_metadata is None:  # pragma: no cover (zarr change)
+            zarr.consolidate_metadata(str(self.path))
+
+
+# ----------------------------------------------------------------------- reading
+def _open_raw(path, chunks=None) -> xr.Dataset:
+    """Open a netCDF file or zarr store without checking it (zarr: dask-backed)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"recording {str(path)!r} not found")
+    if path.is_dir():
+        if not _is_zarr_store(path):
+            raise RecordingError(f"{str(path)!r} is a folder but not a zarr store")
+        try:
+            with _quiet_fallback():
+                return xr.open_zarr(path, consolidated=None, chunks=chunks)
+        except (ValueError, OSError, KeyError, TypeError) as err:
+            raise RecordingError(f"{str(path)!r} is not a readable zarr store "
+                                 f"({type(err).__name__}: {err})") from None
+    try:
+        return xr.open_dataset(path, chunks=chunks)
+    except (ValueError, OSError, KeyError, TypeError) as err:
+        raise RecordingError(f"{str(path)!r} is not a netCDF file or zarr store "
+                             f"({type(err).__name__})") from None
+
+
+def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
+    """Open a recording (``.nc`` or ``.zarr``) lazily, validate it, trim it to ``n_steps``.
+
+    Parameters
+    ----------
+    path : path
+        A netCDF file or zarr store written by :func:`record_to_file`.
+    chunks : "unit", dict, {} or None
+        ``"unit"`` (default): zarr stores come dask-backed in chunks of whole walks
+        (``env``, ``time``) × blocks of :data:`G_UNIT_CHUNK` / :data:`MEMORY_CHUNK` units;
+        netCDF files open lazily without dask. Anything else is passed to xarray (``{}``:
+        the on-disk chunks; ``None``: no dask).
+
+    Returns
+    -------
+    xarray.Dataset
+        Holding exactly the ``n_steps`` steps the file says are final (memories written
+        later are dropped).
+
+    Raises
+    ------
+    FileNotFoundError, RecordingError
+        A missing path, or a file that is neither netCDF nor zarr.
+    SchemaError
+        Not a recording, or missing variables/coords/dims/attrs (all named, with the file).
+    """
+    path = Path(path)
+    unit = isinstance(chunks, str) and chunks == UNIT_CHUNKS
+    is_zarr = path.is_dir()
+    ds = _open_raw(path, ({} if is_zarr else None) if unit else chunks)
+    try:
+        S.validate(ds, path)
+        n, held = int(ds.attrs[S.N_STEPS]), ds.sizes[S.TIME]
+        if n > held:
+            raise S.SchemaError(f"{str(path)!r}: attr {S.N_STEPS} = {n} but only {held} "
+                                "steps are stored; the file is damaged")
+    except BaseException:
+        ds.close()
+        raise
+    # Always: an append caught before its commit may have filled slots of the committed
+    # memory range (environments with fewer memories) with memories written later.
+    raw = ds
+    ds = trim(ds, n)
+    if unit and is_zarr:
+        ds = ds.chunk({S.ENV: -1, S.TIME: -1, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK,
+                       S.WORLD_NODE: -1})
+    ds.set_close(raw.close)  # ``with open_recording(...)`` / ``.close()`` close the file
+    return ds
+
+
+def trim(ds: xr.Dataset, n_steps: int) -> xr.Dataset:
+    """The first ``n_steps`` steps of a recording, without memories written later (their
+    ``memory_*`` coordinates become −1 and memory neurons no environment had are dropped)."""
+    ds = ds.isel({S.TIME: slice(0, n_steps)})
+    mt = np.asarray(ds[S.MEMORY_TIME].values)
+    used = (mt >= 0) & (mt < n_steps)
+    n_memory = int(used.sum(1).max()) if used.size else 0
+    ds = ds.isel({S.MEMORY: slice(0, n_memory)})
+    used = used[:, :n_memory]
+    new = {}
+    for name in S.MEMORY_COORDS:
+        v = ds[name]
+        new[name] = (v.dims, np.where(used, np.asarray(v.values), S.UNUSED).astype(v.dtype),
+                     v.attrs)
+    ds = ds.assign_coords(new)
+    ds.attrs[S.N_STEPS] = int(n_steps)
+    return ds

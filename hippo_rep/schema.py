@@ -1,0 +1,241 @@
+"""The recording schema: names of dims, variables, coordinates and attrs, and ``validate``.
+
+A *recording* is an :class:`xarray.Dataset` of a model walking fresh environments (see
+:mod:`hippo_rep.recording`). Every name below is part of the file format that the analysis
+code reads; change none of them without bumping :data:`SCHEMA_VERSION`.
+
+Dimensions
+    ``env`` (environment, one walk each), ``time`` (step of the walk), ``g_unit``
+    (positional-encoding unit), ``memory`` (memory neuron = memory slot, in order of writing),
+    ``world_node`` (node of the world graph).
+
+Data variables
+    ``g(env, time, g_unit)``: positional encoding after landmark correction;
+    ``g_pi(env, time, g_unit)``: path-integrated positional encoding;
+    ``memory_activity(env, time, memory)``: memory-neuron softmax activity for the query that
+    the prediction is made from (the one from ``g_pi``); 0 where a memory does not exist yet
+    (a memory written at step τ is first available at step τ + 1).
+
+Coordinates
+    per step, on (env, time): ``node``, ``x``, ``y`` (lattice units), ``action``,
+    ``observation``, ``prediction``, ``correct``, ``step_type`` (see
+    :data:`hippo_rep.worlds.STEP_TYPES`); per memory, on (env, memory): ``memory_node``,
+    ``memory_time``, ``memory_observation`` (−1 where an environment has fewer memories);
+    per world node: ``node_x``, ``node_y`` (lattice units; hexagonal rows are offset by 1/2
+    and spaced √3/2), so rate maps can be built for any lattice.
+
+Conventions: lengths in lattice units (the distance between neighbouring nodes), angles in
+degrees from +x towards +y, maps indexed ``[row = y, col = x]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Version of this schema, stored in the ``schema_version`` attr.
+SCHEMA_VERSION = 1
+
+# --------------------------------------------------------------------------- dimensions
+ENV, TIME, G_UNIT, MEMORY, WORLD_NODE = "env", "time", "g_unit", "memory", "world_node"
+DIMS = (ENV, TIME, G_UNIT, MEMORY, WORLD_NODE)
+
+# --------------------------------------------------------------------------- data variables
+G, G_PI, MEMORY_ACTIVITY = "g", "g_pi", "memory_activity"
+
+# --------------------------------------------------------------------------- coordinates
+NODE, X, Y, ACTION, OBSERVATION = "node", "x", "y", "action", "observation"
+PREDICTION, CORRECT, STEP_TYPE = "prediction", "correct", "step_type"
+MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION = "memory_node", "memory_time", "memory_observation"
+NODE_X, NODE_Y = "node_x", "node_y"
+#: Per-step coordinates, dims (env, time).
+STEP_COORDS = (NODE, X, Y, ACTION, OBSERVATION, PREDICTION, CORRECT, STEP_TYPE)
+#: Per-memory coordinates, dims (env, memory); −1 in unused slots.
+MEMORY_COORDS = (MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION)
+#: Per-world-node coordinates, dims (world_node,).
+NODE_COORDS = (NODE_X, NODE_Y)
+#: Value of the per-memory coordinates where an environment has no memory in that slot.
+UNUSED = -1
+
+# --------------------------------------------------------------------------- attrs
+KIND_ATTR, KIND = "hippo_rep_kind", "recording"
+MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG = "model_config", "world_config", "recording_config"
+WORLD, CHECKPOINT_SHA256, PACKAGE_VERSION = "world", "checkpoint_sha256", "package_version"
+SEED, N_STEPS, SAME_OBSERVATIONS = "seed", "n_steps", "same_observations"
+SCHEMA_VERSION_ATTR = "schema_version"
+#: Attrs every recording carries (``schema_version`` is written but not required).
+ATTRS = (KIND_ATTR, MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG, WORLD, CHECKPOINT_SHA256,
+         PACKAGE_VERSION, SEED, N_STEPS, SAME_OBSERVATIONS)
+#: Attrs holding JSON objects.
+JSON_ATTRS = (MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG)
+#: Attrs every variable and coordinate carries.
+VARIABLE_ATTRS = ("units", "long_name")
+
+#: Units of dimensionless quantities and of indices (CF convention).
+DIMENSIONLESS = "1"
+#: Unit of lengths: the distance between neighbouring nodes of the lattice.
+LATTICE_UNITS = "lattice_spacing"
+#: Unit of time: one step of the walk.
+STEPS = "step"
+
+
+@dataclass(frozen=True)
+class VarSpec:
+    """What the schema requires of one variable or coordinate.
+
+    ``kind`` is the accepted numpy dtype kind ("f" float, "i" signed integer, "b" bool);
+    ``dtype`` the dtype the recorder writes.
+    """
+
+    dims: tuple[str, ...]
+    kind: str
+    dtype: str
+    units: str
+    long_name: str
+
+
+DATA_VARS: dict[str, VarSpec] = {
+    G: VarSpec((ENV, TIME, G_UNIT), "f", "float32", DIMENSIONLESS,
+               "positional encoding after landmark correction (g_t, unit RMS)"),
+    G_PI: VarSpec((ENV, TIME, G_UNIT), "f", "float32", DIMENSIONLESS,
+                  "path-integrated positional encoding (g_pi_t, unit RMS)"),
+    MEMORY_ACTIVITY: VarSpec((ENV, TIME, MEMORY), "f", "float32", DIMENSIONLESS,
+                             "memory-neuron softmax activity for the prediction from g_pi "
+                             "(0 before the memory exists)"),
+}
+
+COORDS: dict[str, VarSpec] = {
+    ENV: VarSpec((ENV,), "i", "int64", DIMENSIONLESS, "environment index"),
+    TIME: VarSpec((TIME,), "i", "int64", STEPS, "step of the walk"),
+    G_UNIT: VarSpec((G_UNIT,), "i", "int64", DIMENSIONLESS, "positional-encoding unit index"),
+    MEMORY: VarSpec((MEMORY,), "i", "int64", DIMENSIONLESS,
+                    "memory neuron index (memory slot, in order of writing)"),
+    WORLD_NODE: VarSpec((WORLD_NODE,), "i", "int64", DIMENSIONLESS, "world node index"),
+    NODE: VarSpec((ENV, TIME), "i", "int64", DIMENSIONLESS, "node occupied at this step"),
+    X: VarSpec((ENV, TIME), "f", "float64", LATTICE_UNITS, "x position of the agent"),
+    Y: VarSpec((ENV, TIME), "f", "float64", LATTICE_UNITS, "y position of the agent"),
+    ACTION: VarSpec((ENV, TIME), "i", "int64", DIMENSIONLESS,
+                    "action that led to this step's node (0 = stay; 0 at the first step)"),
+    OBSERVATION: VarSpec((ENV, TIME), "i", "int64", DIMENSIONLESS,
+                         "observation (sensory category) at this step's node"),
+    PREDICTION: VarSpec((ENV, TIME), "i", "int64", DIMENSIONLESS,
+                        "observation predicted from g_pi (argmax)"),
+    CORRECT: VarSpec((ENV, TIME), "b", "bool", DIMENSIONLESS, "prediction equals observation"),
+    STEP_TYPE: VarSpec((ENV, TIME), "i", "int8", DIMENSIONLESS,
+                       "step type (first visit, revisit via a known edge, via a new edge)"),
+    MEMORY_NODE: VarSpec((ENV, MEMORY), "i", "int64", DIMENSIONLESS,
+                         "node where the memory was written (-1 = unused slot)"),
+    MEMORY_TIME: VarSpec((ENV, MEMORY), "i", "int64", STEPS,
+                         "step at which the memory was written (-1 = unused slot)"),
+    MEMORY_OBSERVATION: VarSpec((ENV, MEMORY), "i", "int64", DIMENSIONLESS,
+                                "observation stored in the memory (-1 = unused slot)"),
+    NODE_X: VarSpec((WORLD_NODE,), "f", "float64", LATTICE_UNITS, "x position of the node"),
+    NODE_Y: VarSpec((WORLD_NODE,), "f", "float64", LATTICE_UNITS, "y position of the node"),
+}
+
+SPECS: dict[str, VarSpec] = {**DATA_VARS, **COORDS}
+
+
+class SchemaError(ValueError):
+    """A dataset or file that is not a valid hippo_rep recording."""
+
+
+def var_attrs(name: str) -> dict:
+    """The ``units`` / ``long_name`` attrs of ``name`` (plus the flag attrs of ``step_type``)."""
+    spec = SPECS[name]
+    attrs = {"units": spec.units, "long_name": spec.long_name}
+    if name == STEP_TYPE:
+        import numpy as np
+
+        from hippo_rep.worlds import STEP_TYPES
+
+        attrs["flag_values"] = np.arange(len(STEP_TYPES), dtype=np.int8)
+        attrs["flag_meanings"] = " ".join(STEP_TYPES)
+    return attrs
+
+
+def validate(ds, source: str | Path | None = None) -> None:
+    """Check that ``ds`` is a hippo_rep recording; raise one error naming every problem.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or path
+        A dataset, or the path of a ``.nc`` file or ``.zarr`` store (opened, checked, closed).
+    source : str or Path, optional
+        Name used in the error message (the file the dataset came from).
+
+    Raises
+    ------
+    SchemaError
+        Listing, in one message, every missing dimension, variable, coordinate and attr,
+        every variable with wrong dims or dtype or without ``units``/``long_name``, and
+        unreadable JSON attrs; naming ``source`` (or the path) when given.
+    """
+    if isinstance(ds, (str, Path)):
+        from hippo_rep.recording import _open_raw
+
+        with _open_raw(ds) as opened:
+            return validate(opened, source or ds)
+    where = f"{str(source)!r}" if source is not None else "dataset"
+    problems = _problems(ds)
+    if problems:
+        raise SchemaError(f"{where} is not a valid hippo_rep recording: " + "; ".join(problems))
+
+
+def _problems(ds) -> list[str]:
+    problems = []
+    kind = ds.attrs.get(KIND_ATTR)
+    if kind is not None and kind != KIND:
+        problems.append(f"attr {KIND_ATTR} is {kind!r}, expected {KIND!r}")
+    missing_dims = [d for d in DIMS if d not in ds.dims]
+    if missing_dims:
+        problems.append(f"missing dim(s) {', '.join(missing_dims)}")
+    missing_vars = [n for n in DATA_VARS if n not in ds.variables]
+    if missing_vars:
+        problems.append(f"missing variable(s) {', '.join(missing_vars)}")
+    missing_coords = [n for n in COORDS if n not in ds.variables]
+    if missing_coords:
+        problems.append(f"missing coordinate(s) {', '.join(missing_coords)}")
+    missing_attrs = [a for a in ATTRS if a not in ds.attrs]
+    if missing_attrs:
+        problems.append(f"missing attr(s) {', '.join(missing_attrs)}")
+    bad_place, bad_dims, bad_dtype, no_attrs = [], [], [], []
+    for name, spec in SPECS.items():
+        if name not in ds.variables:
+            continue
+        var = ds.variables[name]
+        if name in COORDS and name not in ds.coords:
+            bad_place.append(f"{name} (should be a coordinate)")
+        if name in DATA_VARS and name not in ds.data_vars:
+            bad_place.append(f"{name} (should be a data variable)")
+        if tuple(var.dims) != spec.dims:
+            bad_dims.append(f"{name}{tuple(var.dims)} (expected {spec.dims})")
+        if var.dtype.kind != spec.kind and not (spec.kind == "i" and var.dtype.kind == "u"):
+            bad_dtype.append(f"{name} {var.dtype} (expected {spec.dtype})")
+        lacking = [a for a in VARIABLE_ATTRS if a not in var.attrs]
+        if lacking:
+            no_attrs.append(f"{name} ({', '.join(lacking)})")
+    for label, items in (("misplaced", bad_place), ("wrong dims", bad_dims),
+                         ("wrong dtype", bad_dtype), ("missing units/long_name", no_attrs)):
+        if items:
+            problems.append(f"{label}: {', '.join(items)}")
+    for name in JSON_ATTRS:
+        if name in ds.attrs:
+            try:
+                ok = isinstance(json.loads(ds.attrs[name]), dict)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                problems.append(f"attr {name} is not a JSON object")
+    if N_STEPS in ds.attrs:
+        n = ds.attrs[N_STEPS]
+        if not _is_int(n) or int(n) < 0:
+            problems.append(f"attr {N_STEPS} must be a non-negative integer; got {n!r}")
+    return problems
+
+
+def _is_int(v) -> bool:
+    import numpy as np
+
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)

@@ -1,0 +1,532 @@
+"""PassKey retrieval (seed ``001_3f09b364b2222f1a.txt``, D.1) in tokens, for the
+TransformerFAM variants of :mod:`hippo_rep.models.fam`.
+
+The seed's prompt "The pass key is K. Remember it. K is the pass key. <filler> What is the pass
+key? The pass key is K" becomes, over a vocabulary of 36 tokens::
+
+    BOS KEY k k  f_1 … f_n  QUERY  → k
+
+``KEY`` ("the pass key is"), ``QUERY`` ("what is the pass key? the pass key is"), ``k`` one of 16
+key values, ``f_i`` drawn uniformly from 16 filler tokens, ``n`` the filler length. The model
+reads everything up to and including ``QUERY`` and must predict ``k`` there; its answer is the
+most probable of the 16 key values (so chance is 1/16 = 0.0625), and training's cross-entropy
+is over the whole vocabulary. Training draws one filler length per
+batch, uniformly in ``[filler_min, filler_max]``, and is scored only on the answer.
+
+Randomness is explicit: model initialisation from ``torch.manual_seed(train.seed)``, training
+batches from ``numpy.random.default_rng([train.seed, 0])``, state-passing draws from
+``default_rng([train.seed, 1])``, evaluation prompts from ``default_rng([seed, filler])`` (the
+same prompts for a filler length whatever other lengths are evaluated).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import pickle
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
+from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
+
+PAD, BOS, KEY, QUERY = 0, 1, 2, 3
+#: Number of key values and of filler tokens.
+N_KEYS, N_FILLER = 16, 16
+#: First key-value token and first filler token.
+KEY0, FILLER0 = 4, 4 + N_KEYS
+#: Vocabulary: 4 specials + 16 key values + 16 fillers.
+VOCAB = FILLER0 + N_FILLER
+#: Tokens before the filler (BOS KEY k k).
+PREFIX = 4
+#: Chance accuracy (a guess among the key values).
+CHANCE = 1 / N_KEYS
+
+#: The sweep's named variants, the default sweep and the default filler lengths.
+SWEEP_VARIANTS = PASSKEY_VARIANTS
+DEFAULT_SWEEP = PASSKEY_DEFAULT_SWEEP
+DEFAULT_FILLERS = PASSKEY_DEFAULT_FILLERS
+
+FORMAT = "hippo_rep.passkey_checkpoint"
+FORMAT_VERSION = 1
+
+
+class PassKeyError(ValueError):
+    """A PassKey setting, checkpoint or sweep that cannot be used."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # Optimisation steps (REFERENCES: ~800 steps of batch 32 replicate the pilot).
+    steps: int = 800
+    # Prompts per step; all prompts of a step share one filler length.
+    batch_size: int = 32
+    # Peak AdamW learning rate.
+    lr: float = 2e-3
+    # Steps of linear warm-up, then cosine decay to 10 % of lr.
+    warmup: int = 50
+    # AdamW weight decay.
+    weight_decay: float = 0.0
+    # Gradient-norm clipping (0 = off).
+    grad_clip: float = 1.0
+    # Shortest filler length drawn for training.
+    filler_min: int = 0
+    # Longest filler length drawn for training (8 blocks of 16 at the default).
+    filler_max: int = 128
+    # Random state passing: probability that a prompt starts from the final FAM of the
+    # previous step's prompt (same batch row) instead of the learned initial FAM (fam/sum).
+    state_passing: float = 0.0
+    # Weight of the diversity loss (seed eq. 2; the paper found it always hurt).
+    diversity_weight: float = 0.0
+    # Weight of the reconstruction loss (seed C.5; did not help in the paper; fam/sum only).
+    recon_weight: float = 0.0
+    # Seed of the initialisation, batches and state-passing draws.
+    seed: int = 0
+    # Steps per logged row of the training history.
+    log_every: int = 50
+
+    def __post_init__(self):
+        ints = ("steps", "batch_size", "warmup", "filler_min", "filler_max", "seed", "log_every")
+        for name in ints:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise PassKeyError(f"train.{name} must be an integer; got {v!r}")
+        for name in ("lr", "weight_decay", "grad_clip", "state_passing", "diversity_weight",
+                     "recon_weight"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise PassKeyError(f"train.{name} must be a finite number; got {v!r}")
+        low = {"steps": 0, "batch_size": 1, "warmup": 0, "filler_min": 0, "log_every": 1,
+               "lr": 1e-12, "weight_decay": 0, "grad_clip": 0, "diversity_weight": 0,
+               "recon_weight": 0}
+        for name, lo in low.items():
+            if getattr(self, name) < lo:
+                raise PassKeyError(f"train.{name} must be ≥ {lo}; got {getattr(self, name)}")
+        if self.filler_max < self.filler_min:
+            raise PassKeyError(f"train.filler_max ({self.filler_max}) must be ≥ "
+                               f"train.filler_min ({self.filler_min})")
+        if not 0 <= self.state_passing <= 1:
+            raise PassKeyError(f"train.state_passing is a probability; got {self.state_passing}")
+
+
+@dataclass(frozen=True)
+class PassKeyConfig:
+    model: FAMConfig = field(default_factory=FAMConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self):
+        if self.model.vocab_size != VOCAB:
+            raise PassKeyError(f"model.vocab_size must be {VOCAB} for PassKey; "
+                               f"got {self.model.vocab_size}")
+        if self.train.recon_weight and not self.model.slots:
+            raise PassKeyError("train.recon_weight > 0 needs FAM slots (variant fam or sum); "
+                               f"variant is {self.model.variant!r}")
+
+    def to_dict(self) -> dict:
+        return {"model": self.model.to_dict(), "train": dataclasses.asdict(self.train)}
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "passkey config") -> PassKeyConfig:
+        """Build from ``{"model": {...}, "train": {...}}``, naming unknown keys/bad values."""
+        if not isinstance(data, dict):
+            raise PassKeyError(f"{source}: expected a table with [model] and [train]")
+        bad = sorted(set(data) - {"model", "train"})
+        if bad:
+            raise PassKeyError(f"{source}: unknown section(s) {bad}; valid: model, train")
+        try:
+            model = FAMConfig.from_dict(data.get("model", {}), source)
+        except FAMConfigError as err:
+            raise PassKeyError(str(err)) from None
+        raw = data.get("train", {})
+        if not isinstance(raw, dict):
+            raise PassKeyError(f"{source}: [train] must be a table")
+        fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+        bad = sorted(set(raw) - set(fields))
+        if bad:
+            raise PassKeyError(f"{source}: unknown key(s) {', '.join('train.' + b for b in bad)}"
+                               f"; valid keys in [train]: {', '.join(sorted(fields))}")
+        kw = {k: float(v) if fields[k].type == "float" and isinstance(v, int)
+              and not isinstance(v, bool) else v for k, v in raw.items()}
+        try:
+            return cls(model, TrainConfig(**kw))
+        except PassKeyError as err:
+            raise PassKeyError(f"{source}: {err}") from None
+
+    def with_overrides(self, overrides: Sequence[str] = (), variant: str | None = None
+                       ) -> PassKeyConfig:
+        """Apply a named sweep variant (see :data:`SWEEP_VARIANTS`), then ``section.key=value``
+        overrides (values in TOML syntax, as ``hippo-rep train --set``)."""
+        from hippo_rep.config import parse_override
+
+        data = self.to_dict()
+        if variant is not None:
+            data["model"].update(resolve_variant(variant))
+        for text in overrides:
+            section, key, value = parse_override(text)
+            data.setdefault(section, {})[key] = value
+        return PassKeyConfig.from_dict(data, "passkey config")
+
+
+def resolve_variant(name: str) -> dict:
+    """Model settings of a sweep variant name, or of a bare variant (full, bswa, …)."""
+    if name in SWEEP_VARIANTS:
+        return dict(SWEEP_VARIANTS[name])
+    from hippo_rep.models.fam import VARIANTS
+
+    if name in VARIANTS:
+        return {"variant": name}
+    raise PassKeyError(f"unknown variant {name!r}; valid: {', '.join(SWEEP_VARIANTS)} "
+                       f"(or a bare one of {', '.join(VARIANTS)})")
+
+
+# ------------------------------------------------------------------------------ data
+def make_batch(n: int, filler: int, rng: np.random.Generator
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` PassKey prompts with ``filler`` filler tokens each.
+
+    Returns ``(tokens, answers)``: tokens (n, PREFIX + filler + 1) ending with QUERY, answers
+    (n,) the key-value token to predict at the last position.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise PassKeyError(f"n (prompts) must be a positive integer; got {n!r}")
+    if isinstance(filler, bool) or not isinstance(filler, (int, np.integer)) or filler < 0:
+        raise PassKeyError(f"filler (length) must be a non-negative integer; got {filler!r}")
+    keys = rng.integers(KEY0, KEY0 + N_KEYS, size=n)
+    tok = np.empty((n, PREFIX + int(filler) + 1), dtype=np.int64)
+    tok[:, 0], tok[:, 1], tok[:, 2], tok[:, 3] = BOS, KEY, keys, keys
+    tok[:, PREFIX:-1] = rng.integers(FILLER0, FILLER0 + N_FILLER, size=(n, int(filler)))
+    tok[:, -1] = QUERY
+    return torch.from_numpy(tok), torch.from_numpy(keys)
+
+
+def answer_of(logits: torch.Tensor) -> torch.Tensor:
+    """The model's answer: the most probable key value under ``logits`` (..., vocab)."""
+    return logits[..., KEY0:KEY0 + N_KEYS].argmax(-1) + KEY0
+
+
+# -------------------------------------------------------------------------- training
+def _lr_factor(step: int, cfg: TrainConfig) -> float:
+    if cfg.warmup and step < cfg.warmup:
+        return (step + 1) / cfg.warmup
+    span = max(1, cfg.steps - cfg.warmup)
+    frac = min(1.0, (step - cfg.warmup) / span)
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+
+
+def train(cfg: PassKeyConfig, out: str | Path | None = None,
+          log: Callable[[dict], None] | None = None) -> tuple[FAMTransformer, list[dict]]:
+    """Train a model on PassKey; write ``checkpoint.pt`` and ``metrics.csv`` into ``out``.
+
+    Returns the model (eval mode) and the history: one row per ``log_every`` steps with the
+    mean loss and answer accuracy over those steps. ``log`` is called with each row.
+    """
+    if not isinstance(cfg, PassKeyConfig):
+        raise PassKeyError(f"cfg must be a PassKeyConfig; got {type(cfg).__name__}")
+    tc, mc = cfg.train, cfg.model
+    model = build_fam_model(mc, seed=tc.seed)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, tc))
+    data_rng = np.random.default_rng([tc.seed, 0])
+    pass_rng = np.random.default_rng([tc.seed, 1])
+    aux = tuple(a for a, w in (("diversity", tc.diversity_weight), ("recon", tc.recon_weight))
+                if w)
+    history, prev = [], None
+    acc_loss = acc_hits = acc_n = 0.0
+    t0 = time.perf_counter()
+    for step in range(tc.steps):
+        filler = int(data_rng.integers(tc.filler_min, tc.filler_max + 1))
+        tokens, answers = make_batch(tc.batch_size, filler, data_rng)
+        state = None
+        if mc.slots and tc.state_passing > 0 and prev is not None:
+            carry = torch.from_numpy(pass_rng.random(tc.batch_size) < tc.state_passing)
+            state = torch.where(carry[None, :, None, None], prev,
+                                model.initial_state(tc.batch_size))
+        res = model(tokens, state, aux=aux)
+        last = res.logits[:, -1]
+        loss = F.cross_entropy(last, answers)
+        total = loss
+        if tc.diversity_weight:
+            total = total + tc.diversity_weight * res.aux["diversity"]
+        if tc.recon_weight:
+            total = total + tc.recon_weight * res.aux["recon"]
+        opt.zero_grad(set_to_none=True)
+        total.backward()
+        if tc.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        sched.step()
+        if res.state is not None:
+            prev = res.state.detach()
+        acc_loss += loss.item() * tc.batch_size
+        acc_hits += float((answer_of(last.detach()) == answers).sum())
+        acc_n += tc.batch_size
+        if (step + 1) % tc.log_every == 0 or step + 1 == tc.steps:
+            row = {"step": step + 1, "loss": acc_loss / acc_n, "accuracy": acc_hits / acc_n,
+                   "lr": sched.get_last_lr()[0], "seconds": time.perf_counter() - t0}
+            history.append(row)
+            if log is not None:
+                log(row)
+            acc_loss = acc_hits = acc_n = 0.0
+    model.eval()
+    if out is not None:
+        out = Path(out)
+        save_checkpoint(out / "checkpoint.pt", model, cfg, tc.steps, opt, history)
+        _atomic_text(out / "metrics.csv", _csv(history, ["step", "loss", "accuracy", "lr",
+                                                          "seconds"]))
+    return model, history
+
+
+@torch.no_grad()
+def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
+             n_samples: int = 128, seed: int = 0, batch_size: int = 64) -> dict[int, float]:
+    """Answer accuracy per filler length on fresh prompts (``default_rng([seed, filler])``)."""
+    if not isinstance(model, FAMTransformer):
+        raise PassKeyError(f"model must be a FAMTransformer; got {type(model).__name__}")
+    if model.cfg.vocab_size != VOCAB:
+        raise PassKeyError(f"model vocabulary is {model.cfg.vocab_size}; PassKey needs {VOCAB}")
+    if n_samples < 1 or batch_size < 1:
+        raise PassKeyError(f"n_samples and batch_size must be ≥ 1; got {n_samples}, "
+                           f"{batch_size}")
+    was = model.training
+    model.eval()
+    out = {}
+    for filler in fillers:
+        if isinstance(filler, bool) or not isinstance(filler, (int, np.integer)) or filler < 0:
+            raise PassKeyError(f"fillers must be non-negative integers; got {filler!r}")
+        rng = np.random.default_rng([seed, int(filler)])
+        tokens, answers = make_batch(n_samples, int(filler), rng)
+        hits = 0
+        for s in range(0, n_samples, batch_size):
+            logits = model(tokens[s:s + batch_size]).logits[:, -1]
+            hits += int((answer_of(logits) == answers[s:s + batch_size]).sum())
+        out[int(filler)] = hits / n_samples
+    model.train(was)
+    return out
+
+
+# ------------------------------------------------------------------------ checkpoints
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
+
+
+def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
+                    optimizer=None, history: list | None = None) -> None:
+    """Write a PassKey checkpoint atomically (temporary file, then ``os.replace``); the
+    config is stored inside, so :func:`load_checkpoint` rebuilds the model alone."""
+    from hippo_rep import __version__
+
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION,
+               "package_version": __version__, "config": cfg.to_dict(), "step": step,
+               "model_state": model.state_dict(),
+               "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
+               "history": history or []}
+    _atomic(Path(path), lambda tmp: torch.save(payload, tmp))
+
+
+def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
+    """Rebuild the model of a PassKey checkpoint (eval mode).
+
+    Raises
+    ------
+    PassKeyError
+        Naming the file: missing, corrupt, another kind of checkpoint (e.g. TEM-t's), or a
+        state that does not fit its config.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise PassKeyError(f"checkpoint {str(path)!r} not found")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
+            ValueError, AttributeError, ImportError, IndexError, KeyError, TypeError) as err:
+        raise PassKeyError(f"checkpoint {str(path)!r} is corrupt or not a torch file "
+                           f"({type(err).__name__}: {err})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
+        raise PassKeyError(f"checkpoint {str(path)!r} is not a PassKey checkpoint (format "
+                           f"{got!r}, expected {FORMAT!r}); train one with "
+                           "`hippo-rep passkey train`")
+    if payload.get("format_version") != FORMAT_VERSION:
+        raise PassKeyError(f"checkpoint {str(path)!r} has format version "
+                           f"{payload.get('format_version')!r}; this hippo_rep reads "
+                           f"{FORMAT_VERSION}")
+    for key in ("config", "model_state"):
+        if key not in payload:
+            raise PassKeyError(f"checkpoint {str(path)!r} lacks {key!r}")
+    cfg = PassKeyConfig.from_dict(payload["config"], f"checkpoint {str(path)!r}")
+    model = FAMTransformer(cfg.model)
+    try:
+        model.load_state_dict(payload["model_state"])
+    except (RuntimeError, KeyError, TypeError) as err:
+        first = str(err).strip().splitlines()
+        raise PassKeyError(f"checkpoint {str(path)!r}: weights do not match its config "
+                           f"({first[0] if first else type(err).__name__} …)") from None
+    return model.eval(), cfg, payload
+
+
+# ------------------------------------------------------------------------------ sweep
+def _csv(rows: list[dict], cols: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Seed-averaged rows ``{variant, filler, accuracy, std, n_seeds, per_seed}`` from
+    per-run results ``{variant, seed, accuracy: {filler: acc}}`` (order kept)."""
+    order, acc = [], {}
+    for r in runs:
+        for filler, a in r["accuracy"].items():
+            key = (r["variant"], int(filler))
+            if key not in acc:
+                order.append(key)
+                acc[key] = []
+            acc[key].append((r["seed"], a))
+    rows = []
+    for key in order:
+        vals = np.array([a for _, a in acc[key]])
+        rows.append({"variant": key[0], "filler": key[1], "accuracy": float(vals.mean()),
+                     "std": float(vals.std()), "n_seeds": len(vals),
+                     "per_seed": " ".join(f"{s}:{a:.3f}" for s, a in acc[key])})
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Variants as rows, filler lengths as columns, seed-averaged accuracy."""
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    fillers = sorted({r["filler"] for r in rows})
+    cell = {(r["variant"], r["filler"]): r["accuracy"] for r in rows}
+    lines = [f"{'variant':10s}" + "".join(f"{f:>7d}" for f in fillers)]
+    for v in variants:
+        lines.append(f"{v:10s}" + "".join(f"{cell[(v, f)]:7.2f}" if (v, f) in cell
+                                          else f"{'-':>7s}" for f in fillers))
+    return "\n".join(lines)
+
+
+def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
+          seeds: Sequence[int] = (0, 1), base: PassKeyConfig | None = None,
+          fillers: Sequence[int] = DEFAULT_FILLERS, n_samples: int = 128,
+          log: Callable[[str], None] | None = None, reuse: bool = True) -> list[dict]:
+    """Train every variant with every seed, evaluate against filler length, and write
+    ``sweep.csv`` / ``sweep.json`` (seed-averaged) and ``runs.json`` (per run) into ``out``
+    after each run, so an interrupted sweep keeps what it finished.
+
+    Each run lives in ``out/runs/<variant>_s<seed>/`` (checkpoint, metrics, eval.json). With
+    ``reuse``, a run whose ``eval.json`` holds the same config and fillers is not repeated.
+    """
+    base = base or PassKeyConfig()
+    if not variants or not seeds:
+        raise PassKeyError("sweep needs at least one variant and one seed")
+    for v in variants:
+        resolve_variant(v)
+    out = Path(out)
+    say = log or (lambda _msg: None)
+    runs = []
+    fillers = [int(f) for f in fillers]
+    for variant in variants:
+        for seed in seeds:
+            cfg = base.with_overrides([f"train.seed={int(seed)}"], variant=variant)
+            run_dir = out / "runs" / f"{variant}_s{seed}"
+            meta_path = run_dir / "eval.json"
+            result = None
+            if reuse and meta_path.is_file():
+                old = json.loads(meta_path.read_text())
+                if old.get("config") == cfg.to_dict() and old.get("fillers") == fillers \
+                        and old.get("n_samples") == n_samples:
+                    result = old
+                    say(f"{variant} seed {seed}: reusing {meta_path}")
+            if result is None:
+                t0 = time.perf_counter()
+                model, hist = train(cfg, run_dir)
+                t_train = time.perf_counter() - t0
+                acc = evaluate(model, fillers, n_samples=n_samples, seed=1000 + int(seed))
+                result = {"variant": variant, "seed": int(seed), "config": cfg.to_dict(),
+                          "fillers": fillers, "n_samples": n_samples,
+                          "train_seconds": t_train,
+                          "eval_seconds": time.perf_counter() - t0 - t_train,
+                          "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
+                          "accuracy": {str(f): a for f, a in acc.items()}}
+                _atomic_text(meta_path, json.dumps(result, indent=2))
+                say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
+                    + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
+            runs.append(result)
+            _write_sweep(out, runs, base, seeds, variants, n_samples)
+    return summarise(runs)
+
+
+def _write_sweep(out: Path, runs, base, seeds, variants, n_samples) -> None:
+    rows = summarise(runs)
+    _atomic_text(out / "sweep.csv", _csv(rows, ["variant", "filler", "accuracy", "std",
+                                                "n_seeds", "per_seed"]))
+    meta = {"base_config": base.to_dict(), "variants": {v: resolve_variant(v) for v in variants},
+            "seeds": [int(s) for s in seeds], "n_samples": n_samples, "chance": CHANCE,
+            "rows": rows}
+    _atomic_text(out / "sweep.json", json.dumps(meta, indent=2))
+    _atomic_text(out / "runs.json", json.dumps(runs, indent=2))
+
+
+def read_sweep(path: str | Path) -> list[dict]:
+    """The seed-averaged rows of a ``sweep.json`` (or of the folder holding it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "sweep.json"
+    if not path.is_file():
+        raise PassKeyError(f"sweep table {str(path)!r} not found")
+    try:
+        return json.loads(path.read_text())["rows"]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table ({err})") from None
+
+
+def plot_sweep(rows: list[dict], ax=None):
+    """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
+    chance; returns the axes (no saving here)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.6))
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    styles = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
+    for v in variants:
+        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
+        family = resolve_variant(v)["variant"] if v in SWEEP_VARIANTS else v.split("_")[0]
+        ax.errorbar([r["filler"] for r in rs], [r["accuracy"] for r in rs],
+                    yerr=[r["std"] for r in rs], label=v, marker="o", ms=3, capsize=2,
+                    ls=styles.get(family, "-"), lw=2 if family == "fam" else 1)
+    ax.axhline(CHANCE, color="0.5", ls=":", lw=1, label="chance")
+    ax.set_xscale("symlog", linthresh=16)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("filler length (tokens)")
+    ax.set_ylabel("PassKey accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, ncol=2)
+    return ax

@@ -1,0 +1,200 @@
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hippo_rep.analysis import (
+    AnalysisError,
+    classify,
+    grid_scores,
+    rate_maps,
+    rate_maps_from_nodes,
+    shuffle_null,
+    synthetic_recording,
+    unit_activity,
+)
+from hippo_rep.analysis.recordings import node_index
+from hippo_rep.analysis.shuffle import (
+    SCORES,
+    _apply_scorers,
+    _gridness60_array,
+    circular_shifts,
+    null_scores,
+)
+
+from .helpers import as_map, with_holes
+
+
+@pytest.mark.parametrize("n_time", [2, 10, 101, 3000])
+def test_circular_shifts_stay_away_from_the_real_alignment(n_time):
+    sh = circular_shifts(n_time, 5, 200, np.random.default_rng(0))
+    lo = max(1, math.ceil(0.1 * n_time))
+    assert sh.shape == (5, 200)
+    assert sh.min() >= lo and sh.max() <= n_time - lo
+
+
+@pytest.mark.parametrize(("n_time", "frac", "match"), [(1, 0.1, "too short"),
+                                                       (100, 0.5, "min_shift_fraction")])
+def test_circular_shifts_bad(n_time, frac, match):
+    with pytest.raises(AnalysisError, match=match):
+        circular_shifts(n_time, 2, 3, np.random.default_rng(0), frac)
+
+
+def _null(rec, variable, shifts, names=("gridness_60", "spatial_info", "place_score"),
+          sigma=None):
+    maps = rate_maps(rec, variable, smooth_sigma=sigma)
+    scorers = [SCORES[k] for k in names]
+    sh = xr.DataArray(np.asarray(shifts), dims=("env", "shuffle"))
+    out = null_scores(unit_activity(rec, variable), node_index(rec), sh,
+                      maps.node_map.values, maps.sizes["world_node"], scorers, names,
+                      maps.attrs["smooth_sigma_bins"])
+    return maps, scorers, out
+
+
+@pytest.mark.parametrize(("world", "variable", "sigma"), [("square:9", "g", None),
+                                                          ("square:9", "memory_activity", 1.0),
+                                                          ("hex:5", "g", None)])
+def test_null_at_zero_shift_reproduces_the_observed_scores(world, variable, sigma):
+    rec = synthetic_recording(world, n_env=2, n_steps=500, n_memory=10, seed=5)
+    maps, scorers, out = _null(rec, variable, np.zeros((2, 2), dtype=int), sigma=sigma)
+    observed = _apply_scorers(scorers, maps)
+    for k, obs in observed.items():
+        for s in range(2):
+            got = out[k].isel(shuffle=s)
+            xr.testing.assert_allclose(got.drop_vars(list(got.coords)),
+                                       obs.transpose("env", "unit").drop_vars(list(obs.coords)))
+
+
+def test_vectorised_null_equals_rolling_the_activity():
+    rec = synthetic_recording("square:8", n_env=2, n_steps=400, n_memory=12, seed=6)
+    shifts = np.array([[40, 133, 360], [57, 200, 41]])
+    for variable in ("g", "memory_activity"):
+        maps, scorers, out = _null(rec, variable, shifts)
+        act = unit_activity(rec, variable)
+        for e in range(2):
+            for s in range(3):
+                rolled = act.isel(env=[e]).copy(
+                    data=np.roll(act.values[[e]], shifts[e, s], axis=1))
+                naive = rate_maps_from_nodes(rolled, node_index(rec).isel(env=[e]),
+                                             rec.node_x.values, rec.node_y.values,
+                                             node_dim="world_node")
+                ref = _apply_scorers(scorers, naive)
+                for k in out:
+                    got = out[k].isel(env=[e], shuffle=s)
+                    want = ref[k].transpose("env", "unit")
+                    xr.testing.assert_allclose(got.drop_vars(list(got.coords)),
+                                               want.drop_vars(list(want.coords)))
+
+
+@pytest.mark.parametrize("size", [11, 20, (15, 18)])
+@pytest.mark.parametrize("holes", ["none", "random10", "block"])
+def test_fast_gridness_equals_grid_scores(size, holes):
+    rng = np.random.default_rng(1)
+    shape = (size, size) if isinstance(size, int) else size
+    maps = rng.random((6,) + shape)
+    maps[0] = 1.0  # constant: NaN in both
+    da = as_map(maps)
+    if holes != "none":
+        da = xr.concat([with_holes(m, holes, rng) for m in da], dim="d0")
+    want = grid_scores(da).gridness_60
+    got = want.copy(data=_gridness60_array(da.values))
+    xr.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert np.isnan(got.values[0])
+
+
+def test_shuffle_null_outputs(small_rec):
+    ds = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=12, rng=3)
+    for k in ("gridness_60", "spatial_info"):
+        assert ds[k].dims == ("env", "unit")
+        assert ds[f"{k}_null"].dims == ("env", "unit", "shuffle")
+        assert ds[f"{k}_null_q"].dims == ("quantile", "env", "unit")
+        pct = ds[f"{k}_percentile"]
+        assert ((pct >= 0) & (pct <= 100)).all()
+        q = ds[f"{k}_null_q"]
+        assert (q.sel(quantile=0.95) <= q.sel(quantile=0.99)).all()
+        xr.testing.assert_allclose(
+            q.sel(quantile=0.99, drop=True),
+            ds[f"{k}_null"].quantile(0.99, "shuffle").drop_vars("quantile"))
+    assert ds.shuffle_shift.dims == ("env", "shuffle")
+    assert ds.attrs["n_shuffles"] == 12 and ds.attrs["seed"] == 3
+    assert ds.attrs["min_shift_steps"] >= 150
+    # same seed, same result; chunked over units, same result
+    again = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=12, rng=3, chunk_units=5)
+    xr.testing.assert_allclose(ds, again)
+
+
+def test_custom_score_function(small_rec):
+    def peak(maps):
+        return xr.Dataset({"peak": maps.rate_map.max(("y", "x")),
+                           "mean": maps.rate_map.mean(("y", "x"))})
+
+    ds = shuffle_null(small_rec, peak, n=5, rng=0, variable="g")
+    assert {"peak", "peak_null", "mean_null_q"} <= set(ds.data_vars)
+    # a circular shift keeps the visits per node, so the occupancy-weighted mean of a unit
+    # barely moves; its peak does
+    assert float(ds.peak_null.std("shuffle").mean()) > 0
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, True])
+def test_shuffle_null_needs_at_least_one_shuffle(small_rec, n):
+    with pytest.raises(AnalysisError, match="number of shuffles"):
+        shuffle_null(small_rec, "gridness_60", n=n)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"score_fn": "gridness_45"}, "unknown score"),
+    ({"score_fn": 3}, "score_fn"),
+    ({"score_fn": []}, "no score"),
+    ({"rng": "seed"}, "rng"),
+    ({"variable": "h"}, "unknown activity variable"),
+])
+def test_shuffle_null_bad_arguments(small_rec, kwargs, match):
+    with pytest.raises(AnalysisError, match=match):
+        shuffle_null(small_rec, **{"score_fn": "spatial_info", "n": 2, **kwargs})
+
+
+def test_planted_units_are_classified(small_rec, small_analysis):
+    an = small_analysis
+    planted = small_rec.planted.values
+    for pop in ("g", "g_pi"):
+        sub = an.sel(unit=an.variable == pop)
+        grid = sub.isel(unit=np.flatnonzero(planted == "grid"))
+        place = sub.isel(unit=np.flatnonzero(planted == "place"))
+        rand = sub.isel(unit=np.flatnonzero(planted == "random"))
+        assert grid.is_grid.all() and grid.is_grid_threshold.all()
+        assert place.is_place.all()
+        assert float(rand.is_grid.mean()) <= 0.25
+        assert float(rand.is_place.mean()) <= 0.1
+        assert not grid.is_place.any() or float(grid.is_place.mean()) < 1
+    mem = an.sel(unit=an.variable == "memory_activity")
+    assert float(mem.is_place.mean()) >= 0.9
+
+
+def test_classify_rules():
+    q = xr.DataArray([[0.4, 0.4, 0.4, 0.4, 0.4], [0.6, 0.4, 0.4, 0.4, 0.4]],
+                     dims=("quantile", "unit"),
+                     coords={"quantile": [0.95, 0.99]})
+    scores = xr.Dataset({
+        "gridness_60": ("unit", [0.5, 0.45, np.nan, 0.2, 0.35]),
+        "gridness_60_null_q": q,
+        "spatial_info": ("unit", [1.0, 1.0, 1.0, np.nan, 0.1]),
+        "spatial_info_null_q": q,
+        "n_fields": ("unit", [1, 4, 3, 1, 2]),
+    })
+    out = classify(scores)
+    xr.testing.assert_equal(out.is_grid, xr.DataArray([True, True, False, False, False],
+                                                      dims="unit"))
+    xr.testing.assert_equal(out.is_grid_threshold,
+                            xr.DataArray([True, True, False, False, True], dims="unit"))
+    xr.testing.assert_equal(out.is_place, xr.DataArray([True, False, True, False, False],
+                                                       dims="unit"))
+    strict = classify(scores, grid_quantile=0.99, grid_threshold=0.46)
+    assert strict.is_grid.values.tolist() == [False, True, False, False, False]
+    assert strict.is_grid_threshold.values.tolist() == [True, False, False, False, False]
+    with pytest.raises(AnalysisError, match="0.9 was not computed"):
+        classify(scores, grid_quantile=0.9)
+    with pytest.raises(AnalysisError, match="classify needs"):
+        classify(scores[["n_fields"]])
+    only_grid = classify(scores.drop_vars("n_fields"))
+    assert set(only_grid.data_vars) == {"is_grid", "is_grid_threshold"}
