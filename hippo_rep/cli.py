@@ -19,6 +19,7 @@ DEFAULT_EVAL_SEED = 0
 def _errors():
     from hippo_rep.analysis.recordings import AnalysisError
     from hippo_rep.config import ConfigError
+    from hippo_rep.figures import FigureError
     from hippo_rep.recording import RecordingError
     from hippo_rep.schema import SchemaError
     from hippo_rep.tasks.passkey import PassKeyError
@@ -27,7 +28,8 @@ def _errors():
     from hippo_rep.worlds import WorldError
 
     return (ConfigError, CheckpointError, TrainingError, WorldError, RecordingError,
-            SchemaError, AnalysisError, PassKeyError, FileExistsError, FileNotFoundError)
+            SchemaError, AnalysisError, PassKeyError, FigureError, FileExistsError,
+            FileNotFoundError)
 
 
 def cmd_train(args) -> int:
@@ -128,8 +130,27 @@ def cmd_demo(args) -> int:
     for k in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
         print(f"{k:20s}{t['model'][k]:7.3f}{b['model'][k]:12.3f}{t['node_agent'][k]:12.3f}"
               f"{t['edge_agent'][k]:12.3f}")
-    print(f"\nartefacts in {out}/: run/ and baseline/ (config.toml, metrics.csv, "
-          "checkpoint.pt), eval.json, eval_baseline.json")
+    # record → analyse → figures on the trained TEM-t
+    rec, ana = out / "recording.nc", out / "analysis.nc"
+    for path in (rec, ana):
+        if path.exists():
+            path.unlink()  # --overwrite was given (or the checkpoints were absent)
+    print(f"\n== recording {args.record_envs} envs × {args.record_steps} steps → {rec}")
+    cmd_record(argparse.Namespace(checkpoint=str(runs["temt"] / "checkpoint.pt"), out=str(rec),
+                                  overwrite=True, envs=args.record_envs,
+                                  steps=args.record_steps, world=None, seed=0,
+                                  same_observations=False, chunk=512))
+    print(f"== analysing with {args.shuffles} shuffles → {ana}")
+    cmd_analyse(argparse.Namespace(recording=str(rec), out=str(ana), overwrite=True,
+                                   shuffles=args.shuffles, seed=0, scheduler=None,
+                                   workers=None))
+    print(f"== figures → {args.figures}")
+    cmd_figures(argparse.Namespace(analysis=str(ana), recording=str(rec),
+                                   eval=[str(out / "eval.json"), str(out / "eval_baseline.json")],
+                                   out=args.figures, only=None, format="pdf,svg,png"))
+    print(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
+          f"checkpoint.pt), {out}/eval.json, {out}/eval_baseline.json, {rec}, {ana}, "
+          f"figures in {args.figures}/")
     return 0
 
 
@@ -266,6 +287,32 @@ def cmd_passkey_sweep(args) -> int:
     return 0
 
 
+def cmd_figures(args) -> int:
+    from hippo_rep.figures import FigureInputs, build_figures, read_eval
+
+    evals = {}
+    for path in args.eval:
+        res = read_eval(path)
+        kind = res.get("meta", {}).get("model_kind", "model")
+        evals[{"temt": "TEM-t"}.get(kind, kind)] = res
+    analysis = recording = None
+    if args.analysis:
+        from hippo_rep.analysis.pipeline import open_analysis
+
+        analysis = open_analysis(args.analysis)
+    if args.recording:
+        from hippo_rep.recording import open_recording
+
+        recording = open_recording(args.recording)
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    report = build_figures(FigureInputs(evals, analysis, recording), args.out,
+                           only=args.only or None, formats=formats)
+    for name, res in report.items():
+        where = res if isinstance(res, str) else ", ".join(str(p) for p in res)
+        print(f"{name}: {where}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hippo-rep", description=__doc__)
     p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
@@ -368,13 +415,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="retrain runs whose eval.json already matches")
     pw.set_defaults(func=cmd_passkey_sweep)
 
+    f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
+    f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")
+    f.add_argument("--recording", help="recording dataset")
+    f.add_argument("--eval", action="append", default=[], metavar="EVAL.json",
+                   help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)")
+    f.add_argument("--out", default="figures", help="output folder (default: figures)")
+    f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
+    f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
+    f.set_defaults(func=cmd_figures)
+
     d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
-                                    "baseline, evaluate both")
+                                    "baseline, evaluate both, record, analyse, figures")
     d.add_argument("--out", default="demo", help="output folder (default: demo)")
     d.add_argument("--config", default="small", help="preset or TOML file (default: small)")
     d.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     d.add_argument("--envs", type=int, default=DEFAULT_EVAL_ENVS)
     d.add_argument("--overwrite", action="store_true", help="replace an earlier demo run")
+    d.add_argument("--record-envs", type=int, default=8, help="environments recorded")
+    d.add_argument("--record-steps", type=int, default=1000, help="steps per recorded walk")
+    d.add_argument("--shuffles", type=int, default=20, help="shuffles for the significance nulls")
+    d.add_argument("--figures", default="figures", help="figure folder (default: figures)")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=cmd_demo)
     return p
