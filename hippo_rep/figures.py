@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 #: Formats written by default.
 DEFAULT_FORMATS = ("pdf", "svg", "png")
 #: PNG resolution, dots per inch.
@@ -94,6 +96,82 @@ def learning_figure(inputs: FigureInputs):
     fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
                  f"{meta.get('steps', '?')} steps", fontsize=8, y=1.08)
     _label_panels(axes)
+    return fig
+
+
+#: Units shown per map figure.
+N_UNITS_SHOWN = 6
+
+
+def _units_of(analysis, variable: str):
+    if "variable" not in analysis.coords:
+        raise MissingInput("the analysis dataset lacks the 'variable' coordinate")
+    sel = analysis.sel(unit=analysis["variable"] == variable)
+    if sel.sizes["unit"] == 0:
+        raise MissingInput(f"the analysis dataset holds no {variable!r} units")
+    return sel
+
+
+@register("grid_cells")
+def grid_cells_figure(inputs: FigureInputs):
+    """Rate maps of the most grid-like positional units (ranked in the first environment) with
+    their autocorrelograms, gridness and spacing, in two environments."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.analysis import autocorrelogram as sac_of
+    from hippo_rep.plotting.maps import autocorrelogram, rate_map
+
+    ds = _units_of(inputs.need("analysis", "rate_map", "gridness_60", "spacing"), "g")
+    envs = ds["env"].values[:2]
+    score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
+    top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
+    rows = [("map", envs[0]), ("sac", envs[0])] + [("map", e) for e in envs[1:]]
+    fig, axes = plt.subplots(len(rows), len(top), figsize=(FULL_WIDTH, 1.25 * len(rows)),
+                             squeeze=False)
+    for j, u in enumerate(top):
+        for i, (what, env) in enumerate(rows):
+            m = ds["rate_map"].sel(env=env, unit=u)
+            g60 = float(ds["gridness_60"].sel(env=env, unit=u))
+            sp = float(ds["spacing"].sel(env=env, unit=u))
+            if what == "map":
+                idx = int(ds["unit_index"].sel(unit=u))
+                rate_map(m, ax=axes[i, j], title=f"env {env}, unit {idx}\n"
+                         f"g60 {g60:.2f}, spacing {sp:.1f}")
+            else:
+                autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram")
+    fig.suptitle("most grid-like positional units g (ranked by gridness-60 in env "
+                 f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; spacing in bins)",
+                 fontsize=8, y=1.02)
+    fig.subplots_adjust(hspace=0.55)
+    return fig
+
+
+@register("place_cells")
+def place_cells_figure(inputs: FigureInputs):
+    """Memory-neuron rate maps with their fields outlined (most place-like per environment)."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.maps import rate_map
+
+    ds = _units_of(inputs.need("analysis", "rate_map", "place_score", "n_fields"),
+                   "memory_activity")
+    envs = ds["env"].values[:2]
+    fig, axes = plt.subplots(len(envs), N_UNITS_SHOWN, figsize=(FULL_WIDTH, 1.35 * len(envs)),
+                             squeeze=False)
+    for i, env in enumerate(envs):
+        score = ds["place_score"].sel(env=env).fillna(-np.inf)
+        # ties in place score (1 = all mass in one field) broken by spatial information
+        info = ds["spatial_info"].sel(env=env).fillna(-np.inf) if "spatial_info" in ds \
+            else score
+        top = ds["unit"].values[np.lexsort((-info.values, -score.values))[:N_UNITS_SHOWN]]
+        for j, u in enumerate(top):
+            rate_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j], outline_fields=True,
+                     cmap="magma",
+                     title=f"env {env}, memory {int(ds['unit_index'].sel(unit=u))}\n"
+                           f"place score {float(score.sel(unit=u)):.2f}")
+    fig.suptitle("memory neurons (softmax units), fields outlined at 20% of the peak; "
+                 "white = unvisited", fontsize=8, y=1.03)
+    fig.subplots_adjust(hspace=0.45)
     return fig
 
 

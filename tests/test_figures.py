@@ -55,3 +55,27 @@ def test_read_eval_rejects_other_json(tmp_path):
 
 def test_registry_has_learning():
     assert "learning" in FIGURES
+
+
+@pytest.fixture(scope="module")
+def synthetic_analysis():
+    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis.synthetic_recording import synthetic_recording
+
+    rec = synthetic_recording(n_env=2, n_steps=600, n_grid=4, n_place=4, n_random=2,
+                              n_memory=8)
+    return analyse(rec, shuffles=2, seed=0)
+
+
+@pytest.mark.parametrize("name", ["grid_cells", "place_cells"])
+def test_map_figures_from_synthetic_analysis(tmp_path, synthetic_analysis, name):
+    report = build_figures(FigureInputs(analysis=synthetic_analysis), tmp_path, only=[name],
+                           formats=("png", "svg"))
+    assert all(p.stat().st_size > 1000 for p in report[name])
+
+
+def test_map_figure_skipped_when_variable_missing(tmp_path, synthetic_analysis):
+    report = build_figures(FigureInputs(analysis=synthetic_analysis.drop_vars("gridness_60")),
+                           tmp_path, only=["grid_cells", "place_cells"], formats=("png",))
+    assert "gridness_60" in report["grid_cells"]
+    assert isinstance(report["place_cells"], list)

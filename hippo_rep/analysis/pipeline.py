@@ -20,6 +20,7 @@ import shutil
 import uuid
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,17 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 
-from .fields import MAX_FIELDS, place_fields, place_score
-from .gridscore import band_scores, grid_scores
+from ._checks import blockwise
+from .autocorr import MIN_OVERLAP
+from .fields import place_fields, place_score
+from .gridscore import (
+    BAND_HALF_WIDTH,
+    NAN_REASONS,
+    _band_block,
+    band_scores,
+    grid_scores,
+    grid_scores_array,
+)
 from .population import (
     DECODE_MAX_STEPS_PER_ENV,
     assemble,
@@ -46,7 +56,15 @@ from .recordings import (
     rate_maps,
     unit_activity,
 )
-from .remapping import PAIR_DIM, TEM_SHUFFLES, remapping_from_rates, stack_units, unit_correlation
+from .remapping import (
+    PAIR_DIM,
+    REMAP_MIN_NODES,
+    TEM_SHUFFLES,
+    _unit_corr_core,
+    env_pairs,
+    remapping_from_rates,
+    stack_units,
+)
 from .shuffle import (
     DEFAULT_SHUFFLES,
     GRID_QUANTILE,
@@ -54,11 +72,11 @@ from .shuffle import (
     PLACE_QUANTILE,
     SHUFFLE_DIM,
     SHUFFLE_MIN_SHIFT_FRACTION,
+    _null_core,
+    _summary_core,
     check_n_shuffles,
     circular_shifts,
     classify,
-    null_scores,
-    null_summary,
     score_gridness_60,
     score_spatial_info,
 )
@@ -261,73 +279,39 @@ def analyse(
         coords={"env": rate_map["env"]},
     )
     lazy = chunk_units is not None
+    occ = first["node_occupancy"]
+    # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
+    spec = _UnitBlock(
+        grid_method=grid_method,
+        quantiles=tuple(float(q) for q in quantiles),
+        node_map=first["node_map"].values,
+        n_nodes=first.sizes[NODE_DIM],
+        sigma=sigma,
+        pairs=env_pairs(rate_map["env"])[1],
+        keep_null=bool(keep_null),
+    )
+    inputs = [rate_map, node_rate, activity, occ, node, shifts]
     if lazy:
         c = int(chunk_units)
-        rate_map_c = rate_map.chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1})
-        node_rate_c = node_rate.chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1})
-        activity_c = activity.chunk({"env": -1, "time": -1, UNIT_DIM: c})
-    else:
-        rate_map_c, node_rate_c, activity_c = rate_map, node_rate, activity
-
-    # ---- per-unit scores (lazy when chunked)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        gs = grid_scores(rate_map_c, method=grid_method)
-        bs = band_scores(rate_map_c)
-        pf = place_fields(rate_map_c, max_fields=min(ANALYSIS_MAX_FIELDS, MAX_FIELDS))
-        ps = place_score(rate_map_c)
-        occ = first["node_occupancy"]
-        si, sp, se = xr.apply_ufunc(
-            _node_scores,
-            node_rate_c,
-            occ,
-            input_core_dims=[[NODE_DIM], [NODE_DIM]],
-            output_core_dims=[[], [], []],
-            dask="parallelized",
-            output_dtypes=[np.float64] * 3,
-        )
-        for da, ref in ((si, spatial_information), (sp, sparsity), (se, selectivity)):
-            da.name = ref.__name__
-        si.attrs = {"long_name": "Skaggs spatial information per node (negative log terms "
-                                 "kept)", "units": "bits per unit activity"}
-        sp.attrs = {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node", "units": "1"}
-        se.attrs = {"long_name": "selectivity max / mean per node", "units": "1"}
-        scorers = [functools.partial(score_gridness_60, method=grid_method), score_spatial_info]
-        nulls = null_scores(activity_c, node, shifts, first["node_map"].values,
-                            first.sizes[NODE_DIM], scorers, ["gridness_60", "spatial_info"],
-                            sigma)
-        g_q, g_pct = null_summary(gs["gridness_60"], nulls["gridness_60"], quantiles)
-        s_q, s_pct = null_summary(si, nulls["spatial_info"], quantiles)
-        remap_corr = unit_correlation(node_rate_c)
-
-    out = xr.Dataset()
-    for k in ("gridness_60", "gridness_90", "spacing", "orientation", "best_radius",
-              "best_radius_90"):
-        out[k] = gs[k]
-    out["grid_nan_reason"] = gs["nan_reason"]
-    out["spacing_nodes"] = gs["spacing"] * float(first.attrs["resolution"])
-    out["spacing_nodes"].attrs = {
-        "long_name": "grid spacing in node spacings (spacing x resolution)",
-        "units": "node spacings",
-    }
-    for k in ("band_score", "band_orientation", "band_wavelength"):
-        out[k] = bs[k]
-    out["band_nan_reason"] = bs["nan_reason"]
-    for k in pf.data_vars:
-        if k != "field_labels":
-            out[k] = pf[k]
-    out["place_score"] = ps
-    out["spatial_info"] = si
-    out["sparsity"] = sp
-    out["selectivity"] = se
-    out["gridness_60_null_q"] = g_q
-    out["gridness_60_percentile"] = g_pct
-    out["spatial_info_null_q"] = s_q
-    out["spatial_info_percentile"] = s_pct
-    if keep_null:
-        out["gridness_60_null"] = nulls["gridness_60"]
-        out["spatial_info_null"] = nulls["spatial_info"]
-    out["remap_corr"] = remap_corr.transpose(UNIT_DIM, PAIR_DIM)
+        inputs[:3] = [
+            rate_map.chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1}),
+            node_rate.chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1}),
+            activity.chunk({"env": -1, "time": -1, UNIT_DIM: c}),
+        ]
+    outs = xr.apply_ufunc(
+        spec,
+        *inputs,
+        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], ["env", "time"],
+                         ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
+        output_core_dims=[list(d) for _, d, _ in spec.outputs()],
+        dask="parallelized",
+        output_dtypes=[t for _, _, t in spec.outputs()],
+        dask_gufunc_kwargs={"output_sizes": {
+            "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
+            PAIR_DIM: len(spec.pairs)}},
+    )
+    out = xr.Dataset({name: da for (name, _, _), da in zip(spec.outputs(), outs, strict=True)})
+    out = out.drop_vars([k for k in ("variable", "unit_index") if k in out.coords])
 
     pop_tasks = {}
     if decode:
@@ -342,11 +326,19 @@ def analyse(
     if lazy:
         out, pop_tasks = _compute(out, pop_tasks, scheduler)
 
-    # ---- assemble (coords from the numpy inputs: chunking also chunked the unit coords)
-    out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"])
+    # ---- assemble
+    out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
+                            quantile=np.asarray(spec.quantiles))
+    out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
+    reasons = np.asarray(NAN_REASONS)
+    for k in ("grid_nan_reason", "band_nan_reason"):
+        out[k] = out[k].copy(data=reasons[out[k].values])
+    out["spacing_nodes"] = out["spacing"] * float(first.attrs["resolution"])
     out = out.transpose("env", UNIT_DIM, ...)
+    out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
     for k in ("gridness_60_null_q", "spatial_info_null_q"):
         out[k] = out[k].transpose("quantile", ...)
+    gs, bs, pf = _describe(out, rate_map, grid_method)
     cls = classify(out)
     out.update(cls)
     out["rate_map"] = rate_map
@@ -369,6 +361,8 @@ def analyse(
         )
     out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
                                     "units": "1"}
+    out["remap_corr"].attrs = {"long_name": "per-unit Pearson r of node rates between two "
+                               "environments", "units": "1", "min_nodes": REMAP_MIN_NODES}
     out = out.merge(remap, compat="override", join="outer")
     pop = assemble(pop_tasks) if decode else None
     if pop is not None:
@@ -380,6 +374,121 @@ def analyse(
                     resolution=float(first.attrs["resolution"]), decode=decode,
                     chunk_units=chunk_units))
     return out
+
+
+@dataclass(frozen=True)
+class _UnitBlock:
+    """Everything :func:`analyse` computes per unit, for one chunk of units (one dask task).
+
+    Called by ``xr.apply_ufunc`` with arrays (unit, env, ...): rate maps (.., y, x), node
+    rates (.., world_node), activity (.., time), node occupancy (1, env, world_node), node
+    (1, env, time), shifts (1, env, shuffle). Each score is computed by the same code as the
+    public function of that name, on numpy.
+    """
+
+    grid_method: str
+    quantiles: tuple[float, ...]
+    node_map: np.ndarray
+    n_nodes: int
+    sigma: float
+    pairs: np.ndarray
+    keep_null: bool
+
+    def outputs(self) -> list[tuple[str, tuple[str, ...], type]]:
+        """(name, core dims after ``unit``, dtype) of every output, in order."""
+        f8, i8 = np.float64, np.int64
+        env = ("env",)
+        out = [(k, env, f8) for k in ("gridness_60", "gridness_90", "spacing", "orientation",
+                                      "best_radius", "best_radius_90")]
+        out += [("grid_nan_reason", env, i8)]
+        out += [(k, env, f8) for k in ("band_score", "band_orientation", "band_wavelength")]
+        out += [("band_nan_reason", env, i8), ("n_fields", env, i8)]
+        out += [(k, ("env", "field"), f8) for k in ("field_area", "field_mass", "field_peak",
+                                                      "field_centroid_x", "field_centroid_y")]
+        out += [(k, env, f8) for k in ("place_score", "spatial_info", "sparsity",
+                                       "selectivity")]
+        for k in ("gridness_60", "spatial_info"):
+            out += [(f"{k}_null_q", ("env", "quantile"), f8), (f"{k}_percentile", env, f8)]
+        if self.keep_null:
+            out += [(f"{k}_null", ("env", SHUFFLE_DIM), f8)
+                    for k in ("gridness_60", "spatial_info")]
+        out += [("remap_corr", (PAIR_DIM,), f8)]
+        return out
+
+    def __call__(self, maps, rates, act, occ, node, shifts) -> tuple[np.ndarray, ...]:
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), \
+                np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return self._run(maps, rates, act, occ, node, shifts)
+
+    def _run(self, maps, rates, act, occ, node, shifts) -> tuple[np.ndarray, ...]:
+        # the unit-less inputs come as (env, ...) or (1, env, ...) depending on the path
+        occ, node, shifts = (a.reshape(a.shape[-2:]) for a in (occ, node, shifts))
+        maps_eu = np.swapaxes(maps, 0, 1)  # (env, unit, y, x)
+        res: dict[str, np.ndarray] = {}
+        names = ("gridness_60", "gridness_90", "spacing", "orientation", "best_radius",
+                 "best_radius_90", "grid_nan_reason")
+        res.update(zip(names, grid_scores_array(maps_eu, method=self.grid_method),
+                       strict=True))
+        band = blockwise(lambda m: _band_block(m, MIN_OVERLAP, BAND_HALF_WIDTH), maps_eu, 2)
+        res.update(zip(("band_score", "band_orientation", "band_wavelength",
+                        "band_nan_reason"), band, strict=True))
+        da = xr.DataArray(maps_eu, dims=("env", UNIT_DIM, "y", "x"))
+        pf = place_fields(da, max_fields=ANALYSIS_MAX_FIELDS)
+        for k in ("n_fields", "field_area", "field_mass", "field_peak", "field_centroid_x",
+                  "field_centroid_y"):
+            res[k] = pf[k].values
+        res["place_score"] = place_score(da).values
+        rates_eu = np.swapaxes(rates, 0, 1)
+        res["spatial_info"], res["sparsity"], res["selectivity"] = _node_scores(
+            rates_eu, occ[:, None, :])
+        scorers = [functools.partial(score_gridness_60, method=self.grid_method),
+                   score_spatial_info]
+        nulls = _null_core(np.swapaxes(act, 0, 1), node, shifts, node_map=self.node_map,
+                           n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
+                           names=["gridness_60", "spatial_info"])
+        qs = np.asarray(self.quantiles)
+        for k, null in zip(("gridness_60", "spatial_info"), nulls, strict=True):
+            res[f"{k}_null_q"], res[f"{k}_percentile"] = _summary_core(res[k], null, qs)
+            res[f"{k}_null"] = null
+        res["remap_corr"] = _unit_corr_core(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
+        out = []
+        for name, dims, dtype in self.outputs():
+            a = res[name]
+            if dims[0] == "env":  # computed as (env, unit, ...): unit first
+                a = np.swapaxes(a, 0, 1)
+            out.append(np.ascontiguousarray(a, dtype=dtype))
+        return tuple(out)
+
+
+def _describe(out: xr.Dataset, rate_map: xr.DataArray, grid_method: str
+              ) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
+    """Attrs of the public score functions (from one map), copied onto ``out``'s variables."""
+    one = rate_map.isel(env=[0], unit=[0])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        gs = grid_scores(one, method=grid_method)
+        bs = band_scores(one)
+        pf = place_fields(one, max_fields=ANALYSIS_MAX_FIELDS)
+        ps = place_score(one)
+    for src, names in ((gs, ("gridness_60", "gridness_90", "spacing", "orientation",
+                             "best_radius", "best_radius_90")),
+                       (bs, ("band_score", "band_orientation", "band_wavelength")),
+                       (pf, ("n_fields", "field_area", "field_mass", "field_peak",
+                             "field_centroid_x", "field_centroid_y"))):
+        for k in names:
+            out[k].attrs = src[k].attrs
+    out["place_score"].attrs = ps.attrs
+    out["spacing_nodes"].attrs = {
+        "long_name": "grid spacing in node spacings (spacing x resolution)",
+        "units": "node spacings",
+    }
+    out["spatial_info"].attrs = {"long_name": "Skaggs spatial information per node (negative "
+                                 "log terms kept)", "units": "bits per unit activity"}
+    out["sparsity"].attrs = {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node",
+                             "units": "1"}
+    out["selectivity"].attrs = {"long_name": "selectivity max / mean per node", "units": "1"}
+    return gs, bs, pf
 
 
 def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
