@@ -10,8 +10,9 @@ scored on the real maps and on 100 circularly shifted ones, plus remapping and d
 - on a ``LocalCluster`` of 2 single-threaded worker processes (``dask_client(workers=2)``,
   what ``hippo-rep analyse --workers 2`` does); the cluster's start-up is timed separately.
 
-Prints a table with the ratio, checks that both results are identical, and how many planted
-units were classified. BLAS is limited to one thread everywhere.
+Prints a table with wall and CPU time and the ratio, the load average (other processes
+sharing the machine change the result a lot), checks that both results are identical, and how
+many planted units were classified. BLAS is limited to one thread everywhere.
 
 Usage::
 
@@ -35,6 +36,12 @@ from hippo_rep.analysis import analyse, synthetic_recording  # noqa: E402
 from hippo_rep.analysis.cluster import dask_client  # noqa: E402
 
 
+def _cpu() -> float:
+    """User + system CPU seconds of the calling process (runs on workers too)."""
+    t = os.times()
+    return t.user + t.system
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--world", default="square:11")
@@ -55,26 +62,35 @@ def main(argv: list[str] | None = None) -> None:
     print(f"analyse(shuffles={args.shuffles}): {n_units * args.envs:,} maps, "
           f"{n_units * args.envs * args.shuffles:,} shuffled maps")
 
+    load0 = os.getloadavg()[0]
+    c0 = _cpu()
     t0 = time.perf_counter()
     single = analyse(rec, shuffles=args.shuffles, scheduler="synchronous")
     t_single = time.perf_counter() - t0
+    cpu_single = _cpu() - c0
 
     t0 = time.perf_counter()
     with dask_client(workers=args.workers) as client:
         t_start = time.perf_counter() - t0
         client.wait_for_workers(args.workers)
+        w0, c0 = sum(client.run(_cpu).values()), _cpu()
         t0 = time.perf_counter()
         multi = analyse(rec, shuffles=args.shuffles)
         t_multi = time.perf_counter() - t0
+        cpu_multi = sum(client.run(_cpu).values()) - w0 + _cpu() - c0
+    load1 = os.getloadavg()[0]
 
     rows = [
-        ("single process (synchronous)", t_single, "-"),
-        (f"LocalCluster {args.workers} workers x 1 thread", t_multi, f"+ {t_start:.1f} s start"),
+        ("single process (synchronous)", t_single, cpu_single, "-"),
+        (f"LocalCluster {args.workers} workers x 1 thread", t_multi, cpu_multi,
+         f"+ {t_start:.1f} s start"),
     ]
     print()
-    print(f"{'run':38s}{'analyse (s)':>13s}{'speed-up':>10s}   note")
-    for name, t, note in rows:
-        print(f"{name:38s}{t:13.1f}{t_single / t:9.2f}x   {note}")
+    print(f"{'run':38s}{'analyse (s)':>13s}{'CPU (s)':>9s}{'speed-up':>10s}   note")
+    for name, t, cpu, note in rows:
+        print(f"{name:38s}{t:13.1f}{cpu:9.1f}{t_single / t:9.2f}x   {note}")
+    print(f"(CPU: user + system seconds of this process and the workers; load average "
+          f"{load0:.1f} before, {load1:.1f} after, on {os.cpu_count()} CPUs)")
     try:
         xr.testing.assert_identical(single, multi)
         same = "identical"

@@ -264,12 +264,15 @@ class Recorder:
         """Run the model chunk after chunk (carrying its memory) and yield the activity."""
         obs, act = self._tensors()
         state = None
-        with self._running():
-            for s in range(0, self.n_steps, self.chunk):
-                e = min(s + self.chunk, self.n_steps)
+        for s in range(0, self.n_steps, self.chunk):
+            e = min(s + self.chunk, self.n_steps)
+            # The no_grad context closes before each yield: a generator suspended inside it
+            # would leave gradients disabled in the consumer's thread (and for good, if the
+            # consumer stops early).
+            with self._running():
                 out, state = self.model(obs[:, s:e], act[:, s:e], state, return_activity=True)
                 m = int(state.count.max())
-                yield Chunk(
+                chunk = Chunk(
                     start=s, stop=e,
                     g=out.g.float().cpu().numpy(),
                     g_pi=out.g_pi.float().cpu().numpy(),
@@ -278,6 +281,7 @@ class Recorder:
                     memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
                     memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
                 )
+            yield chunk
 
     # ----------------------------------------------------------------- datasets
     def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,

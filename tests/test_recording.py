@@ -471,3 +471,18 @@ def test_writer_checks_its_pieces(full, tmp_path):
     with pytest.raises(R.RecordingError, match="starts at step 16, expected 0"):
         w.append(full.isel(time=slice(16, 32)).assign_attrs(n_steps=32))
     assert not os.path.exists(tmp_path / "rec.zarr")
+
+
+def test_abandoned_recording_leaves_gradients_enabled(tmp_path):
+    """Stopping a recording early must not leave torch's grad mode switched off."""
+    import torch
+
+    from hippo_rep.config import load_config
+    from hippo_rep.recording import Recorder
+    from hippo_rep.training.trainer import train
+
+    train(load_config("tiny", ["train.iterations=1"]), tmp_path, progress=False)
+    rec = Recorder(tmp_path / "checkpoint.pt", n_envs=1, n_steps=40, chunk=10)
+    pieces = rec.chunks()
+    next(pieces)  # consume one chunk, then abandon the generator
+    assert torch.is_grad_enabled()

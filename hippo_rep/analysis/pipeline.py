@@ -422,6 +422,11 @@ class _UnitBlock:
             return self._run(maps, rates, act, occ, node, shifts)
 
     def _run(self, maps, rates, act, occ, node, shifts) -> tuple[np.ndarray, ...]:
+        # arrays deserialised by dask.distributed may be unaligned (numpy's slow paths)
+        maps, rates, act, occ, node, shifts = (
+            np.require(a, None, ["C_CONTIGUOUS", "ALIGNED"])
+            for a in (maps, rates, act, occ, node, shifts)
+        )
         # the unit-less inputs come as (env, ...) or (1, env, ...) depending on the path
         occ, node, shifts = (a.reshape(a.shape[-2:]) for a in (occ, node, shifts))
         maps_eu = np.swapaxes(maps, 0, 1)  # (env, unit, y, x)

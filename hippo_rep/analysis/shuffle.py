@@ -302,7 +302,8 @@ def _null_core(
     act (E, U, T) float (NaN = missing sample); node (E, 1, T) or (E, T) int; shifts
     (E, 1, S) or (E, S) int. Returns one (E, U, S) float array per score name.
     """
-    act = np.ascontiguousarray(act, dtype=np.float64)
+    # arrays deserialised by dask.distributed may be unaligned: numpy's slow paths
+    act = np.require(act, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
     n_e, n_u, n_t = act.shape
     node = node.reshape(node.shape[0], -1)
     shifts = shifts.reshape(shifts.shape[0], -1)

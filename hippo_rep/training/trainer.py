@@ -160,6 +160,11 @@ class Trainer:
             group["lr"] = lr_at(cfg, iteration)
         self.model.train()
         self.optim.zero_grad(set_to_none=True)
+        with torch.enable_grad():  # whatever grad mode a caller left behind
+            return self._step(iteration, ep, obs, act)
+
+    def _step(self, iteration, ep, obs, act) -> dict[str, float]:
+        cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
         chunk = tc.chunk_len or wc.walk_steps
         state, sums, preds = None, {}, []
         n_chunks = math.ceil(wc.walk_steps / chunk)
