@@ -5,10 +5,19 @@
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
 place score, spatial information, sparsity, selectivity, circular-shift nulls of gridness-60
 and spatial information, the grid/place classification; then remapping between environments
-and the population analyses. Per-unit work goes through ``xr.apply_ufunc(...,
-dask="parallelized")`` on arrays chunked along ``unit``, so with a ``dask.distributed.Client``
-active the units are spread over its workers; every unit is computed by the same code in
-either case, so the result equals the single-process one.
+and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
+dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
+:data:`DEFAULT_UNIT_CHUNK` units computes every score of those units, calling the same code
+as the public functions), so with a ``dask.distributed.Client`` active the units are spread
+over its workers; the population analyses are one ``dask.delayed`` task per population.
+Every unit is computed by the same code whatever the scheduler, so the result is identical
+to the single-process one (the default without a Client: dask's synchronous scheduler).
+
+Speed (``benchmarks/bench_analyse.py``): 16 environments x 278 units x 100 shuffles take
+~50 s in one process; a 2-worker local cluster was 1.35x faster on a 2-CPU machine that
+other jobs were also using. Workers started by :func:`~hippo_rep.analysis.cluster.dask_client`
+do not inherit distributed's ``MALLOC_TRIM_THRESHOLD_=65536``, which made this workload ~3x
+slower per worker.
 """
 
 from __future__ import annotations
@@ -93,6 +102,9 @@ DEFAULT_SCHEDULER = "synchronous"
 
 #: BLAS threads during :func:`analyse`.
 BLAS_THREADS = 1
+
+#: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
+_PACKED, _PACKED_VAR = "packed", "packed_outputs"
 
 #: Grid-score family used by :func:`analyse` (REFERENCES.md: the one ML papers report).
 GRID_METHOD = "deepmind"
@@ -290,28 +302,30 @@ def analyse(
         pairs=env_pairs(rate_map["env"])[1],
         keep_null=bool(keep_null),
     )
-    inputs = [rate_map, node_rate, activity, occ, node, shifts]
+    # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
+    # compute (with dask's default scheduler) to check that the inputs agree
+    bare = [da.drop_vars(["variable", "unit_index"]) for da in (rate_map, node_rate, activity)]
+    inputs = [*bare, occ, node, shifts]
     if lazy:
         c = int(chunk_units)
         inputs[:3] = [
-            rate_map.chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1}),
-            node_rate.chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1}),
-            activity.chunk({"env": -1, "time": -1, UNIT_DIM: c}),
+            bare[0].chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1}),
+            bare[1].chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1}),
+            bare[2].chunk({"env": -1, "time": -1, UNIT_DIM: c}),
         ]
-    outs = xr.apply_ufunc(
+    sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
+             PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles}
+    packed = xr.apply_ufunc(
         spec,
         *inputs,
         input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], ["env", "time"],
                          ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
-        output_core_dims=[list(d) for _, d, _ in spec.outputs()],
+        output_core_dims=[[_PACKED]],
         dask="parallelized",
-        output_dtypes=[t for _, _, t in spec.outputs()],
-        dask_gufunc_kwargs={"output_sizes": {
-            "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
-            PAIR_DIM: len(spec.pairs)}},
+        output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"output_sizes": {_PACKED: spec.packed_size(sizes)}},
     )
-    out = xr.Dataset({name: da for (name, _, _), da in zip(spec.outputs(), outs, strict=True)})
-    out = out.drop_vars([k for k in ("variable", "unit_index") if k in out.coords])
+    out = xr.Dataset({_PACKED_VAR: packed})
 
     pop_tasks = {}
     if decode:
@@ -327,8 +341,9 @@ def analyse(
         out, pop_tasks = _compute(out, pop_tasks, scheduler)
 
     # ---- assemble
+    out = spec.unpack(out[_PACKED_VAR], sizes)
     out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
-                            quantile=np.asarray(spec.quantiles))
+                            env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
     reasons = np.asarray(NAN_REASONS)
     for k in ("grid_nan_reason", "band_nan_reason"):
@@ -383,7 +398,9 @@ class _UnitBlock:
     Called by ``xr.apply_ufunc`` with arrays (unit, env, ...): rate maps (.., y, x), node
     rates (.., world_node), activity (.., time), node occupancy (1, env, world_node), node
     (1, env, time), shifts (1, env, shuffle). Each score is computed by the same code as the
-    public function of that name, on numpy.
+    public function of that name, on numpy. All outputs are packed into one float64 array
+    (unit, packed) — one result per task, which matters on dask.distributed, where every
+    result key costs a message — and unpacked by :meth:`unpack` (small ints are exact).
     """
 
     grid_method: str
@@ -415,13 +432,13 @@ class _UnitBlock:
         out += [("remap_corr", (PAIR_DIM,), f8)]
         return out
 
-    def __call__(self, maps, rates, act, occ, node, shifts) -> tuple[np.ndarray, ...]:
+    def __call__(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
         with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), \
                 np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return self._run(maps, rates, act, occ, node, shifts)
 
-    def _run(self, maps, rates, act, occ, node, shifts) -> tuple[np.ndarray, ...]:
+    def _run(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
         # arrays deserialised by dask.distributed may be unaligned (numpy's slow paths)
         maps, rates, act, occ, node, shifts = (
             np.require(a, None, ["C_CONTIGUOUS", "ALIGNED"])
@@ -457,13 +474,30 @@ class _UnitBlock:
             res[f"{k}_null_q"], res[f"{k}_percentile"] = _summary_core(res[k], null, qs)
             res[f"{k}_null"] = null
         res["remap_corr"] = _unit_corr_core(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
-        out = []
-        for name, dims, dtype in self.outputs():
+        n_unit = maps.shape[0]
+        parts = []
+        for name, dims, _ in self.outputs():
             a = res[name]
             if dims[0] == "env":  # computed as (env, unit, ...): unit first
                 a = np.swapaxes(a, 0, 1)
-            out.append(np.ascontiguousarray(a, dtype=dtype))
-        return tuple(out)
+            parts.append(np.asarray(a, dtype=np.float64).reshape(n_unit, -1))
+        return np.concatenate(parts, axis=1)
+
+    def packed_size(self, sizes: dict[str, int]) -> int:
+        """Length of the packed output per unit."""
+        return sum(int(np.prod([sizes[d] for d in dims])) for _, dims, _ in self.outputs())
+
+    def unpack(self, packed: xr.DataArray, sizes: dict[str, int]) -> xr.Dataset:
+        """The outputs as variables (unit, core dims...) with their dtypes."""
+        values = np.asarray(packed.transpose(UNIT_DIM, _PACKED).values)
+        out, start = {}, 0
+        for name, dims, dtype in self.outputs():
+            shape = tuple(sizes[d] for d in dims)
+            n = int(np.prod(shape))
+            block = values[:, start : start + n].reshape((values.shape[0],) + shape)
+            out[name] = ((UNIT_DIM, *dims), block.astype(dtype))
+            start += n
+        return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
 
 
 def _describe(out: xr.Dataset, rate_map: xr.DataArray, grid_method: str
