@@ -79,7 +79,7 @@ def cmd_evaluate(args) -> int:
 
 
 def _write_json(path, data) -> None:
-    from hippo_rep.training.checkpoint import atomic_write
+    from hippo_rep.fileio import atomic_write
 
     atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2)))
 

@@ -206,8 +206,8 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from hippo_rep.fileio import atomic_write
     from hippo_rep.plotting import paper_style
-    from hippo_rep.training.checkpoint import atomic_write
 
     names = list(FIGURES) if not only else list(only)
     unknown = [n for n in names if n not in FIGURES]

@@ -49,6 +49,7 @@ import numpy as np
 import xarray as xr
 
 from hippo_rep import schema as S
+from hippo_rep.fileio import atomic_write
 
 #: Environments recorded by default.
 DEFAULT_ENVS = 16
@@ -452,16 +453,7 @@ def write_netcdf(ds: xr.Dataset, out, overwrite: bool = False) -> Path:
             if enc.pop("zlib", False):
                 enc["compression"] = "gzip"
                 enc["compression_opts"] = enc.pop("complevel")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp, engine=engine, encoding=encoding)
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    atomic_write(out, lambda tmp: ds.to_netcdf(tmp, engine=engine, encoding=encoding))
     return out
 
 

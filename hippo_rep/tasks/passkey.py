@@ -26,9 +26,7 @@ import dataclasses
 import io
 import json
 import math
-import os
 import pickle
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -39,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from hippo_rep.fileio import atomic_write
 from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
 from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
 
@@ -318,21 +317,8 @@ def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
 
 
 # ------------------------------------------------------------------------ checkpoints
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def _atomic_text(path: Path, text: str) -> None:
-    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
@@ -346,7 +332,7 @@ def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
                "model_state": model.state_dict(),
                "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
                "history": history or []}
-    _atomic(Path(path), lambda tmp: torch.save(payload, tmp))
+    atomic_write(path, lambda tmp: torch.save(payload, tmp))
 
 
 def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import torch
 
 from hippo_rep import __version__
 from hippo_rep.config import Config, ConfigError, from_dict, world_kind
+from hippo_rep.fileio import atomic_write
 from hippo_rep.models.temt import TEMt, build_model
 from hippo_rep.worlds import n_actions_for
 
@@ -23,21 +22,6 @@ _REQUIRED = ("format", "format_version", "config", "model_state", "n_actions", "
 
 class CheckpointError(ValueError):
     """A file that is not a usable hippo_rep checkpoint."""
-
-
-def atomic_write(path: str | Path, write) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``path``: a crash leaves the old file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def save_checkpoint(path, model: TEMt, config: Config, step: int, optimizer=None,

@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.config import Config, to_toml, world_kind
+from hippo_rep.fileio import atomic_write
 from hippo_rep.models.temt import Output, build_model
 from hippo_rep.training.checkpoint import (
-    atomic_write,
     file_sha256,
     load_checkpoint,
     save_checkpoint,
