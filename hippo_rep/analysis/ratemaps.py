@@ -328,13 +328,8 @@ def rate_maps_from_positions(
             f"activity and x/y disagree on {time_dim!r}: {activity.sizes[time_dim]} vs "
             f"{xv.shape[-1]}"
         )
-    act = activity.transpose(*lead, time_dim, *units)
-    lead_shape = tuple(act.sizes[d] for d in lead)
-    unit_shape = tuple(act.sizes[d] for d in units)
-    n_l = int(np.prod(lead_shape, dtype=np.int64))
-    n_t = act.sizes[time_dim]
-    n_u = int(np.prod(unit_shape, dtype=np.int64))
-    vals = np.asarray(act.values, dtype=np.float64).reshape(n_l, n_t, n_u)
+    vals, lead_shape, unit_shape = _flatten_activity(activity, lead, time_dim, units)
+    n_l, n_t, _ = vals.shape
     xv = xv.reshape(n_l, n_t)
     yv = yv.reshape(n_l, n_t)
 
@@ -518,13 +513,8 @@ def rate_maps_from_nodes(
     idx = np.asarray(node.transpose(*lead, time_dim).values, dtype=np.int64)
     if idx.size and idx.max() >= n_node:
         raise ValueError(f"node holds index {int(idx.max())} but only {n_node} nodes are given")
-    act = activity.transpose(*lead, time_dim, *units)
-    lead_shape = tuple(act.sizes[d] for d in lead)
-    unit_shape = tuple(act.sizes[d] for d in units)
-    n_l = int(np.prod(lead_shape, dtype=np.int64))
-    n_t = act.sizes[time_dim]
-    n_u = int(np.prod(unit_shape, dtype=np.int64))
-    vals = np.asarray(act.values, dtype=np.float64).reshape(n_l, n_t, n_u)
+    vals, lead_shape, unit_shape = _flatten_activity(activity, lead, time_dim, units)
+    n_l, n_t, _ = vals.shape
     sums, counts, occ = _binned_sums(
         vals, np.where(idx < 0, -1, idx).reshape(n_l, n_t), n_l, n_node
     )
@@ -583,3 +573,14 @@ def rate_maps_from_nodes(
         },
     )
     return ds
+
+
+def _flatten_activity(activity: xr.DataArray, lead, time_dim, units):
+    """Activity as float64 (n_lead, n_time, n_unit), with the lead and unit shapes."""
+    act = activity.transpose(*lead, time_dim, *units)
+    lead_shape = tuple(act.sizes[d] for d in lead)
+    unit_shape = tuple(act.sizes[d] for d in units)
+    n_l = int(np.prod(lead_shape, dtype=np.int64))
+    n_u = int(np.prod(unit_shape, dtype=np.int64))
+    vals = np.asarray(act.values, dtype=np.float64).reshape(n_l, act.sizes[time_dim], n_u)
+    return vals, lead_shape, unit_shape
