@@ -26,9 +26,7 @@ import dataclasses
 import io
 import json
 import math
-import pickle
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,15 +342,10 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
         Naming the file: missing, corrupt, another kind of checkpoint (e.g. TEM-t's), or a
         state that does not fit its config.
     """
+    from hippo_rep.training.checkpoint import load_torch_file
+
     path = Path(path)
-    if not path.is_file():
-        raise PassKeyError(f"checkpoint {str(path)!r} not found")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
-            ValueError, AttributeError, ImportError, IndexError, KeyError, TypeError) as err:
-        raise PassKeyError(f"checkpoint {str(path)!r} is corrupt or not a torch file "
-                           f"({type(err).__name__}: {err})") from None
+    payload = load_torch_file(path, PassKeyError)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
         raise PassKeyError(f"checkpoint {str(path)!r} is not a PassKey checkpoint (format "

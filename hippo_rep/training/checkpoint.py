@@ -45,6 +45,18 @@ def save_checkpoint(path, model: TEMt, config: Config, step: int, optimizer=None
     atomic_write(path, lambda tmp: torch.save(payload, tmp))
 
 
+def load_torch_file(path: Path, error: type[Exception]):
+    """``torch.load`` a file on the CPU; a missing or unreadable file raises ``error`` naming it."""
+    if not path.is_file():
+        raise error(f"checkpoint {str(path)!r} not found")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
+            ValueError, AttributeError, ImportError, IndexError, KeyError, TypeError) as err:
+        raise error(f"checkpoint {str(path)!r} is corrupt or not a torch file "
+                    f"({type(err).__name__})") from None
+
+
 def read_checkpoint(path) -> dict:
     """Load and check a checkpoint's payload.
 
@@ -55,14 +67,7 @@ def read_checkpoint(path) -> dict:
         fields.
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} not found")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
-            ValueError, AttributeError, ImportError, IndexError, KeyError, TypeError) as err:
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or not a torch file "
-                              f"({type(err).__name__})") from None
+    payload = load_torch_file(path, CheckpointError)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a hippo_rep checkpoint "
                               f"(expected format {FORMAT!r})")
