@@ -91,6 +91,21 @@ class ModelConfig:
     loss2_through_landmark: bool = False
     # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
     gate_bias_init: float = -2.0
+    # Memory variant: "full" (every memory stays), "window" (block sliding window over the
+    # memory sequence: the current block plus the last memory_blocks blocks), "fam" (the window
+    # plus fam_slots feedback slots updated per block, TransformerFAM), "hebbian" (TEM's
+    # outer-product memory matrix, seed A.1, with linear retrieval; no softmax memory neurons).
+    memory: str = "full"
+    # Block length B of "window"/"fam", in steps.
+    memory_block: int = 16
+    # Previous blocks M a query still sees ("window"/"fam"); the window spans M*B to (M+1)*B steps.
+    memory_blocks: int = 4
+    # Feedback slots F of "fam".
+    fam_slots: int = 8
+    # Initial inverse temperature of the FAM slot update (softplus-parameterised, learned).
+    fam_beta_init: float = 3.0
+    # Per-step decay of the Hebbian memory matrix (1 = no forgetting; TEM's lambda).
+    hebbian_decay: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,10 @@ class TrainConfig:
     lr: float = 1e-3
     # Linear warm-up of the learning rate, in iterations.
     warmup: int = 20
+    # Learning rate of the transition matrices W_a relative to ``lr``. Once path integration
+    # works, Adam's noise-driven steps on W_a break loop closure on long walks (measured on
+    # 10x10/11x11 fine-tunes), so the paper preset lowers or freezes it (0 = frozen).
+    transition_lr_scale: float = 1.0
     # AdamW decoupled weight decay (the seed's L2 weight regularisation, loss 4).
     weight_decay: float = 1e-5
     # Gradient-norm clipping; stabilises the recurrent products.
@@ -160,6 +179,7 @@ _CHOICES = {
     ("model", "conjunction"): ("multiplicative", "additive"),
     ("model", "transition_param"): ("free", "orthogonal"),
     ("model", "readout"): ("mlp", "direct"),
+    ("model", "memory"): ("full", "window", "fam", "hebbian"),
 }
 
 
@@ -256,6 +276,21 @@ def validate(cfg: Config, source: str = "config") -> None:
         raise ConfigError(f"{source}: world.keep_heading and world.stay_prob are probabilities")
     if cfg.train.chunk_len < 0 or cfg.train.iterations < 0:
         raise ConfigError(f"{source}: train.chunk_len and train.iterations must be ≥ 0")
+    m = cfg.model
+    if m.memory_block < 1 or m.memory_blocks < 0:
+        raise ConfigError(f"{source}: model.memory_block must be ≥ 1 and model.memory_blocks "
+                          f"≥ 0; got {m.memory_block} and {m.memory_blocks}")
+    if m.memory == "fam" and m.fam_slots < 1:
+        raise ConfigError(f"{source}: model.memory = \"fam\" needs model.fam_slots ≥ 1; "
+                          f"got {m.fam_slots}")
+    if m.memory != "full" and m.kind != "temt":
+        raise ConfigError(f"{source}: model.memory = {m.memory!r} needs model.kind = \"temt\"")
+    if not 0 < m.hebbian_decay <= 1:
+        raise ConfigError(f"{source}: model.hebbian_decay must be in (0, 1]; got "
+                          f"{m.hebbian_decay}")
+    if cfg.train.transition_lr_scale < 0:
+        raise ConfigError(f"{source}: train.transition_lr_scale must be ≥ 0; "
+                          f"got {cfg.train.transition_lr_scale}")
 
 
 def world_kind(cfg: Config) -> str:

@@ -78,7 +78,7 @@ def test_beta_scales_with_log_number_of_memories():
             st.X[0, i] = i % 6
         st.count[:] = len(keys)
         out, _ = m._predict(m._g0(1)[:, None], m._g0(1)[:, None], torch.tensor([[0]]), st,
-                            st.count.clone(), torch.zeros(1, 1, dtype=torch.bool), True)[1], None
+                            st.count.clone(), torch.zeros(1, 1, dtype=torch.bool), 0)[1], None
         a = out[0, 0]
         beta = torch.nn.functional.softplus(m.beta_raw) * math.log(len(keys))
         # logit(k) = β·log(n)·k·z0/√d ; ratio of the first two memories' activity

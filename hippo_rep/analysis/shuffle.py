@@ -64,6 +64,11 @@ NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
 #: :func:`classify`: a grid cell beats this quantile of its gridness-60 null.
 GRID_QUANTILE = 0.95
 
+#: :func:`classify`: a grid cell's gridness-60 must also exceed this floor. A unit whose map is
+#: anti-hexagonal (negative gridness) can still beat a null that is more negative still, which
+#: is significance without grid structure (seen on trained TEM-t g units of 8x8 worlds).
+GRID_MIN_SCORE = 0.0
+
 #: :func:`classify`: the field's rule-of-thumb gridness-60 threshold (TEM-t quotes 0.3-0.5).
 GRID_THRESHOLD = 0.3
 
@@ -595,6 +600,7 @@ def classify(
     grid_quantile: float = GRID_QUANTILE,
     place_quantile: float = PLACE_QUANTILE,
     grid_threshold: float = GRID_THRESHOLD,
+    grid_min_score: float = GRID_MIN_SCORE,
     place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
 ) -> xr.Dataset:
     """Grid and place cells from observed scores and their shuffle nulls.
@@ -613,13 +619,16 @@ def classify(
         A place cell's spatial information exceeds this quantile of its own null.
     grid_threshold : float
         The rule-of-thumb threshold on gridness-60 (reported separately).
+    grid_min_score : float
+        Floor on gridness-60 for the shuffle rule: a grid cell must also score above it.
     place_n_fields : (int, int)
         Allowed number of place fields of a place cell, inclusive.
 
     Returns
     -------
     xarray.Dataset
-        Bool, dims of the scores: ``is_grid`` (gridness-60 > its null's ``grid_quantile``),
+        Bool, dims of the scores: ``is_grid`` (gridness-60 > its null's ``grid_quantile`` and >
+        ``grid_min_score``),
         ``is_grid_threshold`` (gridness-60 > ``grid_threshold``), ``is_place`` (spatial
         information > its null's ``place_quantile`` and ``place_n_fields[0] <= n_fields <=
         place_n_fields[1]``). A NaN score or threshold gives False. Attrs record the rules.
@@ -644,17 +653,18 @@ def classify(
     attrs: dict[str, object] = {}
     if "gridness_60" in scores and "gridness_60_null_q" in scores:
         g = scores["gridness_60"]
-        out["is_grid"] = (g > threshold("gridness_60", grid_quantile)).fillna(False)
-        out["is_grid"] = g.notnull() & out["is_grid"]
+        beats_null = (g > threshold("gridness_60", grid_quantile)).fillna(False)
+        out["is_grid"] = g.notnull() & beats_null & (g > grid_min_score)
         out["is_grid_threshold"] = g.notnull() & (g > grid_threshold)
         out["is_grid"].attrs = {
             "long_name": f"grid cell: gridness_60 above the {grid_quantile:g} quantile of its "
-            "shuffle null"
+            f"shuffle null and above {grid_min_score:g}"
         }
         out["is_grid_threshold"].attrs = {
             "long_name": f"grid cell by the rule of thumb gridness_60 > {grid_threshold:g}"
         }
-        attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold)
+        attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold,
+                     grid_min_score=grid_min_score)
     if {"spatial_info", "spatial_info_null_q", "n_fields"} <= set(scores.variables):
         si = scores["spatial_info"]
         nf = scores["n_fields"]

@@ -9,6 +9,15 @@ Per environment, at step t with action a_t (taken from the previous node) and ob
                       g_t = g_pi + gate(g_ret, g_pi) ⊙ (g_ret − g_pi)
 4. memory write       (g_t, x_t) is stored only if no stored memory holds that conjunction.
 
+Memory variants (``config.memory``): "full" keeps every memory; "window" lets the query at step
+t see only memories written in its own block of ``memory_block`` steps or the
+``memory_blocks`` blocks before (block sliding-window attention over the memory sequence);
+"fam" adds ``fam_slots`` feedback slots, each a (position, observation-distribution) pair that
+attends once per block over [itself; the block's memories] (TransformerFAM's update with the
+model's own keys) and is retrieved from together with the window; "hebbian" replaces the
+memory neurons by TEM's outer-product memory matrix (seed A.1) read out linearly, see
+:func:`hebbian_matrix`.
+
 Shapes: B environments, L steps in the chunk, d = n_g, M memory slots. The time loop holds only
 what must be sequential (path integration, landmark retrieval, the gate, the write decision);
 both predictions are computed afterwards for all steps at once with a causal validity mask.
@@ -62,13 +71,19 @@ class MemoryState:
     T: torch.Tensor
     count: torch.Tensor
     t: int = 0
+    fam_g: torch.Tensor | None = None  # (B, F, d) FAM slot positions ("fam")
+    fam_p: torch.Tensor | None = None  # (B, F, n_obs) FAM slot observation distributions
+    hebb_V: torch.Tensor | None = None  # (B, n_obs, d) Hebbian prediction read-out ("hebbian")
+    hebb_H: torch.Tensor | None = None  # (B, n_obs, d, d) Hebbian position memory
 
     @property
     def capacity(self) -> int:
         return self.G.shape[1]
 
     def detach(self) -> MemoryState:
-        return replace(self, g=self.g.detach())
+        fam_g = None if self.fam_g is None else self.fam_g.detach()
+        fam_p = None if self.fam_p is None else self.fam_p.detach()
+        return replace(self, g=self.g.detach(), fam_g=fam_g, fam_p=fam_p)
 
     def grow(self, needed: int) -> MemoryState:
         """A copy with room for ``needed`` slots (new tensors: autograd may hold the old)."""
@@ -97,6 +112,7 @@ class Output:
     slot: torch.Tensor  # long: memory slot written at t (-1 if none)
     gate: torch.Tensor | None = None  # (B, L, d) landmark gate
     activity: torch.Tensor | None = None  # (B, L, M) memory-neuron activity in slot order
+    fam_activity: torch.Tensor | None = None  # (B, L, F) prediction attention on FAM slots
 
 
 class _ConstBmm(torch.autograd.Function):
@@ -196,6 +212,11 @@ class TEMt(nn.Module):
         with torch.no_grad():
             self.gate_mlp[-1].weight.mul_(0.1)
             self.gate_mlp[-1].bias.fill_(config.gate_bias_init)
+        self.bounded = config.memory in ("window", "fam")
+        if config.memory == "fam":
+            # Created last, so that the other weights match a "full" model of the same seed.
+            self.fam_init = nn.Parameter(torch.randn(config.fam_slots, d))
+            self.fam_beta_raw = nn.Parameter(torch.tensor(_inv_softplus(config.fam_beta_init)))
 
     # ------------------------------------------------------------------ state
     def initial_state(self, batch_size: int, capacity: int = _INITIAL_CAPACITY) -> MemoryState:
@@ -210,7 +231,32 @@ class TEMt(nn.Module):
             T=torch.full((batch_size, capacity), -1, dtype=torch.long, device=dev),
             count=torch.zeros(batch_size, dtype=torch.long, device=dev),
             t=0,
+            fam_g=(_rescale(self.fam_init).expand(batch_size, -1, -1)
+                   if self.config.memory == "fam" else None),
+            fam_p=(torch.full((batch_size, self.config.fam_slots, self.n_obs), 1 / self.n_obs,
+                              device=dev) if self.config.memory == "fam" else None),
+            hebb_V=(torch.zeros(batch_size, self.n_obs, d, device=dev)
+                    if self.config.memory == "hebbian" else None),
+            hebb_H=(torch.zeros(batch_size, self.n_obs, d, d, device=dev)
+                    if self.config.memory == "hebbian" else None),
         )
+
+    def window_start(self, t: int) -> int:
+        """Earliest global step whose memory the query at global step ``t`` sees (window/fam):
+        the start of the ``memory_blocks``-th block before t's block (negative = all)."""
+        if not self.bounded:
+            return -1
+        b = self.config.memory_block
+        return (t // b - self.config.memory_blocks) * b
+
+    @staticmethod
+    def _first_slot(state: MemoryState, t_min: int) -> int:
+        """First buffer slot any environment may still need: memories are appended in time
+        order, so slots written before ``t_min`` by every environment form a prefix."""
+        if t_min <= 0:
+            return 0
+        old = ((state.T >= 0) & (state.T < t_min)).sum(1)
+        return int(old.min()) if old.numel() else 0
 
     def _g0(self, batch_size: int) -> torch.Tensor:
         return _rescale(self._activation(self.g_init)).expand(batch_size, -1)
@@ -269,8 +315,12 @@ class TEMt(nn.Module):
         if context is None:
             context = torch.zeros_like(obs)
         count0 = state.count.clone()
+        fam_g = fam_p = None
+        if cfg.memory == "hebbian":
+            return self._forward_hebbian(obs, actions, state, fresh, return_activity)
         if self.recurrent:
-            g, g_pi, gate, written = self._loop(obs, actions, state, context, fresh)
+            g, g_pi, gate, written, fam_g, fam_p = self._loop(obs, actions, state, context,
+                                                              fresh)
         else:
             tt = torch.arange(state.t, state.t + L, device=obs.device)
             g = g_pi = sinusoidal_encoding(tt, cfg.n_g).expand(B, L, -1)
@@ -278,19 +328,21 @@ class TEMt(nn.Module):
             written = torch.ones(B, L, dtype=torch.bool, device=obs.device)
             self._write_all(state, g, obs, context, written)
         slot = torch.where(written, count0[:, None] + written.long().cumsum(1) - 1, -1)
-        logits_pi, act = self._predict(g_pi, g, obs, state, count0, written, return_activity)
+        s0 = self._first_slot(state, self.window_start(state.t))
+        logits_pi, act, act_fam = self._predict(g_pi, g, obs, state, count0, written, s0,
+                                                fam_g, fam_p)
         if self.recurrent:
             # Loss 2's query: detached by default, because its gradient through the landmark
             # path opens the gate on any retrieval (the retrieved memory always holds x_t) and
             # collapsed training in every run measured here.
             q = g if cfg.loss2_through_landmark else g.detach()
-            logits_g, _ = self._predict(q, q, obs, state, count0, written, False)
+            logits_g, _, _ = self._predict(q, q, obs, state, count0, written, s0, fam_g, fam_p)
         else:
             logits_g = logits_pi
         activity = None
         if return_activity:
-            activity = self._to_slots(act, count0, slot, state.capacity)
-        out = Output(logits_pi, logits_g, g, g_pi, written, slot, gate, activity)
+            activity = self._to_slots(act, count0, slot, state.capacity, s0)
+        out = Output(logits_pi, logits_g, g, g_pi, written, slot, gate, activity, act_fam)
         new_state = replace(state, g=g[:, -1].detach(), t=state.t + L)
         return out, new_state
 
@@ -306,39 +358,56 @@ class TEMt(nn.Module):
         rbeta = F.softplus(self.retrieval_beta_raw)
         g_prev = state.g
         W = self.transition_matrices()
-        gs, gpis, gates = [], [], []
+        gs, gpis, gates, fgs, fps = [], [], [], [], []
         written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
+        fam = cfg.memory == "fam"
+        s0 = self._first_slot(state, self.window_start(state.t))
         for t in range(L):
+            tg = state.t + t
             if fresh and t == 0:
                 g_pi = self._g0(B)
             else:
                 g_pi = self.transition(g_prev, actions[:, t], W)
             n = state.count  # memories so far, (B,)
             m = int(n.max())
-            same_x = (state.X[:, :m] == obs[:, t, None]) & (state.C[:, :m] == context[:, t, None])
-            valid = torch.arange(m, device=obs.device) < n[:, None]
-            if cfg.landmark and m > 0:
+            X, T = state.X[:, s0:m], state.T[:, s0:m]
+            same_x = (X == obs[:, t, None]) & (state.C[:, s0:m] == context[:, t, None])
+            valid = torch.arange(s0, m, device=obs.device) < n[:, None]
+            if self.bounded:
+                valid = valid & (T >= self.window_start(tg))
+            n_vis = valid.sum(1) + (cfg.fam_slots if fam else 0)
+            if fam:
+                fgs.append(state.fam_g)
+                fps.append(state.fam_p)
+            if cfg.landmark and (m > s0 or fam):
                 zq = _z(g_pi)
-                sim = _ConstBmm.apply(zq[:, None], state.ZG[:, :m].transpose(1, 2))[:, 0] / d
+                sim = _ConstBmm.apply(zq[:, None], state.ZG[:, s0:m].transpose(1, 2))[:, 0] / d
                 sx = same_x.float()
+                keys_valid = valid
+                if fam:
+                    sim = torch.cat([sim, (_z(state.fam_g) * zq[:, None]).mean(-1)], 1)
+                    sx = torch.cat([sx, state.fam_p[ar, :, obs[:, t]]], 1)
+                    keys_valid = torch.cat([valid, valid.new_ones(B, cfg.fam_slots)], 1)
                 conj = sim * sx if cfg.conjunction == "multiplicative" else sim + sx
-                beta = rbeta * torch.log(n.clamp(min=1).float())[:, None]
-                w = memory_activation(beta * conj, valid, "softmax")
-                g_ret_raw = _ConstBmm.apply(w[:, None], state.G[:, :m])[:, 0]
+                beta = rbeta * torch.log(n_vis.clamp(min=1).float())[:, None]
+                w = memory_activation(beta * conj, keys_valid, "softmax")
+                g_ret_raw = _ConstBmm.apply(w[:, None, :m - s0], state.G[:, s0:m])[:, 0]
+                if fam:
+                    g_ret_raw = g_ret_raw + torch.bmm(w[:, None, m - s0:], state.fam_g)[:, 0]
                 # Rescaled like every position, so that the MLP cannot inflate g (it did).
                 g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
                 agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
                 feats = torch.cat([g_ret, g_pi, agree, w.max(-1, keepdim=True)[0]], -1)
                 gate = torch.sigmoid(self.gate_mlp(feats))
-                gate = gate * (n > 0).float()[:, None]  # nothing to correct with yet
+                gate = gate * (n_vis > 0).float()[:, None]  # nothing to correct with yet
                 g_t = g_pi + gate * (g_ret - g_pi)
             else:
                 g_t, gate = g_pi, torch.zeros_like(g_pi)
             # Add-if-novel: skip the write when a memory of this observation already sits at
             # (nearly) this position.
             zt = _z(g_t.detach())
-            if m > 0:
-                sim_t = torch.bmm(state.ZG[:, :m], zt[:, :, None])[..., 0] / d
+            if m > s0:
+                sim_t = torch.bmm(state.ZG[:, s0:m], zt[:, :, None])[..., 0] / d
                 dup = ((sim_t > cfg.write_threshold) & same_x & valid).any(1)
                 new = ~dup
             else:
@@ -356,7 +425,95 @@ class TEMt(nn.Module):
             gpis.append(g_pi)
             gates.append(gate)
             g_prev = g_t
-        return torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written
+            if fam and (tg + 1) % cfg.memory_block == 0:
+                self._fam_update(state, tg + 1 - cfg.memory_block)
+        fam_g = torch.stack(fgs, 1) if fam else None
+        fam_p = torch.stack(fps, 1) if fam else None
+        return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written,
+                fam_g, fam_p)
+
+    def _fam_update(self, state: MemoryState, block_start: int) -> None:
+        """TransformerFAM's feedback update at the end of a block, in place on ``state``.
+
+        Each slot's query z(g_f) W_e attends over [all slots; the memories written in the
+        block] with the model's own keys; the slot becomes the attention-weighted position
+        (rescaled) and observation distribution. Attending to itself is the "FAM copy".
+        """
+        cfg = self.config
+        B, F_ = state.fam_g.shape[:2]
+        m = int(state.count.max())
+        sb = self._first_slot(state, block_start)
+        in_block = (state.T[:, sb:m] >= block_start) & \
+            (torch.arange(sb, m, device=state.T.device) < state.count[:, None])
+        keys_g = torch.cat([state.fam_g, state.G[:, sb:m]], 1)
+        keys_z = torch.cat([_z(state.fam_g), state.ZG[:, sb:m]], 1)
+        vals_p = torch.cat([state.fam_p,
+                            F.one_hot(state.X[:, sb:m].clamp(min=0), self.n_obs).float()], 1)
+        q = self.W_e(_z(state.fam_g))
+        k = self.W_e(keys_z)
+        sim = q @ k.transpose(1, 2) / math.sqrt(cfg.d_key)
+        valid = torch.cat([in_block.new_ones(B, F_), in_block], 1)[:, None, :]
+        w = memory_activation(F.softplus(self.fam_beta_raw) * sim, valid.expand(-1, F_, -1))
+        state.fam_g = _rescale(w @ keys_g)
+        state.fam_p = w @ vals_p
+
+    def _forward_hebbian(self, obs, actions, state: MemoryState, fresh: bool,
+                         return_activity: bool) -> tuple[Output, MemoryState]:
+        """TEM's Hebbian memory (seed A.1) in place of the memory neurons.
+
+        The memory matrix ``M = sum_tau p_tau p_tau^T`` with ``p = phi(g) (x) x`` is kept in
+        the two contractions the model reads (exact for one-hot x, see
+        :func:`hebbian_matrix`): ``V[l] = sum_{tau: x_tau = l} phi_tau sum_k phi_tau,k`` for
+        the prediction (eq. 14, query phi(g_pi) (x) 1) and ``H[j] = sum_{tau: x_tau = j}
+        g_tau phi_tau^T`` for the landmark retrieval (eq. 16, query phi(g_pi) (x) x_t,
+        hetero-associating the stored position). ``phi = relu(z(g))``: non-negative, so the
+        linear read-out is a mixture. Every step is written, decayed by ``hebbian_decay``.
+        """
+        cfg = self.config
+        B, L = obs.shape
+        ar = torch.arange(B, device=obs.device)
+        lam = cfg.hebbian_decay
+        W = self.transition_matrices()
+        V, H = state.hebb_V, state.hebb_H
+        g_prev = state.g
+        gs, gpis, gates, lp, lg = [], [], [], [], []
+        for t in range(L):
+            g_pi = self._g0(B) if fresh and t == 0 else self.transition(g_prev, actions[:, t], W)
+            phi_q = torch.relu(_z(g_pi))
+            lp.append(_hebbian_logits(phi_q, V))
+            any_mem = (V.abs().sum((1, 2)) > 0).float()[:, None]
+            if cfg.landmark:
+                g_ret_raw = (H[ar, obs[:, t]] @ phi_q[:, :, None])[..., 0]
+                g_ret_raw = torch.where(any_mem > 0, g_ret_raw, g_pi)
+                g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
+                agree = (_z(g_ret_raw) * _z(g_pi)).mean(-1, keepdim=True)
+                conf = lp[-1].softmax(-1).gather(1, obs[:, t, None])
+                gate = torch.sigmoid(self.gate_mlp(torch.cat([g_ret, g_pi, agree, conf], -1)))
+                gate = gate * any_mem
+                g_t = g_pi + gate * (g_ret - g_pi)
+            else:
+                g_t, gate = g_pi, torch.zeros_like(g_pi)
+            q2 = g_t if cfg.loss2_through_landmark else g_t.detach()
+            lg.append(_hebbian_logits(torch.relu(_z(q2)), V))
+            # Hebbian write of p_t = phi(g_t) (x) x_t (detached: the memory is not trained).
+            gw = g_t.detach()
+            phi = torch.relu(_z(gw))
+            onehot = F.one_hot(obs[:, t], self.n_obs).float()
+            V = lam * V + onehot[:, :, None] * (phi * phi.sum(-1, keepdim=True))[:, None, :]
+            H = lam * H + onehot[:, :, None, None] * (gw[:, :, None] * phi[:, None, :])[:, None]
+            gs.append(g_t)
+            gpis.append(g_pi)
+            gates.append(gate)
+            g_prev = g_t
+        g = torch.stack(gs, 1)
+        written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
+        slot = torch.full((B, L), -1, dtype=torch.long, device=obs.device)
+        activity = obs.new_zeros(B, L, state.capacity, dtype=torch.float32) \
+            if return_activity else None
+        out = Output(torch.stack(lp, 1), torch.stack(lg, 1), g, torch.stack(gpis, 1), written,
+                     slot, torch.stack(gates, 1), activity)
+        new_state = replace(state, g=g[:, -1].detach(), t=state.t + L, hebb_V=V, hebb_H=H)
+        return out, new_state
 
     def _write_all(self, state: MemoryState, g, obs, context, written):
         """Baseline: every step writes a memory (its positional encoding is always new)."""
@@ -370,31 +527,47 @@ class TEMt(nn.Module):
         state.T[ar, idx] = state.t + torch.arange(L, device=obs.device)
         state.count = state.count + L
 
-    def _predict(self, query_g, chunk_g, obs, state: MemoryState, count0, written,
-                 return_activity: bool):
+    def _predict(self, query_g, chunk_g, obs, state: MemoryState, count0, written, s0: int,
+                 fam_g=None, fam_p=None):
         """Predict x_t for every step from memories written before t.
 
-        Memory = the slots filled before this chunk (detached) followed by this chunk's steps
-        (time-indexed, with gradient), valid where written and strictly earlier than t.
-        Returns logits (B, L, n_obs) and the activity over [old slots | chunk steps].
+        Memory = the slots ``s0:`` filled before this chunk (detached) followed by this
+        chunk's steps (time-indexed, with gradient), valid where written, strictly earlier
+        than t and (window/fam) inside t's window; with FAM, then the F slots as they were at
+        t (``fam_g`` (B, L, F, d), ``fam_p`` (B, L, F, n_obs)). Returns logits (B, L, n_obs),
+        the activity over [old slots s0: | chunk steps] and the activity on the FAM slots.
         """
         cfg = self.config
         B, L = obs.shape
         m0 = int(count0.max())
         dev = obs.device
-        zk = torch.cat([state.ZG[:, :m0], _z(chunk_g)], 1)
-        K = self.W_e(zk)  # (B, m0 + L, d_key)
+        zk = torch.cat([state.ZG[:, s0:m0], _z(chunk_g)], 1)
+        K = self.W_e(zk)  # (B, m0 - s0 + L, d_key)
         Q = self.W_e(_z(query_g))  # (B, L, d_key)
-        x_mem = torch.cat([state.X[:, :m0].clamp(min=0), obs], 1)
+        x_mem = torch.cat([state.X[:, s0:m0].clamp(min=0), obs], 1)
         V = self.W_x(x_mem)
-        old_valid = (torch.arange(m0, device=dev) < count0[:, None])[:, None, :].expand(B, L, m0)
+        old_valid = (torch.arange(s0, m0, device=dev) < count0[:, None])[:, None, :]
+        old_valid = old_valid.expand(B, L, m0 - s0)
         causal = torch.ones(L, L, dtype=torch.bool, device=dev).tril(-1)
+        if self.bounded:
+            steps = torch.arange(state.t, state.t + L, device=dev)
+            lo = torch.tensor([self.window_start(int(t)) for t in steps], device=dev)
+            old_valid = old_valid & (state.T[:, None, s0:m0] >= lo[None, :, None])
+            causal = causal & (steps[None, :] >= lo[:, None])
         new_valid = causal[None] & written[:, None, :]
         valid = torch.cat([old_valid, new_valid], -1)
-        n = count0[:, None] + (written.long().cumsum(1) - written.long())  # memories before t
-        beta = F.softplus(self.beta_raw) * torch.log(n.clamp(min=1).float())[..., None]
         sim = Q @ K.transpose(1, 2) / math.sqrt(cfg.d_key)
+        if fam_g is not None:
+            K_fam = self.W_e(_z(fam_g))  # (B, L, F, d_key)
+            sim = torch.cat([sim, (Q[:, :, None, :] * K_fam).sum(-1) / math.sqrt(cfg.d_key)],
+                            -1)
+            valid = torch.cat([valid, valid.new_ones(B, L, fam_g.shape[2])], -1)
+        n = valid.sum(-1, keepdim=True)  # memories (and slots) the query at t sees
+        beta = F.softplus(self.beta_raw) * torch.log(n.clamp(min=1).float())
         act = memory_activation(beta * sim, valid, cfg.memory_activation, cfg.memory_power)
+        act_fam = None
+        if fam_g is not None:
+            act, act_fam = act[..., :-fam_g.shape[2]], act[..., -fam_g.shape[2]:]
         for _ in range(cfg.retrieval_iterations - 1):
             # Hopfield-style refinement (seed A.2): the retrieved sensory distribution gates a
             # second pass, multiplicatively, like the landmark query.
@@ -406,22 +579,66 @@ class TEMt(nn.Module):
             # Values are the one-hot observations themselves: the prediction is the
             # activity-weighted vote of the memories (floored so that log stays finite).
             p = act @ F.one_hot(x_mem, self.n_obs).float()
-            return torch.log(p + _DIRECT_FLOOR), act
-        logits = self.readout(act @ V)
-        return logits, act
+            if act_fam is not None:
+                p = p + (act_fam[..., None] * fam_p).sum(-2)
+            return torch.log(p + _DIRECT_FLOOR), act, act_fam
+        r = act @ V
+        if act_fam is not None:
+            r = r + (act_fam[..., None] * (fam_p @ self.W_x.weight)).sum(-2)
+        return self.readout(r), act, act_fam
 
     @staticmethod
-    def _to_slots(act, count0, slot, capacity):
-        """Reorder activity over [old slots | chunk steps] into slot order (B, L, capacity)."""
+    def _to_slots(act, count0, slot, capacity, s0: int = 0):
+        """Reorder activity over [old slots s0: | chunk steps] into slot order (B, L, capacity)."""
         B, L, _ = act.shape
         m0 = int(count0.max())
         out = act.new_zeros(B, L, capacity)
-        out[:, :, :m0] = act[:, :, :m0]
-        chunk = act[:, :, m0:]
+        out[:, :, s0:m0] = act[:, :, :m0 - s0]
+        chunk = act[:, :, m0 - s0:]
         tgt = slot.clamp(min=0)[:, None, :].expand(B, L, L)
         # Unwritten steps carry zero activity (masked), so scattering them to slot 0 adds 0.
         out.scatter_add_(2, tgt, chunk * (slot >= 0)[:, None, :])
         return out
+
+
+def _hebbian_logits(phi_q: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """Log of the linear Hebbian read-out (eq. 14) normalised over observations; uniform
+    before anything is stored. phi_q (B, d), V (B, n_obs, d) → (B, n_obs)."""
+    score = (V @ phi_q[:, :, None])[..., 0].clamp_min(0.0)
+    total = score.sum(-1, keepdim=True)
+    p = torch.where(total > 0, score / total.clamp_min(1e-20), 1.0 / V.shape[1])
+    return torch.log(p + _DIRECT_FLOOR)
+
+
+def hebbian_matrix(G: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """TEM's memory matrix (seed eq. 13): ``M[i, j, k, l] = sum_tau G[tau, i] X[tau, j]
+    G[tau, k] X[tau, l]``, the sum of outer products of ``p_tau = g_tau (x) x_tau``.
+
+    Parameters
+    ----------
+    G : (T, d) positional encodings; X : (T, n) sensory vectors (one-hot or not).
+
+    Returns
+    -------
+    (d, n, d, n) tensor.
+    """
+    p = G[:, :, None] * X[:, None, :]
+    return torch.einsum("tij,tkl->ijkl", p, p)
+
+
+def hebbian_retrieve(M: torch.Tensor, q: torch.Tensor, out: str) -> torch.Tensor:
+    """Linear retrieval ``sum q_ij M_ijkl`` from :func:`hebbian_matrix`.
+
+    ``q`` is (d, n) (e.g. ``outer(g, ones)`` for eq. 14, ``outer(ones, x)`` for eq. 15,
+    ``outer(g, x)`` for eq. 16); ``out="x"`` sums over k and returns the n-vector over l;
+    ``out="g"`` sums over l and returns the d-vector over k.
+    """
+    r = torch.einsum("ij,ijkl->kl", q, M)
+    if out == "x":
+        return r.sum(0)
+    if out == "g":
+        return r.sum(1)
+    raise ValueError(f"out must be 'x' or 'g'; got {out!r}")
 
 
 def _rescale(g: torch.Tensor) -> torch.Tensor:

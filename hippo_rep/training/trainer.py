@@ -142,8 +142,17 @@ class Trainer:
         self.init_sha256 = file_sha256(path)
 
     def _optimizer(self):
-        return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.train.lr,
-                                 weight_decay=self.cfg.train.weight_decay)
+        tc = self.cfg.train
+        named = dict(self.model.named_parameters())
+        trans = [p for n, p in named.items() if n == "W_a"]
+        rest = [p for n, p in named.items() if n != "W_a"]
+        if tc.transition_lr_scale == 0:
+            for p in trans:
+                p.requires_grad_(False)
+        groups = [{"params": rest, "lr_scale": 1.0}]
+        if trans and tc.transition_lr_scale > 0:
+            groups.append({"params": trans, "lr_scale": tc.transition_lr_scale})
+        return torch.optim.AdamW(groups, lr=tc.lr, weight_decay=tc.weight_decay)
 
     def save(self, step: int) -> None:
         extra = {"init_from_sha256": self.init_sha256} if self.init_sha256 else {}
@@ -157,7 +166,7 @@ class Trainer:
         obs = torch.as_tensor(ep.observations, device=self.device)
         act = torch.as_tensor(ep.actions, device=self.device)
         for group in self.optim.param_groups:
-            group["lr"] = lr_at(cfg, iteration)
+            group["lr"] = lr_at(cfg, iteration) * group.get("lr_scale", 1.0)
         self.model.train()
         self.optim.zero_grad(set_to_none=True)
         with torch.enable_grad():  # whatever grad mode a caller left behind

@@ -198,3 +198,16 @@ def test_classify_rules():
         classify(scores[["n_fields"]])
     only_grid = classify(scores.drop_vars("n_fields"))
     assert set(only_grid.data_vars) == {"is_grid", "is_grid_threshold"}
+
+
+@pytest.mark.parametrize("floor, expected", [(0.0, [False, False, True]),
+                                             (-1.0, [True, False, True]),
+                                             (0.5, [False, False, False])])
+def test_classify_grid_floor(floor, expected):
+    # Unit 0 is anti-hexagonal but beats an even more negative null; unit 2 is a real grid.
+    q = xr.DataArray([[-0.6, 0.1, 0.2], [-0.5, 0.2, 0.3]], dims=("quantile", "unit"),
+                     coords={"quantile": [0.95, 0.99]})
+    scores = xr.Dataset({"gridness_60": ("unit", [-0.3, 0.05, 0.45]), "gridness_60_null_q": q})
+    out = classify(scores, grid_min_score=floor)
+    assert out.is_grid.values.tolist() == expected
+    assert out.attrs["grid_min_score"] == floor
