@@ -8,7 +8,8 @@ except PackageNotFoundError:  # running from a source tree that was not installe
     __version__ = "0.0.0+unknown"
 
 #: Names imported on first use, so that ``import hippo_rep`` stays light (no torch, no xarray).
-_LAZY = {"open_recording": "hippo_rep.recording", "validate": "hippo_rep.schema"}
+_LAZY = {"open_recording": "hippo_rep.recording", "validate": "hippo_rep.schema",
+         "open_sweep": "hippo_rep.sweep"}
 
 __all__ = ["__version__", *_LAZY]
 

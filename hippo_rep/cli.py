@@ -49,7 +49,8 @@ def cmd_train(args) -> int:
         cfg = cfg.replace(train=_replace(cfg.train, device=args.device))
     t0 = time.perf_counter()
     try:
-        ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress)
+        ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress,
+                     stop_at=args.stop_at)
     except KeyboardInterrupt:
         print(f"interrupted: checkpoint saved in {out / 'checkpoint.pt'}; "
               f"continue with: hippo-rep train --out {out} --resume", file=sys.stderr)
@@ -115,7 +116,7 @@ def cmd_demo(args) -> int:
         print(f"== training {kind} ({args.config} preset) → {run}")
         targs = argparse.Namespace(config=args.config, set=[*args.set, f"model.kind={kind}"],
                                    out=str(run), resume=False, device=None,
-                                   no_progress=args.no_progress)
+                                   no_progress=args.no_progress, stop_at=None)
         rc = cmd_train(targs)
         if rc:
             return rc
@@ -288,29 +289,135 @@ def cmd_passkey_sweep(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from hippo_rep.figures import FigureInputs, build_figures, read_eval
+    from hippo_rep.figures import build_figures, load_inputs
 
-    evals = {}
-    for path in args.eval:
-        res = read_eval(path)
-        kind = res.get("meta", {}).get("model_kind", "model")
-        evals[{"temt": "TEM-t"}.get(kind, kind)] = res
-    analysis = recording = None
-    if args.analysis:
-        from hippo_rep.analysis.pipeline import open_analysis
-
-        analysis = open_analysis(args.analysis)
-    if args.recording:
-        from hippo_rep.recording import open_recording
-
-        recording = open_recording(args.recording)
+    inputs = load_inputs(analysis=args.analysis, recording=args.recording, evals=args.eval,
+                         passkey=getattr(args, "passkey", None),
+                         sweep=getattr(args, "sweep", None),
+                         delay=getattr(args, "delay", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    report = build_figures(FigureInputs(evals, analysis, recording), args.out,
-                           only=args.only or None, formats=formats)
+    report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
     for name, res in report.items():
         where = res if isinstance(res, str) else ", ".join(str(p) for p in res)
         print(f"{name}: {where}")
     return 0
+
+
+def cmd_sweep(args) -> int:
+    """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
+    from hippo_rep.sweep import SweepSettings, open_sweep, run_sweep
+
+    settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
+                             record_steps=args.record_steps, shuffles=args.shuffles)
+    try:
+        rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
+                        settings=settings, scheduler=args.scheduler, workers=args.workers,
+                        overwrite=args.overwrite, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs are kept and interrupted ones continue from their "
+              f"checkpoints; rerun the same command to go on ({args.out})", file=sys.stderr)
+        return 130
+    print(f"{len(rep.runs)} runs: {len(rep.done)} finished now, {len(rep.skipped)} already "
+          f"finished, {len(rep.failed)} failed, {len(rep.resumed)} resumed from a checkpoint "
+          f"({rep.wall_s:.0f} s) → {rep.out}")
+    ds = open_sweep(rep.out)
+    grid = list(json.loads(ds.attrs["dims"]))
+    cols = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit")
+    width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
+    print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
+          + f"{'grid frac':>10s}{'place frac':>11s}")
+    flat = ds.stack(run_=[*grid, "seed"]) if grid else ds.stack(run_=["seed"])
+    for i in range(flat.sizes["run_"]):
+        r = flat.isel(run_=i)
+        acc = r["accuracy"].sel(agent="model")
+        vals = "".join(f"{float(acc.sel(step_type=c)):13.3f}" for c in cols)
+        print(f"{str(r['run'].values):{width}s}{str(r['status'].values):>11s}{vals}"
+              f"{float(r['grid_fraction']):10.3f}{float(r['place_fraction']):11.3f}")
+    for name, err in rep.failed.items():
+        print(f"failed: {name}: {err} (traceback: {rep.out / 'runs' / name / 'error.txt'})",
+              file=sys.stderr)
+    return 1 if rep.failed else 0
+
+
+def _add_sweep_parser(sub) -> None:
+    from hippo_rep.sweep import (
+        DEFAULT_EVAL_ENVS,
+        DEFAULT_RECORD_ENVS,
+        DEFAULT_RECORD_STEPS,
+        DEFAULT_SEEDS,
+        DEFAULT_SHUFFLES,
+    )
+
+    s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
+                                     "analyse each run (dask), one labelled table")
+    s.add_argument("config", help="preset (tiny, small, paper) or a TOML file")
+    s.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=V1,V2",
+                   help="values of one config key, read like --set values (repeatable; the "
+                        "runs are the cartesian product), e.g. "
+                        "--grid model.transition_activation=linear,relu")
+    s.add_argument("--seeds", type=int, default=DEFAULT_SEEDS,
+                   help=f"seeds per combination: train.seed = 0..N-1 (default: {DEFAULT_SEEDS})")
+    s.add_argument("--out", required=True, help="sweep folder (sweep.json, runs/NAME/)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="dask.distributed scheduler, e.g. tcp://host:8786 (its workers "
+                            "must see --out)")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask cluster of N single-threaded processes")
+    s.add_argument("--overwrite", action="store_true",
+                   help="replace another sweep's runs in --out (a matching sweep resumes)")
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override of the base config for every run (repeatable)")
+    s.add_argument("--eval-envs", type=int, default=DEFAULT_EVAL_ENVS,
+                   help=f"held-out environments per run (default: {DEFAULT_EVAL_ENVS})")
+    s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
+                   help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
+    s.add_argument("--record-steps", type=int, default=DEFAULT_RECORD_STEPS,
+                   help=f"steps per recorded walk (default: {DEFAULT_RECORD_STEPS})")
+    s.add_argument("--shuffles", type=int, default=DEFAULT_SHUFFLES,
+                   help=f"shuffles of the analysis' nulls (default: {DEFAULT_SHUFFLES})")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_sweep)
+
+
+def cmd_delay(args) -> int:
+    from hippo_rep.tasks.delay import delay_experiment, write_delay
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise FileExistsError(f"{str(out)!r} exists; pass --overwrite to replace it")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    t0 = time.perf_counter()
+    ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
+                          args.envs, args.world, args.seed, args.memory_block,
+                          args.memory_blocks)
+    write_delay(ds, out, overwrite=True)
+    print(ds.accuracy.to_pandas().round(3).to_string())
+    print(f"chance {float(ds.chance):.3f}; window {ds.attrs['window_steps']} steps; "
+          f"{time.perf_counter() - t0:.0f} s → {out}")
+    return 0
+
+
+def _add_delay_parser(sub) -> None:
+    from hippo_rep.tasks import delay as D
+
+    y = sub.add_parser("delay", help="long-delay loop closure: accuracy on returning home "
+                                     "after an excursion of D steps, per memory variant")
+    y.add_argument("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)")
+    y.add_argument("--out", required=True, help="result file (.nc or .json)")
+    y.add_argument("--variants", default=",".join(D.DEFAULT_VARIANTS),
+                   help="comma-separated memory variants (default: all)")
+    y.add_argument("--delays", default=",".join(map(str, D.DEFAULT_DELAYS)),
+                   help="comma-separated excursion lengths, in steps")
+    y.add_argument("--envs", type=int, default=D.DEFAULT_ENVS, help="walks per delay")
+    y.add_argument("--world", default=D.DEFAULT_WORLD, help="world spec (default square:10)")
+    y.add_argument("--seed", type=int, default=0, help="seed of the walks and observations")
+    y.add_argument("--memory-block", type=int, default=None,
+                   help="block length B of window/fam (default: the checkpoint's)")
+    y.add_argument("--memory-blocks", type=int, default=None,
+                   help="previous blocks M of window/fam (default: the checkpoint's)")
+    y.add_argument("--overwrite", action="store_true")
+    y.set_defaults(func=cmd_delay)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -326,6 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="run folder (config.toml, metrics.csv, "
                                                 "checkpoint.pt)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--stop-at", type=int, metavar="N",
+                   help="stop after iteration N (the schedule still runs to train.iterations); "
+                        "--resume continues")
     t.add_argument("--device", help="cpu, cuda or auto (overrides train.device)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
@@ -420,10 +530,17 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--recording", help="recording dataset")
     f.add_argument("--eval", action="append", default=[], metavar="EVAL.json",
                    help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)")
+    f.add_argument("--passkey", metavar="SWEEP_DIR_OR_FILE",
+                   help="PassKey sweep folder or its sweep.json (hippo-rep passkey sweep)")
     f.add_argument("--out", default="figures", help="output folder (default: figures)")
     f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
     f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
+    f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
+    f.add_argument("--delay", metavar="RESULT", help="hippo-rep delay result (.nc or .json)")
     f.set_defaults(func=cmd_figures)
+
+    _add_sweep_parser(sub)
+    _add_delay_parser(sub)
 
     d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
                                     "baseline, evaluate both, record, analyse, figures")

@@ -23,6 +23,12 @@ PNG_DPI = 300
 FULL_WIDTH = 7.0
 
 
+#: Keys every PassKey sweep row needs (:func:`hippo_rep.tasks.passkey.read_sweep`).
+PASSKEY_ROW_KEYS = ("variant", "filler", "accuracy", "std")
+#: Display labels of evaluation results by ``meta.model_kind``.
+MODEL_LABELS = {"temt": "TEM-t"}
+
+
 class FigureError(ValueError):
     """Unknown figure name or format, or unreadable input."""
 
@@ -37,16 +43,32 @@ class FigureInputs:
 
     ``evals`` maps a model label (e.g. "TEM-t", "sinusoidal") to an evaluation result (the JSON
     of ``hippo-rep evaluate``). ``analysis`` and ``recording`` are xarray Datasets.
+    ``passkey`` holds the seed-averaged rows of a PassKey sweep
+    (:func:`hippo_rep.tasks.passkey.read_sweep`: ``variant``, ``filler`` in tokens,
+    ``accuracy`` and ``std`` as fractions). ``sweep`` is a sweep's table
+    (:func:`hippo_rep.sweep.open_sweep`). ``delay`` is a long-delay loop-closure result
+    (:func:`hippo_rep.tasks.delay.delay_experiment`).
     """
 
     evals: dict[str, dict] = field(default_factory=dict)
     analysis: object | None = None
     recording: object | None = None
+    passkey: list[dict] | None = None
+    sweep: object | None = None
+    delay: object | None = None
 
     def need_evals(self) -> dict[str, dict]:
         if not self.evals:
             raise MissingInput("needs an evaluation JSON (--eval EVAL.json)")
         return self.evals
+
+    def need_passkey(self) -> list[dict]:
+        if not self.passkey:
+            raise MissingInput("needs a PassKey sweep (--passkey SWEEP_DIR_OR_FILE)")
+        for key in PASSKEY_ROW_KEYS:
+            if any(key not in r for r in self.passkey):
+                raise MissingInput(f"the PassKey sweep rows lack {key!r}")
+        return self.passkey
 
     def need(self, dataset: str, *variables: str):
         ds = getattr(self, dataset)
@@ -175,6 +197,186 @@ def place_cells_figure(inputs: FigureInputs):
     return fig
 
 
+#: Populations of the ``scores`` figure, one row each: (recording variable, row label).
+SCORE_POPULATIONS = (("g", "positional units g"), ("memory_activity", "memory neurons"))
+
+
+def _attr(ds, name: str, default: float) -> float:
+    value = np.asarray(ds.attrs.get(name, default), dtype=float).ravel()
+    return float(value[0]) if value.size else float(default)
+
+
+def _null_of(ds, score: str, quantile: float):
+    """(null values, legend label): the full null when kept, else the per-unit quantile."""
+    if f"{score}_null" in ds:
+        return ds[f"{score}_null"], "shuffle null (all shuffles)"
+    q = ds[f"{score}_null_q"].sel(quantile=quantile, method="nearest")
+    return q, f"null {quantile:.0%} quantile per unit"
+
+
+@register("scores")
+def scores_figure(inputs: FigureInputs):
+    """Distributions of gridness-60 and spatial information against their shuffle nulls,
+    with the classification thresholds and the fractions classified, for positional units
+    and memory neurons."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.analysis.shuffle import (
+        GRID_MIN_SCORE,
+        GRID_QUANTILE,
+        GRID_THRESHOLD,
+        PLACE_N_FIELDS,
+        PLACE_QUANTILE,
+    )
+    from hippo_rep.plotting.scores import axis_label, fraction_note, score_histogram
+
+    ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
+                     "spatial_info_null_q", "is_grid", "is_grid_threshold", "is_place")
+    pops = [(_units_of(ds, v), label) for v, label in SCORE_POPULATIONS]
+    gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
+    gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
+    floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)
+    pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
+    nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
+    fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
+    fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 2.8 * len(pops)),
+                             squeeze=False, layout="constrained")
+    for i, (sub, label) in enumerate(pops):
+        null, null_label = _null_of(sub, "gridness_60", gq)
+        q = sub["gridness_60_null_q"].sel(quantile=gq, method="nearest")
+        score_histogram(
+            sub["gridness_60"], null, ax=axes[i, 0], null_label=null_label,
+            thresholds=[(_median(q), f"null {gq:.0%} quantile (median over units)", "null"),
+                        (gt, f"rule of thumb {gt:g}", "rule"),
+                        (floor, f"floor {floor:g}", "floor")],
+            notes=[fraction_note(sub["is_grid"], f"grid (> own null {gq:.0%}, > {floor:g})"),
+                   fraction_note(sub["is_grid_threshold"], f"gridness-60 > {gt:g}")],
+            xlabel="gridness-60 (unitless)", title=f"{label}: gridness")
+        null, null_label = _null_of(sub, "spatial_info", pq)
+        q = sub["spatial_info_null_q"].sel(quantile=pq, method="nearest")
+        score_histogram(
+            sub["spatial_info"], null, ax=axes[i, 1], null_label=null_label,
+            thresholds=[(_median(q), f"null {pq:.0%} quantile (median over units)", "null")],
+            notes=[fraction_note(sub["is_place"], f"place (> own null {pq:.0%}, {fields})")],
+            xlabel=axis_label(ds["spatial_info"], "spatial information"),
+            title=f"{label}: spatial information")
+    fig.suptitle(f"scores of every (unit, environment) against circular-shift nulls "
+                 f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
+                 f"fractions of unit × environment)", fontsize=8)
+    _label_panels(axes.ravel())
+    return fig
+
+
+def _median(values) -> float:
+    a = np.asarray(values, dtype=float).ravel()
+    a = a[np.isfinite(a)]
+    return float(np.median(a)) if a.size else float("nan")
+
+
+@register("remapping")
+def remapping_figure(inputs: FigureInputs):
+    """Spatial correlation across environments of positional units vs memory neurons (per
+    unit and population vectors), and the grid–place relationship (the TEM test)."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.analysis.remapping import tem_points
+    from hippo_rep.plotting.remapping import (
+        pv_by_population,
+        remap_by_population,
+        tem_scatter,
+        tem_test,
+    )
+
+    ds = inputs.need("analysis", "remap_corr", "pv_corr", "tem_corr", "tem_null_mean",
+                     "tem_null_q95", "tem_p", "node_rate")
+    if ds.sizes.get("env_pair", 0) == 0:
+        raise MissingInput("the analysis dataset has no env_pair (remapping needs at least "
+                           "2 environments)")
+    grid_var = str(ds.attrs.get("remap_tem_grid_variable", "g"))
+    mem_var = str(ds.attrs.get("remap_tem_memory_variable", "memory_activity"))
+    grid_rate = _units_of(ds, grid_var)["node_rate"]
+    mem_rate = _units_of(ds, mem_var)["node_rate"]
+    a, b = ds["env_a"].values[0], ds["env_b"].values[0]
+    fig, axes = plt.subplots(2, 2, figsize=(FULL_WIDTH, 5.2), layout="constrained")
+    remap_by_population(ds["remap_corr"], ax=axes[0, 0])
+    pv_by_population(ds["pv_corr"], ax=axes[0, 1])
+    tem_scatter(tem_points(grid_rate, mem_rate, a, b), ax=axes[1, 0],
+                title=f"grid–place relationship, env {a} vs env {b}\n"
+                      f"({grid_var} units at the peaks of {mem_var} units)")
+    tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 1])
+    fig.suptitle(f"remapping across {ds.sizes['env']} environments "
+                 f"({ds.sizes['env_pair']} pairs): per-unit and population-vector correlations, "
+                 "and the TEM test of whether memory neurons remap with the grid code",
+                 fontsize=8)
+    _label_panels(axes.ravel())
+    return fig
+
+
+@register("passkey")
+def passkey_figure(inputs: FigureInputs):
+    """PassKey accuracy against filler length per variant, and the mean over long fillers."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
+    from hippo_rep.tasks.passkey import CHANCE
+
+    rows = inputs.need_passkey()
+    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.8), layout="constrained",
+                             gridspec_kw={"width_ratios": [1.6, 1]})
+    passkey_curves(rows, ax=axes[0])
+    passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
+    seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
+    fig.suptitle(f"PassKey retrieval (mean ± SD over {'/'.join(map(str, seeds))} seed(s); "
+                 f"chance {CHANCE:.3f})", fontsize=8)
+    _label_panels(axes)
+    return fig
+
+
+@register("memory_delay")
+def memory_delay_figure(inputs: FigureInputs):
+    """Long-delay loop closure: accuracy on returning home against excursion length for the
+    memory variants of one trained TEM-t (``hippo-rep figures --delay RESULT``)."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.delay import plot_delay
+
+    ds = inputs.need("delay", "accuracy")
+    fig, ax = plt.subplots(figsize=(FULL_WIDTH / 2 + 1.2, 2.6), layout="constrained")
+    plot_delay(ds, ax=ax)
+    window = ds.attrs.get("window_steps", "?")
+    ax.set_title(f"memory after an excursion (window {window} steps, "
+                 f"{ds.attrs.get('fam_slots', '?')} FAM slots)", fontsize=7)
+    return fig
+
+
+#: Panels of the sweep figure: (variable, selection of its other dims).
+SWEEP_PANELS = (("accuracy", {"agent": "model", "step_type": "revisit_new_edge"}),
+                ("grid_fraction", {}))
+
+
+@register("sweep")
+def sweep_figure(inputs: FigureInputs):
+    """A training sweep: held-out loop-closure accuracy and the fraction of grid-like
+    positional units by grid value, seeds as points (``hippo-rep figures --sweep DIR``)."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.sweep import plot_sweep
+
+    ds = inputs.sweep
+    if ds is None:
+        raise MissingInput("needs a training sweep (--sweep DIR)")
+    if not (ds["status"] == "done").any():
+        raise MissingInput("the sweep has no finished run")
+    fig, axes = plt.subplots(1, len(SWEEP_PANELS), figsize=(FULL_WIDTH, 2.6))
+    for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
+        plot_sweep(ds, var, ax=ax, select=sel)
+    n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
+    fig.suptitle(f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
+                 fontsize=8, y=1.06)
+    _label_panels(axes)
+    return fig
+
+
 def _kind(result: dict) -> str:
     return result.get("meta", {}).get("model_kind", "")
 
@@ -190,6 +392,70 @@ def read_eval(path) -> dict:
         if key not in data:
             raise FigureError(f"{str(path)!r} is not an evaluation JSON (no {key!r})")
     return data
+
+
+def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
+                missing_ok: bool = False, sweep=None, delay=None) -> FigureInputs:
+    """Read the figures' inputs from files.
+
+    Parameters
+    ----------
+    analysis : path, optional
+        Analysis dataset (``hippo-rep analyse`` output, ``.nc`` or ``.zarr``).
+    recording : path, optional
+        Recording (``.nc`` or ``.zarr``).
+    evals : sequence of path
+        Evaluation JSONs (``hippo-rep evaluate``), labelled by their ``meta.model_kind``
+        (:data:`MODEL_LABELS`).
+    passkey : path, optional
+        A PassKey sweep folder or its ``sweep.json``.
+    missing_ok : bool
+        Leave out inputs whose path does not exist (their figures are then skipped with the
+        reason) instead of raising FileNotFoundError.
+    sweep : path, optional
+        A training sweep folder (``hippo-rep sweep --out``), read by
+        :func:`hippo_rep.sweep.open_sweep`.
+    delay : path, optional
+        A ``hippo-rep delay`` result (``.nc`` or ``.json``).
+
+    Returns
+    -------
+    FigureInputs
+    """
+    def present(path) -> bool:
+        if path is None or str(path) == "":
+            return False
+        if missing_ok and not Path(path).exists():
+            return False
+        return True
+
+    out = FigureInputs()
+    if present(delay):
+        from hippo_rep.tasks.delay import read_delay
+
+        out.delay = read_delay(delay)
+    for path in evals:
+        if present(path):
+            res = read_eval(path)
+            kind = res.get("meta", {}).get("model_kind", "model")
+            out.evals[MODEL_LABELS.get(kind, kind)] = res
+    if present(analysis):
+        from hippo_rep.analysis.pipeline import open_analysis
+
+        out.analysis = open_analysis(analysis)
+    if present(recording):
+        from hippo_rep.recording import open_recording
+
+        out.recording = open_recording(recording)
+    if present(passkey):
+        from hippo_rep.tasks.passkey import read_sweep
+
+        out.passkey = read_sweep(passkey)
+    if present(sweep):
+        from hippo_rep.sweep import open_sweep
+
+        out.sweep = open_sweep(sweep)
+    return out
 
 
 def build_figures(inputs: FigureInputs, out_dir, only=None,

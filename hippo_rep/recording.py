@@ -119,6 +119,7 @@ class Chunk:
     prediction: np.ndarray  # (B, L) int64
     memory_time: np.ndarray  # (B, M) int64, -1 unused
     memory_observation: np.ndarray  # (B, M) int64, -1 unused
+    fam_activity: np.ndarray | None = None  # (B, L, F) float32 (model.memory = "fam")
 
 
 def _positive(name: str, value) -> int:
@@ -281,13 +282,16 @@ class Recorder:
                     prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(np.int64),
                     memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
                     memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
+                    fam_activity=(None if out.fam_activity is None
+                                  else out.fam_activity.float().cpu().numpy()),
                 )
             yield chunk
 
     # ----------------------------------------------------------------- datasets
     def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,
-                memory_observation) -> xr.Dataset:
-        """The recording of steps [start, stop) (attr ``n_steps`` = ``stop``)."""
+                memory_observation, fam_activity=None) -> xr.Dataset:
+        """The recording of steps [start, stop) (attr ``n_steps`` = ``stop``); with
+        ``fam_activity`` (B, L, F) also the FAM slots' activity (dim ``fam_slot``)."""
         B = self.n_envs
         sl = slice(start, stop)
         mt = np.asarray(memory_time)
@@ -312,15 +316,23 @@ class Recorder:
         variables = {name: xr.Variable(spec.dims, np.asarray(values[name], dtype=spec.dtype),
                                        S.var_attrs(name))
                      for name, spec in S.SPECS.items()}
-        return xr.Dataset({n: variables[n] for n in S.DATA_VARS},
-                          coords={n: variables[n] for n in S.COORDS},
-                          attrs={**self.attrs, S.N_STEPS: int(stop)})
+        data = {n: variables[n] for n in S.DATA_VARS}
+        coords = {n: variables[n] for n in S.COORDS}
+        if fam_activity is not None:
+            spec = S.OPTIONAL_VARS[S.FAM_ACTIVITY]
+            data[S.FAM_ACTIVITY] = xr.Variable(spec.dims, np.asarray(fam_activity, spec.dtype),
+                                               {"units": spec.units,
+                                                "long_name": spec.long_name})
+            coords[S.FAM_SLOT] = xr.Variable(
+                (S.FAM_SLOT,), np.arange(fam_activity.shape[-1]),
+                {"units": S.DIMENSIONLESS, "long_name": "FAM feedback slot index"})
+        return xr.Dataset(data, coords=coords, attrs={**self.attrs, S.N_STEPS: int(stop)})
 
     def pieces(self) -> Iterator[xr.Dataset]:
         """One dataset per chunk of time (memory dim = memories so far)."""
         for c in self.chunks():
             yield self.dataset(c.start, c.stop, c.g, c.g_pi, c.activity, c.prediction,
-                               c.memory_time, c.memory_observation)
+                               c.memory_time, c.memory_observation, c.fam_activity)
 
     def record(self) -> xr.Dataset:
         """The whole recording, in memory."""
@@ -329,11 +341,13 @@ class Recorder:
         g = np.empty((B, T, d), np.float32)
         g_pi = np.empty((B, T, d), np.float32)
         pred = np.empty((B, T), np.int64)
-        acts, last = [], None
+        acts, fams, last = [], [], None
         for c in self.chunks():
             g[:, c.start:c.stop], g_pi[:, c.start:c.stop] = c.g, c.g_pi
             pred[:, c.start:c.stop] = c.prediction
             acts.append(c.activity)
+            if c.fam_activity is not None:
+                fams.append(c.fam_activity)
             last = c
         activity = np.zeros((B, T, last.activity.shape[-1]), np.float32)
         t = 0
@@ -342,7 +356,8 @@ class Recorder:
             activity[:, t:t + a.shape[1], :a.shape[2]] = a
             t += a.shape[1]
         return self.dataset(0, T, g, g_pi, activity, pred, last.memory_time,
-                            last.memory_observation)
+                            last.memory_observation,
+                            np.concatenate(fams, 1) if fams else None)
 
 
 # ----------------------------------------------------------------------- public API

@@ -136,6 +136,18 @@ COORDS: dict[str, VarSpec] = {
 
 SPECS: dict[str, VarSpec] = {**DATA_VARS, **COORDS}
 
+# ------------------------------------------------------------------ optional (memory="fam")
+#: Dim of the FAM feedback slots (recordings of ``model.memory = "fam"`` models only).
+FAM_SLOT = "fam_slot"
+#: Attention of the prediction query on each FAM slot, (env, time, fam_slot).
+FAM_ACTIVITY = "fam_activity"
+#: Variables present only for some models; checked by :func:`validate` when present.
+OPTIONAL_VARS: dict[str, VarSpec] = {
+    FAM_ACTIVITY: VarSpec((ENV, TIME, FAM_SLOT), "f", "float32", DIMENSIONLESS,
+                          "attention of the prediction from g_pi on each FAM feedback slot "
+                          "(shares one softmax with memory_activity)"),
+}
+
 
 class SchemaError(ValueError):
     """A dataset or file that is not a valid hippo_rep recording."""
@@ -201,7 +213,7 @@ def _problems(ds) -> list[str]:
     if missing_attrs:
         problems.append(f"missing attr(s) {', '.join(missing_attrs)}")
     bad_place, bad_dims, bad_dtype, no_attrs = [], [], [], []
-    for name, spec in SPECS.items():
+    for name, spec in {**SPECS, **OPTIONAL_VARS}.items():
         if name not in ds.variables:
             continue
         var = ds.variables[name]

@@ -79,3 +79,123 @@ def test_map_figure_skipped_when_variable_missing(tmp_path, synthetic_analysis):
                            tmp_path, only=["grid_cells", "place_cells"], formats=("png",))
     assert "gridness_60" in report["grid_cells"]
     assert isinstance(report["place_cells"], list)
+
+
+MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF", "svg": b"<?xml"}
+
+
+def check_written(paths, formats=("pdf", "svg", "png")):
+    assert [p.suffix[1:] for p in paths] == list(formats)
+    for p in paths:
+        data = p.read_bytes()
+        assert len(data) > 1000, p
+        assert data.startswith(MAGIC[p.suffix[1:]]), p
+
+
+def fake_sweep_rows(variants=("bswa_m1", "fm1", "sum", "fam_f4"),
+                    fillers=(0, 16, 64, 512, 1024)):
+    return [{"variant": v, "filler": f, "accuracy": max(0.06, 1 - i * f / 2048),
+             "std": 0.05, "n_seeds": 2, "per_seed": "0:1.000 1:1.000"}
+            for i, v in enumerate(variants) for f in fillers]
+
+
+@pytest.mark.parametrize("name", ["scores", "remapping"])
+def test_score_and_remapping_figures_from_synthetic_analysis(tmp_path, synthetic_analysis,
+                                                             name):
+    report = build_figures(FigureInputs(analysis=synthetic_analysis), tmp_path, only=[name])
+    check_written(report[name])
+
+
+def test_scores_figure_uses_the_full_null_when_kept(tmp_path, synthetic_analysis):
+    ds = synthetic_analysis.copy()
+    ds["gridness_60_null"] = ds["gridness_60"].expand_dims(shuffle=ds.sizes["shuffle"]) * 0.5
+    report = build_figures(FigureInputs(analysis=ds), tmp_path, only=["scores"],
+                           formats=("svg",))
+    assert "shuffle null (all shuffles)" in report["scores"][0].read_text()
+
+
+def test_passkey_figure_from_sweep_rows(tmp_path):
+    report = build_figures(FigureInputs(passkey=fake_sweep_rows()), tmp_path,
+                           only=["passkey"])
+    check_written(report["passkey"])
+    svg = (tmp_path / "passkey.svg").read_text()
+    assert "filler length (tokens" in svg and "fam_f4" in svg
+
+
+@pytest.mark.parametrize("name, drop", [
+    ("scores", "gridness_60_null_q"), ("scores", "is_place"), ("scores", "spatial_info"),
+    ("remapping", "tem_corr"), ("remapping", "pv_corr"), ("remapping", "node_rate"),
+])
+def test_new_figures_skipped_naming_the_missing_variable(tmp_path, synthetic_analysis, name,
+                                                         drop):
+    report = build_figures(FigureInputs(analysis=synthetic_analysis.drop_vars(drop)),
+                           tmp_path, only=[name], formats=("png",))
+    assert report[name].startswith("skipped:") and drop in report[name]
+    assert "\n" not in report[name]
+    assert not list(tmp_path.iterdir())
+
+
+def test_others_still_written_when_one_is_skipped(tmp_path, synthetic_analysis):
+    ds = synthetic_analysis.drop_vars(["gridness_60_null_q", "tem_corr"])
+    report = build_figures(FigureInputs(analysis=ds), tmp_path,
+                           only=["scores", "remapping", "place_cells"], formats=("png",))
+    assert "gridness_60_null_q" in report["scores"] and "tem_corr" in report["remapping"]
+    assert [p.name for p in report["place_cells"]] == ["place_cells.png"]
+
+
+def test_remapping_skipped_with_one_environment(tmp_path, synthetic_analysis):
+    one = synthetic_analysis.isel(env_pair=slice(0, 0))
+    report = build_figures(FigureInputs(analysis=one), tmp_path, only=["remapping"])
+    assert "env_pair" in report["remapping"]
+
+
+def test_passkey_skipped_without_sweep_or_with_bad_rows(tmp_path):
+    report = build_figures(FigureInputs(), tmp_path, only=["passkey"])
+    assert "--passkey" in report["passkey"]
+    rows = [{k: v for k, v in r.items() if k != "std"} for r in fake_sweep_rows()]
+    report = build_figures(FigureInputs(passkey=rows), tmp_path, only=["passkey"])
+    assert "'std'" in report["passkey"]
+
+
+def test_tem_points_correlate_as_the_tem_test(synthetic_analysis):
+    import numpy as np
+
+    from hippo_rep.analysis.remapping import tem_points
+
+    ds = synthetic_analysis
+    rate = ds["node_rate"]
+    va, vb = tem_points(rate.sel(unit=ds["variable"] == "g"),
+                        rate.sel(unit=ds["variable"] == "memory_activity"),
+                        ds["env_a"].values[0], ds["env_b"].values[0])
+    assert va.shape == vb.shape and va.shape[0] == int(ds["tem_n_memories"][0])
+    r = np.corrcoef(va.ravel(), vb.ravel())[0, 1]
+    assert r == pytest.approx(float(ds["tem_corr"][0]), abs=1e-9)
+
+
+def test_cli_figures_reads_a_passkey_sweep(tmp_path, capsys):
+    import json
+
+    from hippo_rep import cli
+
+    sweep = tmp_path / "pk"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"rows": fake_sweep_rows()}))
+    out = tmp_path / "figs"
+    assert cli.main(["figures", "--passkey", str(sweep), "--out", str(out), "--only",
+                     "passkey", "--only", "scores", "--format", "png"]) == 0
+    assert (out / "passkey.png").stat().st_size > 1000
+    printed = capsys.readouterr().out
+    assert "scores: skipped: needs the analysis dataset" in printed
+    assert cli.main(["figures", "--passkey", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_load_inputs_missing_ok(tmp_path):
+    from hippo_rep.figures import load_inputs
+
+    absent = tmp_path / "absent"
+    inputs = load_inputs(analysis=absent / "a.nc", evals=[absent / "e.json"],
+                         passkey=absent, missing_ok=True)
+    assert inputs.analysis is None and not inputs.evals and inputs.passkey is None
+    with pytest.raises(FigureError):
+        load_inputs(evals=[absent / "e.json"])

@@ -177,6 +177,25 @@ def test_round_trip_equals_in_memory(ckpt, full, tmp_path, suffix):
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"rec{suffix}"]  # no temp files
 
 
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_fam_slots_are_recorded(tmp_path, suffix):
+    ck = _checkpoint(tmp_path / "fam.pt", "model.memory=fam", "model.fam_slots=3",
+                     "model.memory_block=8", "model.memory_blocks=1")
+    mem = R.record_checkpoint(ck, **KW)
+    assert mem[S.FAM_ACTIVITY].dims == ("env", "time", "fam_slot")
+    assert mem.sizes["fam_slot"] == 3
+    # memories and slots share one softmax: together they sum to 1 at every step
+    total = mem[S.MEMORY_ACTIVITY].sum("memory") + mem[S.FAM_ACTIVITY].sum("fam_slot")
+    np.testing.assert_allclose(total.values, 1.0, atol=1e-5)
+    out = R.record_to_file(ck, tmp_path / f"rec{suffix}", **KW)
+    with R.open_recording(out) as ds:
+        xr.testing.assert_identical(ds.load(), mem)
+    bad = mem.copy()
+    bad[S.FAM_ACTIVITY] = bad[S.FAM_ACTIVITY].transpose("fam_slot", "env", "time")
+    with pytest.raises(S.SchemaError, match="fam_activity"):
+        S.validate(bad)
+
+
 def test_stream_writes_memory_growth_as_zeros(ckpt, tmp_path, monkeypatch):
     # Short chunks and blocks of 2 memory neurons: the memory dim grows at almost every
     # append, into blocks whose chunk files do not exist for the earlier steps.

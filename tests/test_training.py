@@ -267,3 +267,46 @@ def test_init_from_starts_from_another_runs_weights(trained, tmp_path):
     with pytest.raises(T.TrainingError, match="init_from"):
         T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}",
                                      "model.n_g=8"]), tmp_path / "x", progress=False)
+
+
+def test_init_from_a_full_run_into_a_fam_variant(trained, tmp_path):
+    src = trained / "checkpoint.pt"
+    T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}",
+                                 "model.memory=fam", "model.fam_slots=3"]), tmp_path,
+            progress=False)
+    a = torch.load(src, weights_only=False)["model_state"]
+    b = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["model_state"]
+    for k in a:
+        torch.testing.assert_close(a[k], b[k])
+    assert b["fam_init"].shape == (3, load_config("tiny").model.n_g)
+
+
+def test_stop_at_then_resume_equals_uninterrupted(tmp_path):
+    cfg = tiny()
+    T.train(cfg, tmp_path / "a", progress=False)
+    T.train(cfg, tmp_path / "b", progress=False, stop_at=8)
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 8
+    T.train(cfg, tmp_path / "b", resume=True, progress=False)
+    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["model_state"]
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["model_state"]
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)
+    with pytest.raises(T.TrainingError, match="before the checkpoint"):
+        T.train(cfg, tmp_path / "b", resume=True, progress=False, stop_at=3)
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.1])
+def test_transition_lr_scale(tmp_path, scale):
+    cfg = tiny("train.iterations=4", f"train.transition_lr_scale={scale}")
+    init = T.build_model(cfg.model, 5, cfg.world.n_obs, seed=cfg.train.seed).W_a.detach()
+    T.train(cfg, tmp_path / "s", progress=False)
+    W = torch.load(tmp_path / "s" / "checkpoint.pt", weights_only=False)["model_state"]["W_a"]
+    T.train(tiny("train.iterations=4"), tmp_path / "full", progress=False)
+    W_full = torch.load(tmp_path / "full" / "checkpoint.pt",
+                        weights_only=False)["model_state"]["W_a"]
+    moved, moved_full = (W - init).abs().max(), (W_full - init).abs().max()
+    if scale == 0:
+        assert moved == 0
+    else:
+        # Adam steps are ~lr in size: a tenth of the rate moves W_a about a tenth as far
+        assert 0 < moved < 0.3 * moved_full

@@ -109,6 +109,13 @@ _PACKED, _PACKED_VAR = "packed", "packed_outputs"
 #: Grid-score family used by :func:`analyse` (REFERENCES.md: the one ML papers report).
 GRID_METHOD = "deepmind"
 
+#: Smallest place field :func:`analyse` counts, in world nodes. A TEM-t memory neuron fires at
+#: the one (position, observation) conjunction it stores, so its field in a graph world is a
+#: single node; with fields.MIN_FIELD_AREA (3 bins at one bin per node) no memory neuron of
+#: the shipped 11x11 recording had a field, though their spatial information was near
+#: log2(121) bits. Converted to bins with the map resolution.
+FIELD_MIN_NODES = 1
+
 #: Per-field outputs (``field`` dim) kept in the analysis dataset: the classification only
 #: needs up to 3 fields, and every field is still counted in ``n_fields``.
 ANALYSIS_MAX_FIELDS = 4
@@ -301,6 +308,7 @@ def analyse(
         sigma=sigma,
         pairs=env_pairs(rate_map["env"])[1],
         keep_null=bool(keep_null),
+        min_field_area=_min_field_bins(float(first.attrs["resolution"])),
     )
     # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
     # compute (with dask's default scheduler) to check that the inputs agree
@@ -353,7 +361,7 @@ def analyse(
     out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
     for k in ("gridness_60_null_q", "spatial_info_null_q"):
         out[k] = out[k].transpose("quantile", ...)
-    gs, bs, pf = _describe(out, rate_map, grid_method)
+    gs, bs, pf = _describe(out, rate_map, grid_method, spec.min_field_area)
     cls = classify(out)
     out.update(cls)
     out["rate_map"] = rate_map
@@ -410,6 +418,7 @@ class _UnitBlock:
     sigma: float
     pairs: np.ndarray
     keep_null: bool
+    min_field_area: int
 
     def outputs(self) -> list[tuple[str, tuple[str, ...], type]]:
         """(name, core dims after ``unit``, dtype) of every output, in order."""
@@ -456,7 +465,7 @@ class _UnitBlock:
         res.update(zip(("band_score", "band_orientation", "band_wavelength",
                         "band_nan_reason"), band, strict=True))
         da = xr.DataArray(maps_eu, dims=("env", UNIT_DIM, "y", "x"))
-        pf = place_fields(da, max_fields=ANALYSIS_MAX_FIELDS)
+        pf = place_fields(da, min_area=self.min_field_area, max_fields=ANALYSIS_MAX_FIELDS)
         for k in ("n_fields", "field_area", "field_mass", "field_peak", "field_centroid_x",
                   "field_centroid_y"):
             res[k] = pf[k].values
@@ -500,15 +509,21 @@ class _UnitBlock:
         return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
 
 
-def _describe(out: xr.Dataset, rate_map: xr.DataArray, grid_method: str
-              ) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
+def _min_field_bins(resolution: float) -> int:
+    """:data:`FIELD_MIN_NODES` in bins of ``resolution`` node spacings (a node covers about
+    1 / resolution² bins)."""
+    return max(1, int(round(FIELD_MIN_NODES / resolution**2)))
+
+
+def _describe(out: xr.Dataset, rate_map: xr.DataArray, grid_method: str,
+              min_field_area: int) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
     """Attrs of the public score functions (from one map), copied onto ``out``'s variables."""
     one = rate_map.isel(env=[0], unit=[0])
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         gs = grid_scores(one, method=grid_method)
         bs = band_scores(one)
-        pf = place_fields(one, max_fields=ANALYSIS_MAX_FIELDS)
+        pf = place_fields(one, min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS)
         ps = place_score(one)
     for src, names in ((gs, ("gridness_60", "gridness_90", "spacing", "orientation",
                              "best_radius", "best_radius_90")),

@@ -35,7 +35,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from .ratemaps import rate_maps_from_nodes
@@ -64,11 +64,21 @@ DECODE_MAX_ITER = 200
 #: Regularisation of the x, y decoder (ridge regression on standardised features).
 DECODE_RIDGE_ALPHA = 1.0
 
+#: Standardised features are clipped to this many training-fold SDs. A unit nearly silent in
+#: the training environments (a memory slot that one environment uses a lot and the others
+#: barely) is scaled by a tiny SD, and its activity in the test environment then blew the
+#: decoder up (x, y r² of -3e66 on the shipped 11x11 recording before this clip).
+DECODE_CLIP = 10.0
+
 #: ``pca_n_components`` counts the components needed to explain this fraction of variance.
 PCA_VARIANCE = 0.9
 
 #: BLAS threads while fitting (small problems; parallelism comes from dask).
 BLAS_THREADS = 1
+
+
+def _clip() -> FunctionTransformer:
+    return FunctionTransformer(np.clip, kw_args={"a_min": -DECODE_CLIP, "a_max": DECODE_CLIP})
 
 
 def _subsample(n_time: int, max_steps: int) -> np.ndarray:
@@ -124,13 +134,14 @@ def decode_arrays(
             classes, counts = np.unique(yn[train], return_counts=True)
             if classes.size > 1:
                 clf = make_pipeline(
-                    StandardScaler(), LogisticRegression(C=DECODE_C, max_iter=DECODE_MAX_ITER)
+                    StandardScaler(), _clip(),
+                    LogisticRegression(C=DECODE_C, max_iter=DECODE_MAX_ITER),
                 )
                 pred_node[test] = clf.fit(x[train], yn[train]).predict(x[test])
             else:
                 pred_node[test] = classes[0]
             chance_hits += int((yn[test] == classes[np.argmax(counts)]).sum())
-            reg = make_pipeline(StandardScaler(), Ridge(alpha=DECODE_RIDGE_ALPHA))
+            reg = make_pipeline(StandardScaler(), _clip(), Ridge(alpha=DECODE_RIDGE_ALPHA))
             pred_xy[test] = reg.fit(x[train], yxy[train]).predict(x[test])
             mean_xy[test] = yxy[train].mean(axis=0)
     return {
@@ -245,9 +256,10 @@ def assemble(results: dict[str, dict], n_components: int | None = None) -> xr.Da
         "decode_cv": "GroupKFold by environment (tested on environments not fitted on)",
         "decode_folds": DECODE_FOLDS,
         "decode_max_steps_per_env": DECODE_MAX_STEPS_PER_ENV,
-        "decode_node_model": f"StandardScaler + LogisticRegression(C={DECODE_C}, "
-                             f"max_iter={DECODE_MAX_ITER})",
-        "decode_xy_model": f"StandardScaler + Ridge(alpha={DECODE_RIDGE_ALPHA})",
+        "decode_node_model": f"StandardScaler + clip ±{DECODE_CLIP:g} + "
+                             f"LogisticRegression(C={DECODE_C}, max_iter={DECODE_MAX_ITER})",
+        "decode_xy_model": f"StandardScaler + clip ±{DECODE_CLIP:g} + "
+                           f"Ridge(alpha={DECODE_RIDGE_ALPHA})",
         "pca_samples": "(env, node) pairs visited; features = units' mean activity at the node",
     }
     return ds

@@ -208,6 +208,52 @@ def _peak_nodes(r: np.ndarray) -> np.ndarray:
     return np.where(has, peak, -1)
 
 
+def _tem_pair_values(z: np.ndarray, peaks: np.ndarray, a: int, b: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The TEM test's values of one environment pair: (M, J) arrays, env a and env b.
+
+    ``z`` (env, grid unit, node) z-scored grid rates, ``peaks`` (env, memory) peak nodes (-1:
+    none). Row m, column j: grid unit j's z-scored rate at memory unit m's peak node; only
+    memory units with a peak in both environments, only grid units defined in both.
+    """
+    both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
+    units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
+    va = z[a][units][:, peaks[a][both]].T  # (M, J)
+    vb = z[b][units][:, peaks[b][both]].T
+    keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
+    return va[keep], vb[keep]
+
+
+def tem_points(
+    grid_rate: xr.DataArray, memory_rate: xr.DataArray, env_a: object, env_b: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points of the TEM test for one pair of environments (to plot the grid–place
+    relationship): their Pearson correlation is ``tem_corr`` of that pair.
+
+    Parameters
+    ----------
+    grid_rate : xarray.DataArray, dims (env, unit, world_node)
+        Node rates of the grid-like units (activity units).
+    memory_rate : xarray.DataArray, dims (env, unit, world_node)
+        Node rates of the memory units, matched across environments by index.
+    env_a, env_b : env coordinate values
+        The two environments.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray), each of shape (M, J)
+        For each of the M memory units with a peak in both environments and each of the J
+        grid units defined in both: the grid unit's rate at the memory unit's peak node,
+        z-scored over the grid unit's visited nodes (dimensionless), in env a and in env b.
+    """
+    g = grid_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
+    m = memory_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
+    g, m = np.asarray(g, dtype=np.float64), np.asarray(m, dtype=np.float64)
+    z = np.stack([_zscore_nodes(g[e]) for e in range(2)])
+    peaks = np.stack([_peak_nodes(m[e]) for e in range(2)])
+    return _tem_pair_values(z, peaks, 0, 1)
+
+
 def tem_remapping(
     grid_rate: xr.DataArray,
     memory_rate: xr.DataArray,
@@ -248,12 +294,7 @@ def tem_remapping(
     null = np.full((n_p, n_shuffles), np.nan)
     n_mem = np.zeros(n_p, dtype=np.int64)
     for i, (a, b) in enumerate(pairs):
-        both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
-        units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
-        va = z[a][units][:, peaks[a][both]].T  # (M, J)
-        vb = z[b][units][:, peaks[b][both]].T
-        keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
-        va, vb = va[keep], vb[keep]
+        va, vb = _tem_pair_values(z, peaks, a, b)
         n_mem[i] = va.shape[0]
         perms = np.argsort(gen.random((n_shuffles, va.shape[0])), axis=1)
         if va.shape[0] < TEM_MIN_MEMORIES or va.shape[1] == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,11 @@ METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "l
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
+#: Model keys that may differ between a run and its ``train.init_from`` source.
+_MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_beta_init",
+                "hebbian_decay")
+#: Weights only some memory variants have (kept fresh when the source lacks them).
+_MEMORY_ONLY_WEIGHTS = {"fam_init", "fam_beta_raw"}
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
                       "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
 
@@ -132,13 +138,19 @@ class Trainer:
         self.tb = _tensorboard(self.out)
 
     def _init_from(self, path: str) -> None:
-        """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11)."""
+        """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11, or a
+        "full"-memory run → a bounded-memory variant: only the memory keys may differ, and
+        weights the source lacks (FAM slots) keep their fresh initialisation)."""
         model, cfg, payload = load_checkpoint(path)
-        if cfg.model != self.cfg.model or payload["n_actions"] != self.n_actions \
+        same = replace(cfg.model, **{k: getattr(self.cfg.model, k) for k in _MEMORY_KEYS})
+        if same != self.cfg.model or payload["n_actions"] != self.n_actions \
                 or payload["n_obs"] != self.cfg.world.n_obs:
             raise TrainingError(f"train.init_from: {path!r} has another model config, action "
-                                "set or n_obs than this run")
-        self.model.load_state_dict(model.state_dict())
+                                "set or n_obs than this run (only model.memory* may differ)")
+        missing, unexpected = self.model.load_state_dict(model.state_dict(), strict=False)
+        if unexpected or set(missing) - _MEMORY_ONLY_WEIGHTS:
+            raise TrainingError(f"train.init_from: {path!r}: weights do not fit (missing "
+                                f"{missing}, unexpected {unexpected})")
         self.init_sha256 = file_sha256(path)
 
     def _optimizer(self):
@@ -211,14 +223,22 @@ class Trainer:
                 "eval_unseen_edge": res["revisit_unseen_edge"],
                 "eval_first_visit": res["first_visit"]}
 
-    def run(self) -> Path:
-        """Train to ``train.iterations``; checkpoint periodically, at the end and on Ctrl-C."""
+    def run(self, stop_at: int | None = None) -> Path:
+        """Train to ``train.iterations``; checkpoint periodically, at the end and on Ctrl-C.
+
+        ``stop_at`` ends the run after that iteration instead (the learning-rate schedule still
+        runs to ``train.iterations``), leaving a checkpoint that ``--resume`` continues.
+        """
         tc = self.cfg.train
-        bar = _progress(self.start, tc.iterations, self.progress)
+        end = tc.iterations if stop_at is None else min(tc.iterations, stop_at)
+        if end < self.start:
+            raise TrainingError(f"stop_at {stop_at} is before the checkpoint's iteration "
+                                f"{self.start}")
+        bar = _progress(self.start, end, self.progress)
         t0 = time.perf_counter()
         done = self.start  # iterations whose optimiser step has been applied
         try:
-            for it in range(self.start, tc.iterations):
+            for it in range(self.start, end):
                 row = self.step(it)
                 done = it + 1
                 log = done % tc.log_every == 0 or done == tc.iterations
@@ -241,7 +261,7 @@ class Trainer:
         finally:
             if bar is not None:
                 bar.close()
-        self.save(tc.iterations)
+        self.save(end)
         return self.ckpt_path
 
     def _log(self, row: dict) -> None:
@@ -293,6 +313,7 @@ def _tensorboard(out: Path):
     return SummaryWriter(str(out / "tensorboard"))
 
 
-def train(config: Config, out_dir, resume: bool = False, progress: bool = True) -> Path:
-    """Train and return the checkpoint path (see :class:`Trainer`)."""
-    return Trainer(config, out_dir, resume=resume, progress=progress).run()
+def train(config: Config, out_dir, resume: bool = False, progress: bool = True,
+          stop_at: int | None = None) -> Path:
+    """Train and return the checkpoint path (see :class:`Trainer` and :meth:`Trainer.run`)."""
+    return Trainer(config, out_dir, resume=resume, progress=progress).run(stop_at)

@@ -53,7 +53,9 @@ def test_scores_equal_the_building_blocks(small_analysis):
     for k in ("gridness_60", "gridness_90", "spacing", "orientation"):
         xr.testing.assert_allclose(an[k], gs[k].transpose("env", "unit"))
     xr.testing.assert_allclose(an.band_score, band_scores(an.rate_map).band_score)
-    xr.testing.assert_equal(an.n_fields, place_fields(an.rate_map).n_fields)
+    min_area = int(an.attrs["place_field_min_area_bins"])
+    assert min_area == 1  # FIELD_MIN_NODES at one bin per node
+    xr.testing.assert_equal(an.n_fields, place_fields(an.rate_map, min_area=min_area).n_fields)
     si = spatial_information(an.node_rate, an.node_occupancy, dims=("world_node",))
     xr.testing.assert_allclose(an.spatial_info, si.transpose("env", "unit"))
     cls = classify(an.drop_vars(["is_grid", "is_grid_threshold", "is_place"]))

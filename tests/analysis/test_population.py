@@ -65,6 +65,21 @@ def test_decoding_needs_two_environments():
     assert np.isnan(out["node_accuracy"]) and np.isnan(out["xy_r2"]).all()
 
 
+def test_unit_silent_in_training_envs_does_not_blow_up_the_decoder():
+    # Position is coded by two informative units in every environment; unit 2 is ~silent
+    # (SD 1e-12) everywhere but environment 3, where it is huge.
+    rng = np.random.default_rng(0)
+    E, T = 4, 120
+    xy = rng.integers(0, 8, (E, T, 2)).astype(float)
+    node = (xy[..., 0] * 8 + xy[..., 1]).astype(int)
+    act = np.concatenate([xy + 0.1 * rng.standard_normal((E, T, 2)),
+                          1e-12 * rng.standard_normal((E, T, 1))], -1)
+    act[3, :, 2] = 1e3 * rng.random(T)
+    out = decode_arrays(act, node, xy, folds=4)
+    assert np.isfinite(out["xy_r2"]).all()
+    assert (out["xy_r2"] > 0.5).all()
+
+
 def test_bad_inputs(small_rec):
     with pytest.raises(AnalysisError, match="'x'"):
         population(small_rec.drop_vars("x"))

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Rebuilds every file in data/ (data/README.md lists them with their SHA-256).
+# Run from the repository root: bash data/build.sh   (about 35 min on 2 cores, training included;
+# a stage whose run folder already holds a checkpoint is not trained again).
+set -euo pipefail
+RUNS=${RUNS:-runs}
+FIGURES=${FIGURES:-figures}
+
+# 1. TEM-t on 8x8 worlds (small preset, seed 0; the same run as `hippo-rep demo`'s TEM-t).
+[ -f "$RUNS/small/checkpoint.pt" ] || hippo-rep train --config small --out "$RUNS/small" --no-progress
+# 2. The paper preset (10x10 and 11x11 worlds, walks of 360 steps) starting from it; the
+#    schedule is set for 2,000 iterations and the run stops after iteration 400.
+[ -f "$RUNS/paper/checkpoint.pt" ] || hippo-rep train --config paper \
+    --set train.init_from="$RUNS/small/checkpoint.pt" --set train.iterations=2000 \
+    --set train.eval_every=25 --stop-at 400 --out "$RUNS/paper" --no-progress
+# 3. The sinusoidal baseline on the same worlds.
+[ -f "$RUNS/paper_baseline/checkpoint.pt" ] || hippo-rep train --config paper \
+    --set model.kind=sinusoidal --set train.lr=1e-3 --set train.iterations=200 \
+    --out "$RUNS/paper_baseline" --no-progress
+
+cp "$RUNS/paper/checkpoint.pt" data/temt_paper.pt
+hippo-rep evaluate data/temt_paper.pt --json data/eval.json
+hippo-rep evaluate "$RUNS/paper_baseline/checkpoint.pt" --json data/eval_baseline.json
+hippo-rep record data/temt_paper.pt --out data/recording.nc --envs 8 --steps 1500 \
+    --world square:11 --overwrite
+hippo-rep analyse data/recording.nc --out data/analysis.nc --shuffles 100 --overwrite
+hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
+# The PassKey sweep (TransformerFAM) is trained separately (about 40 min on 2 cores):
+#   hippo-rep passkey sweep --out runs/passkey_sweep --samples 64 \
+#       --set train.steps=400 --set train.batch_size=16 --set train.filler_max=64
+[ -f data/passkey/sweep.json ] || { mkdir -p data/passkey; cp runs/passkey_sweep/sweep.json data/passkey/; }
+hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
+    --eval data/eval_baseline.json --passkey data/passkey --delay data/delay.nc --out "$FIGURES"
+(cd data && sha256sum temt_paper.pt eval.json eval_baseline.json recording.nc analysis.nc \
+    delay.nc passkey/sweep.json > SHA256SUMS)
+du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

@@ -1,0 +1,90 @@
+"""Panels of the PassKey sweep (rows of :func:`hippo_rep.tasks.passkey.read_sweep`: dicts with
+``variant``, ``filler`` (tokens), ``accuracy`` and ``std`` (fractions over seeds))."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`; the
+#: README's PassKey summary averages over 512-2,048.
+LONG_FILLER = 512
+
+
+
+def _ax(ax):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.gca()
+    return ax
+
+
+def passkey_curves(rows: list[dict], ax=None):
+    """Seed-averaged accuracy against filler length, one line per variant, with chance.
+
+    Draws with :func:`hippo_rep.tasks.passkey.plot_sweep` (the sweep command's own plot) and
+    states the units on both axes.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (``variant``, ``filler`` in tokens, ``accuracy``, ``std``).
+    ax : matplotlib Axes, optional
+    """
+    from hippo_rep.tasks.passkey import plot_sweep
+
+    ax = plot_sweep(rows, ax=_ax(ax))
+    ax.set_xlabel("filler length (tokens, symlog scale)")
+    ax.set_ylabel("PassKey accuracy (fraction correct)")
+    ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return ax
+
+
+def long_filler_means(rows: list[dict], min_filler: int = LONG_FILLER
+                      ) -> tuple[dict[str, float], list[int]]:
+    """Mean accuracy per variant over the fillers >= ``min_filler`` tokens (or the longest
+    filler of the sweep if none is that long), and those fillers."""
+    fillers = sorted({int(r["filler"]) for r in rows})
+    long = [f for f in fillers if f >= min_filler] or fillers[-1:]
+    means: dict[str, float] = {}
+    for v in dict.fromkeys(r["variant"] for r in rows):
+        acc = [float(r["accuracy"]) for r in rows
+               if r["variant"] == v and int(r["filler"]) in long]
+        means[v] = float(np.mean(acc)) if acc else np.nan
+    return means, long
+
+
+def passkey_long_filler(rows: list[dict], ax=None, min_filler: int = LONG_FILLER,
+                        chance: float | None = None):
+    """Bars: each variant's mean accuracy over long fillers (see :func:`long_filler_means`).
+
+    Bar i takes colour i of the active colour cycle, as line i does in
+    :func:`passkey_curves`, so the two panels match.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows.
+    ax : matplotlib Axes, optional
+    min_filler : int
+        Shortest filler (tokens) averaged.
+    chance : float, optional
+        Chance accuracy (fraction), drawn as a line.
+    """
+    ax = _ax(ax)
+    means, long = long_filler_means(rows, min_filler)
+    names = list(means)
+    import matplotlib as mpl
+
+    cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["0.5"])
+    colors = [cycle[i % len(cycle)] for i in range(len(names))]
+    ax.bar(np.arange(len(names)), [means[v] for v in names], color=colors, width=0.7)
+    if chance is not None:
+        ax.axhline(chance, color="0.5", ls=":", lw=1, label="chance")
+        ax.legend(loc="upper left")
+    ax.set_xticks(np.arange(len(names)), names, rotation=60, ha="right")
+    ax.set_ylim(0, 1.02)
+    span = f"{long[0]}" if len(long) == 1 else f"{long[0]}–{long[-1]}"
+    ax.set_ylabel(f"mean accuracy, fillers {span} tokens\n(fraction correct)")
+    ax.set_xlabel("variant")
+    return ax

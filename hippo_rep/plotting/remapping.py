@@ -1,0 +1,196 @@
+"""Panels of remapping between environments (:mod:`hippo_rep.analysis.remapping` outputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Display names of the populations (recording variables).
+POPULATION_LABELS = {"g": "positional\ng", "g_pi": "path-integr.\ng_pi",
+                     "memory_activity": "memory\nneurons"}
+
+#: Colours of the populations (Okabe-Ito).
+POPULATION_COLORS = {"g": "#0072B2", "g_pi": "#56B4E9", "memory_activity": "#CC79A7"}
+
+#: Horizontal jitter of the per-unit points in :func:`remap_by_population`, in box widths.
+JITTER = 0.15
+
+#: Seed of that jitter (drawing only; no result depends on it).
+JITTER_SEED = 0
+
+#: Up to this many environment pairs, :func:`tem_test` labels each pair and its p-value.
+MAX_LABELLED_PAIRS = 10
+
+#: Significance level of the TEM test summarised by :func:`tem_test`.
+TEM_ALPHA = 0.05
+
+#: Largest number of points drawn by :func:`tem_scatter` (a random subset beyond it).
+MAX_SCATTER_POINTS = 20000
+
+#: Opacity of :func:`tem_scatter`'s points: (up to DENSE_POINTS points, beyond).
+SCATTER_ALPHA = (0.7, 0.2)
+
+#: Number of points beyond which :func:`tem_scatter` draws them fainter.
+DENSE_POINTS = 2000
+
+
+def _ax(ax):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.gca()
+    return ax
+
+
+def _label(v: str) -> str:
+    return POPULATION_LABELS.get(v, v)
+
+
+def remap_by_population(remap_corr, ax=None):
+    """Per-unit spatial correlation across environments, one box per population.
+
+    Parameters
+    ----------
+    remap_corr : xarray.DataArray, dims (unit, env_pair)
+        Pearson r of each unit's node rates between two environments, with coord
+        ``variable`` on ``unit`` (the population); every (unit, pair) is one point.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        Y axis: Pearson r (unitless); the median of each population written above it.
+    """
+    ax = _ax(ax)
+    rng = np.random.default_rng(JITTER_SEED)
+    variables = list(dict.fromkeys(np.asarray(remap_corr["variable"].values).tolist()))
+    data, labels = [], []
+    for i, v in enumerate(variables):
+        vals = np.asarray(remap_corr.sel(unit=remap_corr["variable"] == v).values,
+                          dtype=float).ravel()
+        vals = vals[np.isfinite(vals)]
+        data.append(vals)
+        labels.append(f"{_label(v)}\n(n = {vals.size})")
+        color = POPULATION_COLORS.get(v)
+        ax.scatter(i + rng.uniform(-JITTER, JITTER, vals.size), vals, s=3, alpha=0.5,
+                   color=color, lw=0, rasterized=True)
+        if vals.size:
+            med = float(np.median(vals))
+            ax.text(i, 1.06, f"median {med:.2f}", ha="center", va="bottom", fontsize=6)
+    ax.boxplot([d if d.size else [np.nan] for d in data], positions=range(len(data)),
+               widths=0.5, showfliers=False, medianprops=dict(color="k"))
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylim(-1.05, 1.2)
+    ax.set_ylabel("spatial correlation across envs\n(Pearson r, unitless)")
+    return ax
+
+
+def pv_by_population(pv_corr, ax=None):
+    """Population-vector correlation across environments: mean over environment pairs
+    (bar) and each pair (points), per population.
+
+    Parameters
+    ----------
+    pv_corr : xarray.DataArray, dims (population, env_pair)
+        Mean over common nodes of the across-unit Pearson r.
+    ax : matplotlib Axes, optional
+    """
+    ax = _ax(ax)
+    pops = np.asarray(pv_corr["population"].values).tolist()
+    for i, v in enumerate(pops):
+        vals = np.asarray(pv_corr.sel(population=v).values, dtype=float).ravel()
+        fin = vals[np.isfinite(vals)]
+        mean = float(fin.mean()) if fin.size else np.nan
+        ax.bar(i, mean, width=0.6, color=POPULATION_COLORS.get(v, "0.6"), alpha=0.8)
+        ax.scatter(np.full(fin.size, i), fin, s=6, color="k", zorder=3)
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("population-vector correlation\n(Pearson r, unitless)")
+    return ax
+
+
+def tem_scatter(points, ax=None, title: str | None = None):
+    """The grid–place relationship of one environment pair (the TEM test's points).
+
+    Parameters
+    ----------
+    points : (numpy.ndarray, numpy.ndarray), each (memory, grid unit)
+        :func:`hippo_rep.analysis.remapping.tem_points`: each grid unit's z-scored rate at
+        each memory unit's peak node, in env a (x) and env b (y).
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        Axes in z-scores (standard deviations); Pearson r written in the panel.
+    """
+    ax = _ax(ax)
+    va, vb = (np.asarray(p, dtype=float).ravel() for p in points)
+    if va.size > MAX_SCATTER_POINTS:
+        keep = np.random.default_rng(JITTER_SEED).choice(va.size, MAX_SCATTER_POINTS,
+                                                          replace=False)
+        va, vb = va[keep], vb[keep]
+    alpha = SCATTER_ALPHA[0] if va.size <= DENSE_POINTS else SCATTER_ALPHA[1]
+    ax.scatter(va, vb, s=3, alpha=alpha, color=POPULATION_COLORS["memory_activity"], lw=0,
+               rasterized=True)
+    if va.size >= 2 and np.std(va) > 0 and np.std(vb) > 0:
+        r = float(np.corrcoef(va, vb)[0, 1])
+        ax.text(0.03, 0.97, f"r = {r:.2f}", transform=ax.transAxes, va="top", fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "too few memory units\nwith a peak in both envs",
+                transform=ax.transAxes, ha="center", va="center", fontsize=7)
+    ax.set_xlabel("grid rate at memory peak, env a\n(z-score, SD)")
+    ax.set_ylabel("same, env b (z-score, SD)")
+    if title:
+        ax.set_title(title, fontsize=7)
+    return ax
+
+
+def tem_test(tem, ax=None):
+    """The TEM test across environment pairs: observed correlation against its null.
+
+    Parameters
+    ----------
+    tem : xarray.Dataset
+        With ``tem_corr``, ``tem_null_mean``, ``tem_null_q95``, ``tem_p`` (env_pair) and
+        coords ``env_a``, ``env_b``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        One column per pair; y in Pearson r (unitless); p written above each pair (up to
+        :data:`MAX_LABELLED_PAIRS` pairs; beyond, the number of pairs with p <
+        :data:`TEM_ALPHA`).
+    """
+    ax = _ax(ax)
+    n = tem.sizes["env_pair"]
+    x = np.arange(n)
+    ax.plot(x, tem["tem_corr"].values, "o", color=POPULATION_COLORS["memory_activity"],
+            label="observed", ms=4)
+    ax.plot(x, tem["tem_null_mean"].values, "_", color="0.4", ms=8, mew=1.5,
+            label="null mean")
+    ax.plot(x, tem["tem_null_q95"].values, "_", color="#D55E00", ms=8, mew=1.5,
+            label="null 95th pct")
+    p = np.asarray(tem["tem_p"].values, dtype=float)
+    if n <= MAX_LABELLED_PAIRS:
+        for i in range(n):
+            if np.isfinite(p[i]):
+                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=5.5)
+        labels = [f"{a}–{b}" for a, b in zip(tem["env_a"].values, tem["env_b"].values,
+                                             strict=True)]
+        ax.set_xticks(x, labels)
+    else:
+        fin = p[np.isfinite(p)]
+        ax.text(0.02, 0.98, f"p < {TEM_ALPHA:g} in {int((fin < TEM_ALPHA).sum())}/{fin.size} "
+                "pairs", transform=ax.transAxes, va="top", fontsize=6)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(-1.05, 1.2)
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.set_xlabel("environment pair (env a–env b)" if n <= MAX_LABELLED_PAIRS
+                  else "environment pair (index)")
+    ax.set_ylabel("TEM grid–place correlation\n(Pearson r, unitless)")
+    ax.legend(loc="lower right", fontsize=5.5)
+    return ax

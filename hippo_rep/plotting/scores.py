@@ -1,0 +1,152 @@
+"""Panels of score distributions: observed scores against their shuffle nulls, thresholds and
+the fractions classified; and a text panel of one unit's scores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+#: Histogram bins of a score distribution.
+N_BINS = 30
+
+#: Colours of the observed scores and of the shuffle null (Okabe-Ito).
+OBSERVED_COLOR = "#0072B2"
+NULL_COLOR = "#999999"
+
+#: The y axis extends to this multiple of the tallest bar, leaving room for the legend.
+HEADROOM = 1.8
+
+#: Line styles of threshold lines, by role.
+THRESHOLD_STYLE = {
+    "null": dict(color="#D55E00", ls="-", lw=1.0),
+    "rule": dict(color="#009E73", ls="--", lw=1.0),
+    "floor": dict(color="#000000", ls=":", lw=1.0),
+}
+
+
+def _ax(ax):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.gca()
+    return ax
+
+
+def _finite(values) -> np.ndarray:
+    a = np.asarray(values, dtype=float).ravel()
+    return a[np.isfinite(a)]
+
+
+def axis_label(da, fallback: str) -> str:
+    """``"long name (units)"`` of a DataArray's attrs (units "1" shown as "unitless")."""
+    attrs = getattr(da, "attrs", {}) or {}
+    units = attrs.get("units", "1")
+    units = "unitless" if str(units) in ("1", "") else units
+    return f"{fallback} ({units})"
+
+
+def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = (),
+                    notes: Sequence[str] = (), xlabel: str | None = None,
+                    null_label: str = "shuffle null", title: str | None = None,
+                    bins: int = N_BINS):
+    """Distribution of a score (any dims, pooled) against its shuffle null.
+
+    Both are drawn as fractions of their own finite values, on shared bins, so a null with
+    many shuffles per unit is comparable to the observed scores.
+
+    Parameters
+    ----------
+    observed : array-like or xarray.DataArray
+        Observed scores (e.g. gridness_60 (env, unit)); NaN dropped.
+    null : array-like or xarray.DataArray, optional
+        The null: per-unit null quantiles (e.g. ``gridness_60_null_q`` at one quantile) or
+        the full null distribution (env, unit, shuffle); NaN dropped.
+    ax : matplotlib Axes, optional
+    thresholds : sequence of (value, label, role)
+        Vertical lines; role is a key of :data:`THRESHOLD_STYLE` ("null", "rule", "floor").
+        NaN values are not drawn.
+    notes : sequence of str
+        Lines written under the title, above the axes (e.g. the fractions classified).
+    xlabel : str, optional
+        Axis label with units (default from ``observed.attrs``).
+    null_label, title : str
+        Legend label of the null; panel title.
+    bins : int
+        Number of histogram bins.
+
+    Returns
+    -------
+    matplotlib Axes
+        Y axis: fraction of values per bin.
+    """
+    ax = _ax(ax)
+    n_obs = int(np.asarray(observed).size)
+    obs = _finite(observed)
+    nul = _finite(null) if null is not None else np.empty(0)
+    both = np.concatenate([obs, nul])
+    top = 0.0
+    if both.size:
+        lo, hi = float(both.min()), float(both.max())
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = np.linspace(lo, hi, bins + 1)
+        if obs.size:
+            h, _, _ = ax.hist(obs, bins=edges, weights=np.full(obs.size, 1 / obs.size),
+                              color=OBSERVED_COLOR, alpha=0.7,
+                              label=f"observed (n = {obs.size})")
+            top = max(top, float(np.max(h)))
+        if nul.size:
+            h, _, _ = ax.hist(nul, bins=edges, weights=np.full(nul.size, 1 / nul.size),
+                              histtype="step", color=NULL_COLOR, lw=1.2,
+                              label=f"{null_label} (n = {nul.size})")
+            top = max(top, float(np.max(h)))
+    if not obs.size:  # e.g. spatial information of units with negative activity
+        ax.text(0.5, 0.5, f"no finite observed score\n({n_obs} undefined)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=7)
+    for value, label, role in thresholds:
+        if value is not None and np.isfinite(value):
+            ax.axvline(value, label=label, **THRESHOLD_STYLE[role])
+    ax.set_xlabel(xlabel or axis_label(observed, "score"))
+    ax.set_ylabel("fraction of values per bin")
+    if top > 0:
+        ax.set_ylim(0, HEADROOM * top)
+    lines = ([title] if title else []) + list(notes)
+    if lines:
+        ax.set_title("\n".join(lines), fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper right", fontsize=5.5)
+    return ax
+
+
+def fraction_note(flags, label: str) -> str:
+    """``"label: k / n = p %"`` of a boolean array (any dims; NaN counted as False)."""
+    f = np.asarray(flags).ravel()
+    n = f.size
+    k = int(np.nansum(f.astype(float))) if n else 0
+    pct = 100.0 * k / n if n else float("nan")
+    return f"{label}: {k}/{n} = {pct:.0f}%"
+
+
+def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None):
+    """A text panel listing one unit's scores (``name: value`` lines, no axes drawn).
+
+    Parameters
+    ----------
+    scores : mapping
+        Name (with its units) → value; floats are shown with 3 significant digits.
+    ax : matplotlib Axes, optional
+    title : str, optional
+    """
+    ax = _ax(ax)
+    lines = []
+    for k, v in scores.items():
+        if isinstance(v, (float, np.floating)):
+            v = "NaN" if not np.isfinite(v) else f"{float(v):.3g}"
+        lines.append(f"{k}: {v}")
+    ax.text(0.0, 1.0, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
+            fontsize=7, family="monospace")
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=7)
+    return ax

@@ -1,0 +1,54 @@
+"""The shipped example data in data/: every file listed in SHA256SUMS matches its hash and
+opens and validates with the package's own readers."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SUMS = DATA / "SHA256SUMS"
+
+
+def listed() -> dict[str, str]:
+    out = {}
+    for line in SUMS.read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        out[name.lstrip("*")] = digest
+    return out
+
+
+def test_sums_list_every_shipped_file():
+    names = set(listed())
+    assert {"temt_paper.pt", "eval.json", "eval_baseline.json", "recording.nc", "analysis.nc",
+            "delay.nc", "passkey/sweep.json"} <= names
+    total = sum((DATA / n).stat().st_size for n in names)
+    assert total <= 30 * 2**20  # the repository's budget for example data
+
+
+@pytest.mark.parametrize("name", sorted(listed()) if SUMS.exists() else ["SHA256SUMS"])
+def test_hash_matches(name):
+    h = hashlib.sha256((DATA / name).read_bytes()).hexdigest()
+    assert h == listed()[name], f"data/{name} changed; rebuild with data/build.sh"
+
+
+def test_files_open_and_validate():
+    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.figures import read_eval
+    from hippo_rep.recording import open_recording
+    from hippo_rep.tasks.delay import read_delay
+    from hippo_rep.tasks.passkey import read_sweep
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+
+    model, cfg, payload = load_checkpoint(DATA / "temt_paper.pt")
+    assert cfg.world.worlds == ("square:10", "square:11")
+    rec = open_recording(DATA / "recording.nc")  # validates
+    assert rec.attrs["checkpoint_sha256"] == file_sha256(DATA / "temt_paper.pt")
+    an = open_analysis(DATA / "analysis.nc")
+    assert {"gridness_60", "is_grid", "is_place"} <= set(an.variables)
+    for name in ("eval.json", "eval_baseline.json"):
+        assert "model" in read_eval(DATA / name)
+    assert json.loads((DATA / "eval.json").read_text())["model"]["revisit"] > 0.9
+    assert read_delay(DATA / "delay.nc").sizes["variant"] == 4
+    assert read_sweep(DATA / "passkey")

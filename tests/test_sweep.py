@@ -1,0 +1,309 @@
+"""Sweeps: grid expansion, bad input, skip/resume, failing runs, open_sweep, local cluster, CLI.
+
+Every sweep here is 2 activations × 2 seeds of the tiny preset on 6x6 worlds for 3
+iterations, with a 2-environment × 60-step recording and 3 shuffles, so that a run takes about
+a second after the imports.
+"""
+
+import json
+import shutil
+import time
+from datetime import datetime
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import hippo_rep
+from hippo_rep import cli
+from hippo_rep import sweep as sweep_mod
+from hippo_rep.analysis import cluster
+from hippo_rep.analysis.cluster import SCHEDULER_TIMEOUT_S
+from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.config import ConfigError
+from hippo_rep.sweep import (
+    DEFAULT_DECODE,
+    DEFAULT_REMAP_SHUFFLES,
+    MANIFEST,
+    RUNS_DIR,
+    SweepError,
+    SweepSettings,
+    expand_grid,
+    is_finished,
+    open_sweep,
+    parse_values,
+    run_sweep,
+    summarise_analysis,
+)
+from hippo_rep.training import trainer as trainer_mod
+from hippo_rep.training.checkpoint import read_checkpoint
+
+BASE = ["world.worlds=square:6", "world.walk_steps=40", "train.iterations=3",
+        "train.batch_size=4", "model.n_g=8", "model.d_key=8", "model.d_value=8",
+        "model.hidden=16"]
+GRID = ["model.transition_activation=linear,relu"]
+SEEDS = 2
+#: CLI-compatible (remap_shuffles and decode are the defaults, which the CLI does not set).
+SETTINGS = SweepSettings(eval_envs=4, record_envs=2, record_steps=60, shuffles=3,
+                         remap_shuffles=DEFAULT_REMAP_SHUFFLES, decode=DEFAULT_DECODE)
+CLI_SETTINGS = ["--eval-envs", "4", "--record-envs", "2", "--record-steps", "60",
+                "--shuffles", "3"]
+NAMES = [f"transition_activation={a}__seed={s}" for a in ("linear", "relu") for s in (0, 1)]
+
+
+def _sweep(out, grid=GRID, seeds=SEEDS, **kw):
+    return run_sweep("tiny", grid, seeds, out, overrides=BASE, settings=SETTINGS,
+                     progress=False, **kw)
+
+
+def _table(out) -> xr.Dataset:
+    """open_sweep without the folder-dependent attrs."""
+    return open_sweep(out).drop_attrs()
+
+
+@pytest.fixture(scope="module")
+def seq(tmp_path_factory):
+    """The reference: the 4-run sweep run one by one in this process."""
+    out = tmp_path_factory.mktemp("seq") / "sweep"
+    return out, _sweep(out)
+
+
+def test_grid_values_are_read_like_set_values():
+    assert parse_values("linear,relu") == ["linear", "relu"]
+    assert parse_values("1e-3,3e-4") == [1e-3, 3e-4]
+    assert parse_values("true,false") == [True, False]
+    assert parse_values("square:6,square:8") == ["square:6", "square:8"]
+    assert parse_values('"square:8:holes=3,4;4,4","square:6"') == ["square:8:holes=3,4;4,4",
+                                                                   "square:6"]
+    assert parse_values('["square:6","square:8"],["square:9"]') == [["square:6", "square:8"],
+                                                                    ["square:9"]]
+
+
+def test_grid_expansion_names_configs_and_order():
+    runs = expand_grid("tiny", ["model.transition_activation=linear,relu",
+                                "world.worlds=square:6,square:8", "train.lr=1e-3,3e-3"], 3,
+                       overrides=["train.iterations=2"])
+    assert len(runs) == 2 * 2 * 2 * 3
+    assert len({r.name for r in runs}) == len(runs)
+    first, last = runs[0], runs[-1]
+    assert first.name == "transition_activation=linear__worlds=square-6__lr=0.001__seed=0"
+    assert last.name == "transition_activation=relu__worlds=square-8__lr=0.003__seed=2"
+    assert last.labels == {"transition_activation": "relu", "worlds": "square:8", "lr": 0.003}
+    assert [r.seed for r in runs[:4]] == [0, 1, 2, 0]  # seeds innermost
+    cfg = last.config
+    assert (cfg.model.transition_activation, cfg.world.worlds, cfg.train.lr, cfg.train.seed,
+            cfg.train.iterations) == ("relu", ("square:8",), 0.003, 2, 2)
+    assert [r.name for r in expand_grid("tiny", [], 2)] == ["seed=0", "seed=1"]
+
+
+def test_bad_grids_are_refused_with_the_valid_keys():
+    with pytest.raises(ConfigError, match=r"unknown grid key 'model\.activation'; valid keys:"
+                                          r" .*model\.transition_activation"):
+        expand_grid("tiny", ["model.activation=relu"])
+    with pytest.raises(ConfigError, match="--seeds"):
+        expand_grid("tiny", ["train.seed=0,1"])
+    with pytest.raises(ConfigError, match="must be one of"):
+        expand_grid("tiny", ["model.transition_activation=linear,sigmoid"])
+    with pytest.raises(ConfigError, match="given twice"):
+        expand_grid("tiny", ["train.lr=1e-3,0.001"])
+    with pytest.raises(ConfigError, match="not section.key"):
+        expand_grid("tiny", ["model.transition_activation"])
+    with pytest.raises(SweepError, match="seeds"):
+        expand_grid("tiny", GRID, 0)
+
+
+def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
+    out, rep = seq
+    assert rep.runs == NAMES and rep.done == NAMES and not rep.failed and not rep.skipped
+    man = json.loads((out / MANIFEST).read_text())
+    assert man["grid"] == {"model.transition_activation": ["linear", "relu"]}
+    assert man["seeds"] == [0, 1] and man["base_config"]["world"]["worlds"] == ["square:6"]
+    for name in NAMES:
+        assert is_finished(out / RUNS_DIR / name)
+    ds = hippo_rep.open_sweep(out)
+    assert ds["accuracy"].dims == ("transition_activation", "seed", "agent", "step_type")
+    assert list(ds["transition_activation"].values) == ["linear", "relu"]
+    assert list(ds["seed"].values) == [0, 1]
+    assert (ds["status"] == "done").all()
+    run = out / RUNS_DIR / "transition_activation=relu__seed=1"
+    ev = json.loads((run / "eval.json").read_text())
+    one = ds.sel(transition_activation="relu", seed=1)
+    for agent in ("model", "node_agent", "edge_agent"):
+        for st in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
+            assert float(one["accuracy"].sel(agent=agent, step_type=st)) == ev[agent][st]
+    assert float(one["accuracy"].sel(agent="node_agent", step_type="revisit")) == 1.0
+    ana = open_analysis(run / "analysis.nc")
+    g = ana.isel(unit=ana["variable"].values == "g")
+    assert float(one["grid_fraction"]) == float(g["is_grid"].mean())  # every g unit scored
+    summary = summarise_analysis(ana)
+    for k, v in summary.items():
+        np.testing.assert_equal(float(one[k]), v)
+    assert 0 <= summary["place_fraction"] <= 1 and np.isfinite(summary["gridness_median"])
+    assert np.isfinite(summary["remap_corr_g"]) and np.isfinite(summary["pv_corr_memory"])
+    assert json.loads(ds.attrs["manifest"])["runs"][0]["name"] == NAMES[0]
+    assert str(one["run"].values) == run.name
+
+
+def test_rerun_skips_finished_runs(seq):
+    out, _ = seq
+    before = {n: (out / RUNS_DIR / n / "checkpoint.pt").stat().st_mtime_ns for n in NAMES}
+    rep = _sweep(out)
+    assert rep.ran == [] and rep.skipped == NAMES
+    after = {n: (out / RUNS_DIR / n / "checkpoint.pt").stat().st_mtime_ns for n in NAMES}
+    assert after == before
+
+
+def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
+        seq, tmp_path, monkeypatch):
+    # A sweep killed mid-way on a cluster: runs 0 and 2 finished, run 1 killed during its
+    # 2nd iteration (Ctrl-C: the trainer saves a checkpoint), run 3 never started.
+    out = tmp_path / "sweep"
+    shutil.copytree(seq[0], out)
+    for name in NAMES[1::2]:
+        shutil.rmtree(out / RUNS_DIR / name)
+    step = trainer_mod.Trainer.step
+
+    def killed(self, iteration):
+        if iteration == 1:
+            raise KeyboardInterrupt
+        return step(self, iteration)
+
+    monkeypatch.setattr(trainer_mod.Trainer, "step", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _sweep(out)
+    monkeypatch.setattr(trainer_mod.Trainer, "step", step)
+    killed_run = out / RUNS_DIR / NAMES[1]
+    assert not is_finished(killed_run)
+    assert read_checkpoint(killed_run / "checkpoint.pt")["step"] == 1
+    assert not (out / RUNS_DIR / NAMES[3]).exists()
+    assert _table(out)["status"].values.ravel().tolist() == ["done", "unfinished", "done",
+                                                             "not started"]
+
+    rep = _sweep(out)
+    assert rep.skipped == NAMES[::2] and rep.ran == NAMES[1::2]  # only the 2 unfinished
+    assert rep.resumed == {NAMES[1]: 1}
+    # resuming gives exactly the uninterrupted results
+    xr.testing.assert_identical(_table(out), _table(seq[0]))
+
+    # a finished run missing a stage's file redoes that stage only
+    first = out / RUNS_DIR / NAMES[0]
+    (first / "analysis.nc").unlink()
+    ckpt = (first / "checkpoint.pt").read_bytes()
+    rep = _sweep(out)
+    assert rep.ran == NAMES[:1] and rep.resumed == {}
+    assert (first / "checkpoint.pt").read_bytes() == ckpt
+    xr.testing.assert_identical(_table(out), _table(seq[0]))
+
+
+def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path):
+    out = tmp_path / "sweep"
+    # 4x4 worlds train, evaluate and record, but are too small for grid scores (5 bins)
+    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1)
+    bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"
+    assert rep.done == [good] and list(rep.failed) == [bad]
+    assert "at least 5 bins" in rep.failed[bad]
+    assert "Traceback" in (out / RUNS_DIR / bad / "error.txt").read_text()
+    ds = open_sweep(out)
+    assert ds["status"].sel(worlds="square:4", seed=0) == "failed"
+    assert np.isnan(ds["accuracy"].sel(worlds="square:4")).all()
+    assert np.isnan(ds["grid_fraction"].sel(worlds="square:4")).all()
+    assert np.isfinite(ds["accuracy"].sel(worlds="square:6", agent="model",
+                                          step_type="revisit")).all()
+    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1)
+    assert rep.skipped == [good] and rep.ran == [bad]  # failed runs are retried
+
+
+def test_a_folder_of_another_sweep_is_refused_unless_overwrite(seq, tmp_path, monkeypatch):
+    out, _ = seq
+    manifest = (out / MANIFEST).read_bytes()
+    with pytest.raises(SweepError, match=r"holds another sweep \(grid: .*--overwrite"):
+        _sweep(out, grid=["model.transition_activation=relu,tanh"])
+    with pytest.raises(SweepError, match=r"train\.lr: 0\.003 → 0\.01"):
+        run_sweep("tiny", GRID, SEEDS, out, overrides=[*BASE, "train.lr=1e-2"],
+                  settings=SETTINGS, progress=False)
+    assert (out / MANIFEST).read_bytes() == manifest
+    loose = tmp_path / "loose"
+    (loose / RUNS_DIR / "something").mkdir(parents=True)
+    with pytest.raises(SweepError, match="no sweep.json"):
+        _sweep(loose)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+
+    def refuse(run_dir, cfg, settings):  # no need to train: the folder is what is tested
+        raise RuntimeError("not run in this test")
+
+    monkeypatch.setattr(sweep_mod, "_execute", refuse)
+    rep = _sweep(copy, grid=["model.transition_activation=tanh"], seeds=1, overwrite=True)
+    assert rep.failed == {"transition_activation=tanh__seed=0": "RuntimeError: not run in "
+                                                                "this test"}
+    assert [p.name for p in (copy / RUNS_DIR).iterdir()] == list(rep.failed)
+    assert json.loads((copy / MANIFEST).read_text())["grid"] == {
+        "model.transition_activation": ["tanh"]}
+
+
+def test_two_worker_local_cluster_equals_sequential(seq, tmp_path):
+    import dask
+
+    out = tmp_path / "sweep"
+    # Forked workers inherit this process' imports (torch, xarray, scipy): spawned ones
+    # (the default) spend ~20 s importing them on 2 busy cores. The tasks are the same.
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+        rep = _sweep(out, workers=2)
+    assert sorted(rep.done) == NAMES and not rep.failed
+    xr.testing.assert_identical(_table(out), _table(seq[0]))
+    spans = {}  # one run at a time per worker (1 thread each)
+    for name in NAMES:
+        done = json.loads((out / RUNS_DIR / name / "done.json").read_text())
+        spans.setdefault(done["pid"], []).append(
+            (datetime.fromisoformat(done["started"]), datetime.fromisoformat(done["finished"])))
+    assert 1 <= len(spans) <= 2
+    for runs in spans.values():
+        runs.sort()
+        assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))
+
+
+def test_unreachable_scheduler_fails_fast_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT_S", 1)  # the default is 5 s
+    address = "tcp://127.0.0.1:1"
+    t0 = time.perf_counter()
+    with pytest.raises(SweepError, match=rf"{address}.* within 1 s"):
+        _sweep(tmp_path / "sweep", scheduler=address)
+    assert time.perf_counter() - t0 < 1 + 10
+    assert SCHEDULER_TIMEOUT_S <= 10
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_cli_sweep_resumes_and_figures_draw_it(seq, tmp_path, capsys):
+    out, _ = seq
+    args = ["sweep", "tiny", "--grid", GRID[0], "--seeds", str(SEEDS), "--out", str(out),
+            *[a for s in BASE for a in ("--set", s)], *CLI_SETTINGS, "--no-progress"]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "0 finished now, 4 already finished, 0 failed" in printed
+    assert NAMES[3] in printed
+    assert cli.main(["sweep", "tiny", "--grid", "model.nope=1", "--out", str(out)]) == 2
+    assert "valid keys" in capsys.readouterr().err
+    figs = tmp_path / "figs"
+    assert cli.main(["figures", "--sweep", str(out), "--only", "sweep", "--out", str(figs),
+                     "--format", "png"]) == 0
+    assert (figs / "sweep.png").stat().st_size > 1000
+
+
+def test_plot_sweep_draws_each_seed_as_a_point(seq):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.sweep import plot_sweep, sweep_frame
+
+    ds = open_sweep(seq[0])
+    df = sweep_frame(ds, "accuracy", {"step_type": "revisit"})
+    assert list(df.columns) == ["transition_activation", "seed", "accuracy"] and len(df) == 4
+    fig, ax = plt.subplots()
+    assert plot_sweep(ds, "grid_fraction", ax=ax) is ax
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == 4
+    with pytest.raises(ValueError, match="no variable"):
+        plot_sweep(ds, "nope", ax=ax)
+    plt.close(fig)
