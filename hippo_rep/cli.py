@@ -339,6 +339,15 @@ def cmd_sweep(args) -> int:
     return 1 if rep.failed else 0
 
 
+def _add_cluster_args(parser, purpose: str) -> None:
+    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask cluster of N single-threaded workers")
+
+
 def _add_sweep_parser(sub) -> None:
     from hippo_rep.sweep import (
         DEFAULT_EVAL_ENVS,
@@ -358,12 +367,7 @@ def _add_sweep_parser(sub) -> None:
     s.add_argument("--seeds", type=int, default=DEFAULT_SEEDS,
                    help=f"seeds per combination: train.seed = 0..N-1 (default: {DEFAULT_SEEDS})")
     s.add_argument("--out", required=True, help="sweep folder (sweep.json, runs/NAME/)")
-    where = s.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="dask.distributed scheduler, e.g. tcp://host:8786 (its workers "
-                            "must see --out)")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask cluster of N single-threaded processes")
+    _add_cluster_args(s, "to run the runs on (its workers must see --out)")
     s.add_argument("--overwrite", action="store_true",
                    help="replace another sweep's runs in --out (a matching sweep resumes)")
     s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -476,12 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--shuffles", type=int, default=100,
                    help="circular-shift shuffles per environment for the nulls (default: 100)")
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
-    where = a.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="dask.distributed scheduler to spread units over, e.g. "
-                            "tcp://host:8786")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask cluster of N single-threaded workers")
+    _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
     a.set_defaults(func=cmd_analyse)
 

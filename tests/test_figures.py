@@ -199,3 +199,23 @@ def test_load_inputs_missing_ok(tmp_path):
     assert inputs.analysis is None and not inputs.evals and inputs.passkey is None
     with pytest.raises(FigureError):
         load_inputs(evals=[absent / "e.json"])
+
+
+def test_score_histogram_clips_and_counts_outliers():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from hippo_rep.plotting.scores import score_histogram
+
+    fig, ax = plt.subplots()
+    score_histogram(np.array([0.1, 0.5, 3.0]), np.array([-5.0, 0.2, 9.4, 0.3]), ax=ax,
+                    clip_to=(-2.0, 2.0))
+    lo, hi = ax.get_xlim()
+    assert -2.5 < lo and hi < 2.5
+    title = ax.get_title()
+    assert "1 observed value(s) outside [-2, 2]" in title
+    assert "2 null value(s) outside [-2, 2]" in title
+    plt.close(fig)

@@ -49,7 +49,7 @@ def axis_label(da, fallback: str) -> str:
 def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = (),
                     notes: Sequence[str] = (), xlabel: str | None = None,
                     null_label: str = "shuffle null", title: str | None = None,
-                    bins: int = N_BINS):
+                    bins: int = N_BINS, clip_to: tuple[float, float] | None = None):
     """Distribution of a score (any dims, pooled) against its shuffle null.
 
     Both are drawn as fractions of their own finite values, on shared bins, so a null with
@@ -74,6 +74,10 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
         Legend label of the null; panel title.
     bins : int
         Number of histogram bins.
+    clip_to : (float, float), optional
+        Draw values outside this range in its edge bins, and say how many (e.g. the
+        "deepmind" gridness of near-empty maps, which its ring-variance normalisation can
+        push far beyond the [-2, 2] of Pearson-based scores).
 
     Returns
     -------
@@ -84,6 +88,15 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     n_obs = int(np.asarray(observed).size)
     obs = _finite(observed)
     nul = _finite(null) if null is not None else np.empty(0)
+    notes = list(notes)
+    if clip_to is not None:
+        lo_c, hi_c = clip_to
+        for name, x in (("observed", obs), ("null", nul)):
+            k = int(((x < lo_c) | (x > hi_c)).sum())
+            if k:
+                notes.append(f"{k} {name} value(s) outside [{lo_c:g}, {hi_c:g}] drawn at "
+                             "the edges")
+        obs, nul = np.clip(obs, lo_c, hi_c), np.clip(nul, lo_c, hi_c)
     both = np.concatenate([obs, nul])
     top = 0.0
     if both.size:
