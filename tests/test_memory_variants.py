@@ -221,3 +221,19 @@ def test_hebbian_predicts_a_revisited_observation():
 def test_bad_memory_configs(sets, match):
     with pytest.raises(ConfigError, match=match):
         load_config("tiny", sets)
+
+
+@torch.no_grad()
+def test_hebbian_decay_weights_old_memories_less():
+    m = model("hebbian", hebbian_decay=0.9)
+    obs, act = walk(B=2, L=12)
+    out, state = m(obs, act)
+    before = state.hebb_H.clone()
+    _, state2 = m(obs, act, state)  # a second chunk must not touch the first one's state
+    torch.testing.assert_close(state.hebb_H, before)
+    for b in range(2):
+        phi = torch.relu(_z(out.g[b]))
+        j = int(obs[b, 0])
+        H = sum(0.9 ** (11 - t) * out.g[b, t, :, None] * phi[t][None] for t in range(12)
+                if int(obs[b, t]) == j)
+        torch.testing.assert_close(state.hebb_H[b, j], H, atol=1e-4, rtol=1e-4)

@@ -474,7 +474,10 @@ class TEMt(nn.Module):
         ar = torch.arange(B, device=obs.device)
         lam = cfg.hebbian_decay
         W = self.transition_matrices()
-        V, H = state.hebb_V, state.hebb_H
+        # H is updated in place (its rows are read through indexing, i.e. copies, so autograd
+        # never holds it); a copy per chunk leaves the caller's state untouched. V is read
+        # whole by the prediction, so it is replaced, not modified.
+        V, H = state.hebb_V, state.hebb_H.clone()
         g_prev = state.g
         gs, gpis, gates, lp, lg = [], [], [], [], []
         for t in range(L):
@@ -500,7 +503,9 @@ class TEMt(nn.Module):
             phi = torch.relu(_z(gw))
             onehot = F.one_hot(obs[:, t], self.n_obs).float()
             V = lam * V + onehot[:, :, None] * (phi * phi.sum(-1, keepdim=True))[:, None, :]
-            H = lam * H + onehot[:, :, None, None] * (gw[:, :, None] * phi[:, None, :])[:, None]
+            if lam != 1.0:
+                H.mul_(lam)
+            H[ar, obs[:, t]] += gw[:, :, None] * phi[:, None, :]
             gs.append(g_t)
             gpis.append(g_pi)
             gates.append(gate)
