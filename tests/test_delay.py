@@ -99,6 +99,8 @@ def test_as_variant_shares_weights():
     fam = as_variant(full, "fam", fam_slots=4)
     torch.testing.assert_close(fam.W_a, full.W_a)
     assert fam.config.memory == "fam" and fam.fam_init.shape == (4, 24)
+    back = as_variant(fam, "window")  # FAM-only weights are dropped
+    assert not hasattr(back, "fam_init") and back.config.memory == "window"
     with pytest.raises(DelayTaskError, match="unknown memory variant"):
         as_variant(full, "ring")
 

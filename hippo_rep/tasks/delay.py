@@ -157,7 +157,8 @@ def as_variant(model, memory: str, **overrides):
     torch.manual_seed(0)
     new = TEMt(cfg, model.n_actions, model.n_obs)
     missing, unexpected = new.load_state_dict(model.state_dict(), strict=False)
-    if unexpected or set(missing) - {"fam_init", "fam_beta_raw"}:
+    fam_only = {"fam_init", "fam_beta_raw"}  # weights only the "fam" variant has
+    if set(unexpected) - fam_only or set(missing) - fam_only:
         raise DelayTaskError(f"weights do not fit the {memory} variant: missing {missing}, "
                              f"unexpected {unexpected}")
     return new.to(next(model.parameters()).device).eval()
