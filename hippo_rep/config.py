@@ -38,6 +38,12 @@ class WorldConfig:
     keep_heading: float = 0.25
     # Probability of staying put; 0 because stays are trivially predictable.
     stay_prob: float = 0.0
+    # Training walks: "random" (the paper's), or "delay" (the long-delay task's home tour,
+    # excursion of D ~ U[0, max_delay] steps and return, then a random walk to fill
+    # walk_steps; see hippo_rep.tasks.delay), which rewards memories that outlast a window.
+    walk: str = "random"
+    # Longest excursion of "delay" walks, in steps.
+    max_delay: int = 128
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,7 @@ _CHOICES = {
     ("model", "transition_param"): ("free", "orthogonal"),
     ("model", "readout"): ("mlp", "direct"),
     ("model", "memory"): ("full", "window", "fam", "hebbian"),
+    ("world", "walk"): ("random", "delay"),
 }
 
 
@@ -276,6 +283,8 @@ def validate(cfg: Config, source: str = "config") -> None:
         raise ConfigError(f"{source}: world.keep_heading and world.stay_prob are probabilities")
     if cfg.train.chunk_len < 0 or cfg.train.iterations < 0:
         raise ConfigError(f"{source}: train.chunk_len and train.iterations must be ≥ 0")
+    if cfg.world.max_delay < 0:
+        raise ConfigError(f"{source}: world.max_delay must be ≥ 0; got {cfg.world.max_delay}")
     m = cfg.model
     if m.memory_block < 1 or m.memory_blocks < 0:
         raise ConfigError(f"{source}: model.memory_block must be ≥ 1 and model.memory_blocks "

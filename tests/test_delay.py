@@ -149,3 +149,36 @@ def test_cli_delay_and_figure(tmp_path, capsys):
     for ext in ("pdf", "svg", "png"):
         assert (figs / f"memory_delay.{ext}").stat().st_size > 1000
     assert not math.isnan(float(ds.accuracy.sel(variant="full", delay=0)))
+
+
+@pytest.mark.parametrize("n_steps", [40, 300])
+def test_sample_delay_episodes(n_steps):
+    from hippo_rep.tasks.delay import sample_delay_episodes
+
+    w = parse_world("square:8")
+    ep = sample_delay_episodes([w], 3, n_steps, 45, np.random.default_rng(0), max_delay=64)
+    assert ep.nodes.shape == ep.actions.shape == ep.observations.shape == (3, n_steps)
+    home, _ = home_region(w)
+    for b in range(3):
+        assert home[ep.nodes[b, 0]]  # every walk starts with the home tour
+        for t in range(1, n_steps):
+            assert w.transitions[ep.nodes[b, t - 1], ep.actions[b, t]] == ep.nodes[b, t]
+        np.testing.assert_array_equal(ep.observations[b], ep.observation_maps[b][ep.nodes[b]])
+
+
+def test_training_on_delay_walks(tmp_path):
+    from hippo_rep.config import ConfigError
+    from hippo_rep.training import trainer as T
+
+    cfg = load_config("tiny", ["world.walk=delay", 'world.worlds=["square:8"]',
+                               "world.walk_steps=60", "world.max_delay=16",
+                               "train.iterations=2", "model.memory=fam"])
+    T.train(cfg, tmp_path / "ok", progress=False)
+    assert (tmp_path / "ok" / "checkpoint.pt").is_file()
+    small = load_config("tiny", ["world.walk=delay", 'world.worlds=["square:6"]'])
+    with pytest.raises(T.TrainingError, match="too small"):
+        T.train(small, tmp_path / "small", progress=False)
+    with pytest.raises(ConfigError, match="world.walk"):
+        load_config("tiny", ["world.walk=spiral"])
+    with pytest.raises(ConfigError, match="max_delay"):
+        load_config("tiny", ["world.max_delay=-1"])

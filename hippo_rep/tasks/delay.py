@@ -24,7 +24,7 @@ import torch
 import xarray as xr
 
 from hippo_rep.fileio import atomic_write
-from hippo_rep.worlds import World, parse_world, random_observations
+from hippo_rep.worlds import Episodes, World, parse_world, random_observations, random_walk
 
 #: World of the task: larger than the 8x8 training worlds so the excursion can stay away.
 DEFAULT_WORLD = "square:10"
@@ -143,6 +143,33 @@ def delay_walk(world: World, delay: int, rng: np.random.Generator,
             scored[t] = True
             seen.add(int(nodes[t]))
     return {"nodes": nodes, "actions": actions, "phase": phase, "scored": scored}
+
+
+def sample_delay_episodes(worlds: Sequence[World], batch_size: int, n_steps: int, n_obs: int,
+                          rng: np.random.Generator, max_delay: int = DEFAULT_DELAYS[-2]
+                          ) -> Episodes:
+    """Training batches of the task's walks (``world.walk = "delay"``).
+
+    Per environment: a world (uniform from ``worlds``), fresh observations, a
+    :func:`delay_walk` with ``D ~ U{0..max_delay}``, then a random walk from its last node up
+    to ``n_steps`` (or the walk cut at ``n_steps``).
+    """
+    nodes = np.empty((batch_size, n_steps), dtype=np.int64)
+    actions = np.empty_like(nodes)
+    obs = np.empty_like(nodes)
+    picked, maps = [], []
+    for b in range(batch_size):
+        w = worlds[int(rng.integers(len(worlds)))]
+        m = random_observations(w, n_obs, rng)
+        x = delay_walk(w, int(rng.integers(max_delay + 1)), rng)
+        n, a = x["nodes"][:n_steps], x["actions"][:n_steps]
+        if len(n) < n_steps:
+            more_n, more_a = random_walk(w, n_steps - len(n) + 1, rng, start=int(n[-1]))
+            n, a = np.concatenate([n, more_n[1:]]), np.concatenate([a, more_a[1:]])
+        nodes[b], actions[b], obs[b] = n, a, m[n]
+        picked.append(w)
+        maps.append(m)
+    return Episodes(picked, nodes, actions, obs, maps)
 
 
 def as_variant(model, memory: str, **overrides):

@@ -103,6 +103,14 @@ class Trainer:
             torch.set_num_threads(tc.threads)
         self.device = resolve_device(tc.device)
         self.worlds = [parse_world(s) for s in config.world.worlds]
+        if config.world.walk == "delay":
+            from hippo_rep.tasks.delay import DelayTaskError, home_region
+
+            for w in self.worlds:
+                try:
+                    home_region(w)
+                except DelayTaskError as err:
+                    raise TrainingError(f"world.walk = \"delay\": {err}") from None
         self.n_actions = n_actions_for(world_kind(config))
         self.start = 0
         self.init_sha256 = None
@@ -173,8 +181,14 @@ class Trainer:
     def step(self, iteration: int) -> dict[str, float]:
         """One gradient step on a fresh batch of environments."""
         cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
-        ep = sample_episodes(self.worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
-                             batch_rng(tc.seed, iteration), wc.keep_heading, wc.stay_prob)
+        if wc.walk == "delay":
+            from hippo_rep.tasks.delay import sample_delay_episodes
+
+            ep = sample_delay_episodes(self.worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
+                                       batch_rng(tc.seed, iteration), wc.max_delay)
+        else:
+            ep = sample_episodes(self.worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
+                                 batch_rng(tc.seed, iteration), wc.keep_heading, wc.stay_prob)
         obs = torch.as_tensor(ep.observations, device=self.device)
         act = torch.as_tensor(ep.actions, device=self.device)
         for group in self.optim.param_groups:
