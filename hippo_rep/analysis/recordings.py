@@ -27,10 +27,12 @@ from ._checks import check_positive_number
 from .ratemaps import rate_maps_from_nodes, smooth
 
 #: Activity variables of a recording that the analysis knows, in the order they are analysed.
-VARIABLES: tuple[str, ...] = ("g", "g_pi", "memory_activity")
+VARIABLES: tuple[str, ...] = ("g", "g_pi", "memory_activity", "fam_activity")
 
-#: The unit dim of each activity variable.
-UNIT_DIMS: dict[str, str] = {"g": "g_unit", "g_pi": "g_unit", "memory_activity": "memory"}
+#: The unit dim of each activity variable (``fam_activity``: FAM slots, ``model.memory="fam"``
+#: recordings only, analysed like any population when present).
+UNIT_DIMS: dict[str, str] = {"g": "g_unit", "g_pi": "g_unit", "memory_activity": "memory",
+                             "fam_activity": "fam_slot"}
 
 #: Variables that hold memory neurons (masked before their memory exists).
 MEMORY_VARIABLES: tuple[str, ...] = ("memory_activity",)

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -187,3 +188,23 @@ def test_bnt_method_on_small_maps_is_nan_with_its_reason(tiny_rec):
     used = an.grid_nan_reason.sel(unit=an.variable != "memory_activity")
     assert (used == "no_annulus").all()
     assert an.gridness_60.isnull().all() and not an.is_grid.any()
+
+
+def test_fam_slots_are_analysed_as_a_population(tmp_path):
+    from hippo_rep.config import load_config
+    from hippo_rep.models.temt import build_model
+    from hippo_rep.recording import record_checkpoint
+    from hippo_rep.training.checkpoint import save_checkpoint
+    from hippo_rep.worlds import parse_world
+
+    cfg = load_config("tiny", ["model.memory=fam", "model.fam_slots=3", "model.memory_block=8",
+                               'world.worlds=["square:6"]'])
+    w = parse_world("square:6")
+    ckpt = tmp_path / "fam.pt"
+    save_checkpoint(ckpt, build_model(cfg.model, w.n_actions, cfg.world.n_obs), cfg, step=0)
+    rec = record_checkpoint(ckpt, n_envs=2, n_steps=120, seed=0)
+    an = analyse(rec, shuffles=3, decode=False)
+    fam = an.sel(unit=an["variable"] == "fam_activity")
+    assert fam.sizes["unit"] == 3
+    assert fam["unit_index"].values.tolist() == [0, 1, 2]
+    assert np.isfinite(fam["spatial_info"].values).all()
