@@ -318,9 +318,11 @@ class TEMt(nn.Module):
         fam_g = fam_p = None
         if cfg.memory == "hebbian":
             return self._forward_hebbian(obs, actions, state, fresh, return_activity)
+        # First buffer slot any query of this chunk can see (0 unless window/fam).
+        s0 = self._first_slot(state, self.window_start(state.t))
         if self.recurrent:
             g, g_pi, gate, written, fam_g, fam_p = self._loop(obs, actions, state, context,
-                                                              fresh)
+                                                              fresh, s0)
         else:
             tt = torch.arange(state.t, state.t + L, device=obs.device)
             g = g_pi = sinusoidal_encoding(tt, cfg.n_g).expand(B, L, -1)
@@ -328,7 +330,6 @@ class TEMt(nn.Module):
             written = torch.ones(B, L, dtype=torch.bool, device=obs.device)
             self._write_all(state, g, obs, context, written)
         slot = torch.where(written, count0[:, None] + written.long().cumsum(1) - 1, -1)
-        s0 = self._first_slot(state, self.window_start(state.t))
         logits_pi, act, act_fam = self._predict(g_pi, g, obs, state, count0, written, s0,
                                                 fam_g, fam_p)
         if self.recurrent:
@@ -346,7 +347,7 @@ class TEMt(nn.Module):
         new_state = replace(state, g=g[:, -1].detach(), t=state.t + L)
         return out, new_state
 
-    def _loop(self, obs, actions, state: MemoryState, context, fresh: bool):
+    def _loop(self, obs, actions, state: MemoryState, context, fresh: bool, s0: int):
         """Sequential part: path integration, landmark correction, memory writes.
 
         Writes into ``state``'s buffers in place (they are fresh copies, see ``grow``).
@@ -361,7 +362,6 @@ class TEMt(nn.Module):
         gs, gpis, gates, fgs, fps = [], [], [], [], []
         written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
         fam = cfg.memory == "fam"
-        s0 = self._first_slot(state, self.window_start(state.t))
         for t in range(L):
             tg = state.t + t
             if fresh and t == 0:
@@ -394,13 +394,8 @@ class TEMt(nn.Module):
                 g_ret_raw = _ConstBmm.apply(w[:, None, :m - s0], state.G[:, s0:m])[:, 0]
                 if fam:
                     g_ret_raw = g_ret_raw + torch.bmm(w[:, None, m - s0:], state.fam_g)[:, 0]
-                # Rescaled like every position, so that the MLP cannot inflate g (it did).
-                g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
-                agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
-                feats = torch.cat([g_ret, g_pi, agree, w.max(-1, keepdim=True)[0]], -1)
-                gate = torch.sigmoid(self.gate_mlp(feats))
-                gate = gate * (n_vis > 0).float()[:, None]  # nothing to correct with yet
-                g_t = g_pi + gate * (g_ret - g_pi)
+                g_t, gate = self._correct(g_pi, zq, g_ret_raw, w.max(-1, keepdim=True)[0],
+                                          (n_vis > 0).float()[:, None])
             else:
                 g_t, gate = g_pi, torch.zeros_like(g_pi)
             # Add-if-novel: skip the write when a memory of this observation already sits at
@@ -431,6 +426,20 @@ class TEMt(nn.Module):
         fam_p = torch.stack(fps, 1) if fam else None
         return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written,
                 fam_g, fam_p)
+
+    def _correct(self, g_pi, zq, g_ret_raw, confidence, has_memory):
+        """Landmark correction: g_t = g_pi + gate ⊙ (g_ret − g_pi), for every memory variant.
+
+        ``zq`` = z(g_pi); ``confidence`` (B, 1) how sure the retrieval is (largest retrieval
+        weight, or the Hebbian read-out's probability of x_t); ``has_memory`` (B, 1) zeroes
+        the gate while there is nothing to correct with. Returns (g_t, gate).
+        """
+        # Rescaled like every position, so that the MLP cannot inflate g (it did).
+        g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
+        agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
+        feats = torch.cat([g_ret, g_pi, agree, confidence], -1)
+        gate = torch.sigmoid(self.gate_mlp(feats)) * has_memory
+        return g_pi + gate * (g_ret - g_pi), gate
 
     def _fam_update(self, state: MemoryState, block_start: int) -> None:
         """TransformerFAM's feedback update at the end of a block, in place on ``state``.
@@ -488,12 +497,8 @@ class TEMt(nn.Module):
             if cfg.landmark:
                 g_ret_raw = (H[ar, obs[:, t]] @ phi_q[:, :, None])[..., 0]
                 g_ret_raw = torch.where(any_mem > 0, g_ret_raw, g_pi)
-                g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
-                agree = (_z(g_ret_raw) * _z(g_pi)).mean(-1, keepdim=True)
                 conf = lp[-1].softmax(-1).gather(1, obs[:, t, None])
-                gate = torch.sigmoid(self.gate_mlp(torch.cat([g_ret, g_pi, agree, conf], -1)))
-                gate = gate * any_mem
-                g_t = g_pi + gate * (g_ret - g_pi)
+                g_t, gate = self._correct(g_pi, _z(g_pi), g_ret_raw, conf, any_mem)
             else:
                 g_t, gate = g_pi, torch.zeros_like(g_pi)
             q2 = g_t if cfg.loss2_through_landmark else g_t.detach()
@@ -556,7 +561,8 @@ class TEMt(nn.Module):
         causal = torch.ones(L, L, dtype=torch.bool, device=dev).tril(-1)
         if self.bounded:
             steps = torch.arange(state.t, state.t + L, device=dev)
-            lo = torch.tensor([self.window_start(int(t)) for t in steps], device=dev)
+            b = cfg.memory_block
+            lo = (steps // b - cfg.memory_blocks) * b  # window_start of every step
             old_valid = old_valid & (state.T[:, None, s0:m0] >= lo[None, :, None])
             causal = causal & (steps[None, :] >= lo[:, None])
         new_valid = causal[None] & written[:, None, :]
@@ -644,6 +650,22 @@ def hebbian_retrieve(M: torch.Tensor, q: torch.Tensor, out: str) -> torch.Tensor
     if out == "g":
         return r.sum(1)
     raise ValueError(f"out must be 'x' or 'g'; got {out!r}")
+
+
+#: Weights only some memory variants have; loading across variants skips them.
+MEMORY_ONLY_WEIGHTS = frozenset({"fam_init", "fam_beta_raw"})
+
+
+def load_across_memory(model: TEMt, state_dict: dict) -> list[str]:
+    """Load weights trained under another ``model.memory`` variant into ``model``.
+
+    Weights only one side has (:data:`MEMORY_ONLY_WEIGHTS`) are skipped: dropped from the
+    source, or left at ``model``'s fresh initialisation. Returns the problems (missing or
+    unexpected other weights); empty when everything else loaded.
+    """
+    missing, unexpected = model.load_state_dict(state_dict, strict=False)
+    return [f"missing {k}" for k in missing if k not in MEMORY_ONLY_WEIGHTS] + \
+        [f"unexpected {k}" for k in unexpected if k not in MEMORY_ONLY_WEIGHTS]
 
 
 def _rescale(g: torch.Tensor) -> torch.Tensor:

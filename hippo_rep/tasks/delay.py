@@ -24,6 +24,7 @@ import torch
 import xarray as xr
 
 from hippo_rep.fileio import atomic_write
+from hippo_rep.training.evaluate import predictions
 from hippo_rep.worlds import Episodes, World, parse_world, random_observations, random_walk
 
 #: World of the task: larger than the 8x8 training worlds so the excursion can stay away.
@@ -175,7 +176,7 @@ def sample_delay_episodes(worlds: Sequence[World], batch_size: int, n_steps: int
 def as_variant(model, memory: str, **overrides):
     """The same trained weights under another memory variant (a new model; weights shared
     where they exist, new FAM slot weights from the model's seed-free default init)."""
-    from hippo_rep.models.temt import TEMt
+    from hippo_rep.models.temt import TEMt, load_across_memory
 
     if memory not in DEFAULT_VARIANTS:
         raise DelayTaskError(f"unknown memory variant {memory!r}; known: "
@@ -183,11 +184,9 @@ def as_variant(model, memory: str, **overrides):
     cfg = replace(model.config, memory=memory, **overrides)
     torch.manual_seed(0)
     new = TEMt(cfg, model.n_actions, model.n_obs)
-    missing, unexpected = new.load_state_dict(model.state_dict(), strict=False)
-    fam_only = {"fam_init", "fam_beta_raw"}  # weights only the "fam" variant has
-    if set(unexpected) - fam_only or set(missing) - fam_only:
-        raise DelayTaskError(f"weights do not fit the {memory} variant: missing {missing}, "
-                             f"unexpected {unexpected}")
+    problems = load_across_memory(new, model.state_dict())
+    if problems:
+        raise DelayTaskError(f"weights do not fit the {memory} variant: {', '.join(problems)}")
     return new.to(next(model.parameters()).device).eval()
 
 
@@ -211,7 +210,6 @@ def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = 
     if n_envs < 1:
         raise DelayTaskError(f"n_envs must be ≥ 1; got {n_envs}")
     acc, n_sc, length = [], [], []
-    device = next(model.parameters()).device
     for d in delays:
         rng = np.random.default_rng([seed, int(d)])
         walks = [delay_walk(w, int(d), rng) for _ in range(n_envs)]
@@ -226,13 +224,7 @@ def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = 
             obs[i, :n], obs[i, n:] = env_obs[x["nodes"]], env_obs[x["nodes"][-1]]
             act[i, :n] = x["actions"]
             scored[i, :n] = x["scored"]
-        o = torch.as_tensor(obs, device=device)
-        a = torch.as_tensor(act, device=device)
-        state, preds = None, []
-        for s in range(0, T, RUN_CHUNK):
-            out, state = model(o[:, s:s + RUN_CHUNK], a[:, s:s + RUN_CHUNK], state)
-            preds.append(out.logits_pi.argmax(-1).cpu().numpy())
-        correct = np.concatenate(preds, 1) == obs
+        correct = predictions(model, obs, act, chunk=RUN_CHUNK) == obs
         acc.append(float(correct[scored].mean()))
         n_sc.append(int(scored.sum()))
         length.append(float(np.mean([len(x["nodes"]) for x in walks])))

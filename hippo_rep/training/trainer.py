@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from hippo_rep.config import Config, to_toml, world_kind
 from hippo_rep.fileio import atomic_write
-from hippo_rep.models.temt import Output, build_model
+from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.training.checkpoint import (
     file_sha256,
     load_checkpoint,
@@ -34,8 +34,6 @@ METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "l
 #: Model keys that may differ between a run and its ``train.init_from`` source.
 _MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_beta_init",
                 "hebbian_decay")
-#: Weights only some memory variants have (kept fresh when the source lacks them).
-_MEMORY_ONLY_WEIGHTS = {"fam_init", "fam_beta_raw"}
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
                       "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
 
@@ -155,10 +153,10 @@ class Trainer:
                 or payload["n_obs"] != self.cfg.world.n_obs:
             raise TrainingError(f"train.init_from: {path!r} has another model config, action "
                                 "set or n_obs than this run (only model.memory* may differ)")
-        missing, unexpected = self.model.load_state_dict(model.state_dict(), strict=False)
-        if unexpected or set(missing) - _MEMORY_ONLY_WEIGHTS:
-            raise TrainingError(f"train.init_from: {path!r}: weights do not fit (missing "
-                                f"{missing}, unexpected {unexpected})")
+        problems = load_across_memory(self.model, model.state_dict())
+        if problems:
+            raise TrainingError(f"train.init_from: {path!r}: weights do not fit "
+                                f"({', '.join(problems)})")
         self.init_sha256 = file_sha256(path)
 
     def _optimizer(self):
