@@ -308,7 +308,9 @@ def cmd_sweep(args) -> int:
     from hippo_rep.sweep import SweepSettings, open_sweep, run_sweep
 
     settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles)
+                             record_steps=args.record_steps, shuffles=args.shuffles,
+                             eval_steps=args.eval_steps, eval_world=args.eval_world,
+                             record_world=args.record_world)
     try:
         rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
                         settings=settings, scheduler=args.scheduler, workers=args.workers,
@@ -374,6 +376,12 @@ def _add_sweep_parser(sub) -> None:
                    help="override of the base config for every run (repeatable)")
     s.add_argument("--eval-envs", type=int, default=DEFAULT_EVAL_ENVS,
                    help=f"held-out environments per run (default: {DEFAULT_EVAL_ENVS})")
+    s.add_argument("--eval-steps", type=int, default=None,
+                   help="steps per held-out walk (default: the training walk)")
+    s.add_argument("--eval-world", default=None, metavar="SPEC",
+                   help="world evaluated, e.g. square:11 (default: the first training world)")
+    s.add_argument("--record-world", default=None, metavar="SPEC",
+                   help="world recorded, e.g. square:20 (default: the first training world)")
     s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
                    help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
     s.add_argument("--record-steps", type=int, default=DEFAULT_RECORD_STEPS,

@@ -88,13 +88,14 @@ class ModelConfig:
     write_threshold: float = 0.98
     # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
     retrieval_iterations: int = 1
-    # Third input stream: contexts per environment (0 = off); conjunction then also needs
-    # the context to match.
-    n_context: int = 0
     # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
     # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
     # ~150 iterations); off, loss 2 still trains W_e and the readout on corrected encodings.
     loss2_through_landmark: bool = False
+    # Scale of g after each transition: "rms" rescales g to unit RMS after every step (keeps
+    # repeated products with a free W_a bounded; makes the L2 loss on g, loss 5, nominal);
+    # "none" is the paper's e_{t+1} = σ(e_t W_a), kept bounded by loss 5 (train.loss_l2_g).
+    g_norm: str = "rms"
     # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
     gate_bias_init: float = -2.0
     # Memory variant: "full" (every memory stays), "window" (block sliding window over the
@@ -142,8 +143,13 @@ class TrainConfig:
     loss_g: float = 1.0
     # Loss 3: squared error between g_pi and the corrected g_t (g_t detached: pulls W_a).
     loss_g_pi: float = 0.1
-    # Loss 5: L2 on g_t (g has a fixed norm after each transition, so this is small).
+    # Loss 5: L2 on g_t (mean square over units). Nominal under model.g_norm = "rms" (g then
+    # has unit RMS after each transition); with g_norm = "none" it is what bounds g.
     loss_l2_g: float = 0.0
+    # Inverse-action loss: mean over opposite move pairs (a, ā) of ||W_a W_ā − I||²_F / n_g.
+    # Opposite moves that undo each other return g to where it was, so the add-if-novel test
+    # recognises the node (seed A.2's rule) instead of writing a duplicate memory.
+    loss_inverse: float = 0.0
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = 100
     # Log to metrics.csv every this many iterations.
@@ -178,6 +184,10 @@ class Config:
 
 _SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}
 
+#: Keys that older versions wrote and that did nothing; dropped when an old checkpoint or TOML
+#: is read (``model.n_context`` was never read by the model).
+_REMOVED_KEYS = {("model", "n_context")}
+
 _CHOICES = {
     ("model", "kind"): ("temt", "sinusoidal"),
     ("model", "transition_activation"): ("linear", "relu", "tanh", "leaky_relu"),
@@ -186,6 +196,7 @@ _CHOICES = {
     ("model", "transition_param"): ("free", "orthogonal"),
     ("model", "readout"): ("mlp", "direct"),
     ("model", "memory"): ("full", "window", "fam", "hebbian"),
+    ("model", "g_norm"): ("rms", "none"),
     ("world", "walk"): ("random", "delay"),
 }
 
@@ -239,6 +250,7 @@ def from_dict(data: dict, source: str = "config") -> Config:
         raw = data.get(name, {})
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: [{name}] must be a table")
+        raw = {k: v for k, v in raw.items() if (name, k) not in _REMOVED_KEYS}
         hints = typing.get_type_hints(cls)
         bad = set(raw) - set(hints)
         if bad:

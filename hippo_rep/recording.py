@@ -232,6 +232,11 @@ class Recorder:
             S.N_STEPS: 0,
             S.SAME_OBSERVATIONS: int(bool(same_observations)),
         }
+        if getattr(self.model, "recurrent", False):
+            from hippo_rep.models.transitions import transition_diagnostics
+
+            self.attrs[S.TRANSITIONS] = json.dumps(
+                transition_diagnostics(self.model, w.kind, seed=int(seed)), sort_keys=True)
 
     # ------------------------------------------------------------------ running
     @contextlib.contextmanager

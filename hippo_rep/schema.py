@@ -64,6 +64,9 @@ MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG = "model_config", "world_config", "
 WORLD, CHECKPOINT_SHA256, PACKAGE_VERSION = "world", "checkpoint_sha256", "package_version"
 SEED, N_STEPS, SAME_OBSERVATIONS = "seed", "n_steps", "same_observations"
 SCHEMA_VERSION_ATTR = "schema_version"
+#: Optional attr: JSON of the model's transition diagnostics (inverse errors, loop returns,
+#: wave vectors; :func:`hippo_rep.models.transitions.transition_diagnostics`).
+TRANSITIONS = "transition_diagnostics"
 #: Attrs every recording carries (``schema_version`` is written but not required).
 ATTRS = (KIND_ATTR, MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG, WORLD, CHECKPOINT_SHA256,
          PACKAGE_VERSION, SEED, N_STEPS, SAME_OBSERVATIONS)

@@ -163,6 +163,20 @@ SUMMARY = {
                 "(mean over pairs)",
     "tem_p": "TEM test p-value of the mean over pairs",
 }
+#: Statistics :func:`open_sweep` takes from each run's eval.json: name → description.
+EVAL_SUMMARY = {
+    "memories_per_node": "memories written per distinct node visited on the held-out walks "
+                         "(add-if-novel's ideal is 1)",
+    "loop_cosine": "z-scored cosine between g before and after the smallest closed loop of "
+                   "moves (add-if-novel writes a duplicate below model.write_threshold)",
+}
+
+
+def _eval_summary(ev: dict) -> dict[str, float]:
+    """The :data:`EVAL_SUMMARY` statistics of one eval.json (NaN where absent)."""
+    lr = (ev.get("transitions") or {}).get("loop_returns") or {}
+    return {"memories_per_node": (ev.get("memory") or {}).get("memories_per_node", math.nan),
+            "loop_cosine": lr.get("loop_cosine", math.nan)}
 
 
 class SweepError(ValueError):
@@ -195,6 +209,10 @@ class SweepSettings:
         Seed of the analysis (:data:`DEFAULT_ANALYSIS_SEED`).
     decode : bool
         Run the population analyses (:data:`DEFAULT_DECODE`).
+    eval_world, record_world : str or None
+        World spec evaluated / recorded (None: the run's first training world), e.g. held-out
+        ``square:11`` for a model trained on 8×8, or ``square:20`` so a map holds several
+        grid periods.
     """
 
     eval_envs: int = DEFAULT_EVAL_ENVS
@@ -207,10 +225,21 @@ class SweepSettings:
     remap_shuffles: int = DEFAULT_REMAP_SHUFFLES
     analysis_seed: int = DEFAULT_ANALYSIS_SEED
     decode: bool = DEFAULT_DECODE
+    eval_world: str | None = None
+    record_world: str | None = None
 
     def __post_init__(self):
+        from hippo_rep.worlds import WorldError, parse_world
+
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name.endswith("_world"):
+                if v is not None:
+                    try:
+                        parse_world(v)
+                    except (WorldError, TypeError, AttributeError) as err:
+                        raise SweepError(f"settings.{f.name}: {err}") from None
+                continue
             if f.name == "decode":
                 if not isinstance(v, bool):
                     raise SweepError(f"settings.decode must be true or false; got {v!r}")
@@ -593,14 +622,14 @@ def _execute(run_dir: Path, cfg: Config, settings: SweepSettings) -> dict:
         for name in (EVAL_FILE, RECORDING_FILE, ANALYSIS_FILE):
             (run_dir / name).unlink(missing_ok=True)
     if not (run_dir / EVAL_FILE).is_file():
-        result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs,
+        result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs, world=settings.eval_world,
                                      n_steps=settings.eval_steps, seed=settings.eval_seed)
         result["meta"]["checkpoint_sha256"] = file_sha256(ckpt)
         _write_json(run_dir / EVAL_FILE, result)
     rec = run_dir / RECORDING_FILE
     if not rec.is_file():
         record_to_file(ckpt, rec, n_envs=settings.record_envs, n_steps=settings.record_steps,
-                       seed=settings.record_seed)
+                       seed=settings.record_seed, world=settings.record_world)
     if not (run_dir / ANALYSIS_FILE).is_file():
         with open_recording(rec) as ds:
             recording = ds.load()
@@ -957,7 +986,7 @@ def open_sweep(path):
     coords["seed"] = list(man["seeds"])
     shape = tuple(len(v) for v in coords.values())
     acc = np.full((*shape, len(AGENTS), len(STEP_TYPES)), np.nan)
-    summ = {k: np.full(shape, np.nan) for k in SUMMARY}
+    summ = {k: np.full(shape, np.nan) for k in (*SUMMARY, *EVAL_SUMMARY)}
     status = np.full(shape, "not started", dtype=object)
     names = np.full(shape, "", dtype=object)
     for r in man["runs"]:
@@ -971,6 +1000,8 @@ def open_sweep(path):
         if status[idx] != "done":
             continue
         ev = json.loads((run_dir / EVAL_FILE).read_text())
+        for k, v in _eval_summary(ev).items():
+            summ[k][idx] = v
         for i, agent in enumerate(AGENTS):
             for j, st in enumerate(STEP_TYPES):
                 v = ev.get(agent, {}).get(st)
@@ -984,7 +1015,8 @@ def open_sweep(path):
         "description": "fraction of steps predicted correctly on held-out environments, by "
                        "agent and step type (eval.json)"})
     for k, v in summ.items():
-        ds[k] = xr.DataArray(v, dims=rdims, attrs={"long_name": SUMMARY[k], "units": "1"})
+        ds[k] = xr.DataArray(v, dims=rdims, attrs={
+            "long_name": {**SUMMARY, **EVAL_SUMMARY}[k], "units": "1"})
     ds["status"] = xr.DataArray(status.astype(str), dims=rdims)
     ds["run"] = xr.DataArray(names.astype(str), dims=rdims)
     ds.attrs.update(manifest=json.dumps(man), dims=json.dumps(dict(zip(dims, keys, strict=True))),

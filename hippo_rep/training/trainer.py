@@ -26,7 +26,7 @@ from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes, step_t
 #: Seed of the fixed held-out environments evaluated during training.
 TRAINING_EVAL_SEED = 10_000
 METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "loss_g_pi",
-                 "loss_l2_g", "acc_revisit", "acc_new_edge", "n_memories",
+                 "loss_l2_g", "loss_inverse", "acc_revisit", "acc_new_edge", "n_memories",
                  "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
 
 
@@ -213,6 +213,11 @@ class Trainer:
             preds.append(out.logits_pi.argmax(-1))
             for k, v in parts.items():
                 sums[k] = sums.get(k, 0.0) + v.item() / n_chunks
+        if self.model.recurrent and tc.loss_inverse > 0:
+            inv = self.model.inverse_error()  # once per iteration: it depends on W_a only
+            (tc.loss_inverse * inv).backward()
+            sums["loss_inverse"] = inv.item()
+            sums["loss"] += tc.loss_inverse * inv.item()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
         self.optim.step()
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
