@@ -96,6 +96,14 @@ def _print_eval(result: dict) -> None:
         vals = "".join(f"{result[a][k]:12.3f}" if result[a][k] is not None else f"{'-':>12s}"
                        for a in AGENTS)
         print(f"{k:22s}{vals}{result['counts'][k]:9d}")
+    mem = result.get("memory")
+    if mem:
+        print(f"memories per node visited: {mem['memories_per_node']:.2f} "
+              f"(max {mem['memories_per_node_max']:.2f}; add-if-novel's ideal is 1)")
+    lr = (result.get("transitions") or {}).get("loop_returns")
+    if lr:
+        print(f"loop return cosine: opposite moves ≥ {lr['pair_cosine_min']:.3f}, smallest "
+              f"loop {lr['loop_cosine']:.3f} (write threshold {lr['write_threshold']:g})")
 
 
 def cmd_demo(args) -> int:

@@ -121,6 +121,40 @@ def learning_figure(inputs: FigureInputs):
     return fig
 
 
+@register("transitions")
+def transitions_figure(inputs: FigureInputs):
+    """The learned transition structure of each evaluated TEM-t: wave vectors of W_a (linear
+    σ), how far opposite moves and the smallest loop return g to its start against the
+    add-if-novel threshold, and the memories written per node visited."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting import COLORS
+    from hippo_rep.plotting.transitions import (
+        loop_return_panel,
+        memories_per_node_panel,
+        wave_vector_panel,
+    )
+
+    evals = {k: v for k, v in inputs.need_evals().items()
+             if (v.get("transitions") or {}).get("recurrent")}
+    if not evals:
+        raise MissingInput("needs an evaluation of a recurrent model with transition "
+                           "diagnostics (re-run hippo-rep evaluate with this version)")
+    palette = [COLORS["temt"], "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
+    fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.5),
+                             gridspec_kw={"width_ratios": [1, 1.3, 0.9], "wspace": 0.45})
+    label, first = next(iter(evals.items()))
+    wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label)
+    loop_return_panel(evals, ax=axes[1], colors=colors)
+    memories_per_node_panel(evals, ax=axes[2], colors=colors)
+    meta = first.get("meta", {})
+    fig.suptitle(f"transition structure ({label}); memories on held-out {meta.get('world', '')}"
+                 f", {meta.get('steps', '?')}-step walks", fontsize=8, y=1.06)
+    _label_panels(axes)
+    return fig
+
+
 #: Units shown per map figure.
 N_UNITS_SHOWN = 6
 
