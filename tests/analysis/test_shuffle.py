@@ -41,8 +41,8 @@ def test_circular_shifts_bad(n_time, frac, match):
         circular_shifts(n_time, 2, 3, np.random.default_rng(0), frac)
 
 
-def _null(rec, variable, shifts, names=("gridness_60", "spatial_info", "place_score"),
-          sigma=None):
+def _null(rec, variable, shifts,
+          names=("gridness_60", "spatial_info", "place_score", "plane_wave_share"), sigma=None):
     maps = rate_maps(rec, variable, smooth_sigma=sigma)
     scorers = [SCORES[k] for k in names]
     sh = xr.DataArray(np.asarray(shifts), dims=("env", "shuffle"))
@@ -164,6 +164,9 @@ def test_planted_units_are_classified(small_rec, small_analysis):
         rand = sub.isel(unit=np.flatnonzero(planted == "random"))
         assert grid.is_grid.all() and grid.is_grid_threshold.all() and grid.hexagonal.all()
         assert not (grid.is_band | grid.is_two_wave | grid.is_square).any()
+        # planted grids are plane waves far beyond what shuffled activity makes
+        assert (grid.plane_wave_share_percentile >= 95).all()
+        assert float(rand.plane_wave_share_percentile.median()) < 95
         assert place.is_place.all()
         assert float(rand.is_grid.mean()) <= 0.25
         assert float(rand.is_place.mean()) <= 0.1
