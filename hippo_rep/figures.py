@@ -254,9 +254,12 @@ def scores_figure(inputs: FigureInputs):
     fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 2.8 * len(pops)),
                              squeeze=False, layout="constrained")
     for i, (sub, label, pop) in enumerate(pops):
-        wave_notes = [f"{name} {fraction_text(fr, pop, c)}"
+        wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
                       for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
                                       (IS_SQUARE, "square")) if c in fr["cell_class"]]
+        if wave_notes:
+            n_pairs = int(fr["denominator"].sel(population=pop).isel(cell_class=0))
+            wave_notes[-1] += f" (of {n_pairs})"
         null, null_label = _null_of(sub, "gridness_60", gq)
         q = sub["gridness_60_null_q"].sel(quantile=gq, method="nearest")
         score_histogram(
