@@ -203,10 +203,23 @@ def cmd_analyse(args) -> int:
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
     write_analysis(result, out, overwrite=args.overwrite)
+    from hippo_rep.analysis.classes import (
+        IS_GRID,
+        IS_PLACE,
+        IS_TWO_WAVE,
+        class_fractions,
+        fraction_text,
+    )
+
+    fr = class_fractions(result)
+    parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
+                                     ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
+                                      (IS_PLACE, "place")))
+             for pop in fr["population"].values]
     print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
           f"({result.attrs['variables']}) with {args.shuffles} shuffles in "
-          f"{time.perf_counter() - t0:.1f} s: {int(result['is_grid'].sum())} grid and "
-          f"{int(result['is_place'].sum())} place (env, unit) pairs → {out}")
+          f"{time.perf_counter() - t0:.1f} s → {out}; of the (env, unit) pairs that exist: "
+          + "; ".join(parts))
     return 0
 
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hippo_rep.analysis.classes import CLASS_DIM, CLASS_LABELS, CLASSES, class_fractions
+
 #: Per-(env, unit) variables of :func:`unit_table` (those present are used).
 UNIT_TABLE_COLUMNS = (
     "gridness_60",
@@ -26,9 +28,10 @@ UNIT_TABLE_COLUMNS = (
     "spatial_info_percentile",
     "place_score",
     "n_fields",
-    "is_grid",
-    "is_grid_threshold",
-    "is_place",
+    "n_waves",
+    "hexagonal",
+    "plane_wave_share",
+    *CLASSES,
 )
 
 #: Per-unit variables (no env dim) added to :func:`unit_table` when present.
@@ -58,9 +61,10 @@ UNIT_SCORES = {
     "spatial_info_percentile": "spatial info vs null (pctl)",
     "place_score": "place score (1)",
     "n_fields": "place fields (count)",
-    "is_grid": "grid cell (shuffle rule)",
-    "is_grid_threshold": "grid cell (g60 > 0.3)",
-    "is_place": "place cell (shuffle rule)",
+    "n_waves": "plane waves (count)",
+    "hexagonal": "hexagonal (3 waves at 60°)",
+    "plane_wave_share": "plane-wave share of variance (1)",
+    **CLASS_LABELS,
     "remap_corr_mean": "remap corr (Pearson r)",
 }
 
@@ -103,30 +107,39 @@ def unit_table(analysis, columns: Sequence[str] = UNIT_TABLE_COLUMNS):
 
 
 def classification_summary(analysis):
-    """Per population: how many (unit, environment) pairs, the fractions classified and
-    median scores.
+    """Per population: how many (unit, environment) pairs exist, the fractions in each class
+    and median scores.
+
+    The fractions are :func:`~hippo_rep.analysis.classes.class_fractions` (the one
+    definition, also used by the sweep, the ``scores`` figure and ``hippo-rep analyse``):
+    over the (env, unit) pairs in which the unit exists (memory slots not written in an
+    environment are left out).
 
     Returns
     -------
     pandas.DataFrame
-        Index ``variable``; columns ``n`` (unit × environment pairs), ``frac_grid``
-        (``is_grid``), ``frac_grid_threshold``, ``frac_place`` (fractions, 0–1),
-        ``median_gridness_60`` (1), ``median_spatial_info`` (bits per unit activity) and,
-        when present, ``median_remap_corr`` (Pearson r over units).
+        Index ``variable``; columns ``n`` (unit × environment pairs that exist: the
+        denominator), ``frac_<class>`` for each class flag present (``frac_grid``,
+        ``frac_grid_threshold``, ``frac_band``, ``frac_two_wave``, ``frac_square``,
+        ``frac_place``; fractions, 0–1), ``median_gridness_60`` (1),
+        ``median_spatial_info`` (bits per unit activity) and, when present,
+        ``median_remap_corr`` (Pearson r over units).
     """
+    fr = class_fractions(analysis)
+    frac = fr["fraction"].to_pandas()  # population x class
+    out = fr["denominator"].isel({CLASS_DIM: 0}, drop=True).to_pandas().to_frame("n")
+    out.index.name = "variable"
+    for c in fr[CLASS_DIM].values:
+        out[f"frac_{str(c).removeprefix('is_')}"] = frac[c]
     df = unit_table(analysis).reset_index()
-    out = df.groupby("variable", sort=False).size().to_frame("n")
     g = df.groupby("variable", sort=False)
-    for col, name in (("is_grid", "frac_grid"), ("is_grid_threshold", "frac_grid_threshold"),
-                      ("is_place", "frac_place")):
-        if col in df:
-            out[name] = g[col].mean()
     for col in ("gridness_60", "spatial_info"):
         if col in df:
             out[f"median_{col}"] = g[col].median()
     if "remap_corr_mean" in analysis.data_vars:
         rc = analysis["remap_corr_mean"].to_dataframe().reset_index()
         out["median_remap_corr"] = rc.groupby("variable", sort=False)["remap_corr_mean"].median()
+    out.attrs["denominator"] = fr.attrs["denominator"]
     return out
 
 

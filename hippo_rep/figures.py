@@ -251,10 +251,21 @@ def _null_of(ds, score: str, quantile: float):
 @register("scores")
 def scores_figure(inputs: FigureInputs):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
-    with the classification thresholds and the fractions classified, for positional units
-    and memory neurons."""
+    with the classification thresholds and the fractions classified
+    (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
+    exist), for positional units and memory neurons."""
     import matplotlib.pyplot as plt
 
+    from hippo_rep.analysis.classes import (
+        IS_BAND,
+        IS_GRID,
+        IS_GRID_THRESHOLD,
+        IS_PLACE,
+        IS_SQUARE,
+        IS_TWO_WAVE,
+        class_fractions,
+        fraction_text,
+    )
     from hippo_rep.analysis.shuffle import (
         GRID_MIN_SCORE,
         GRID_QUANTILE,
@@ -262,11 +273,12 @@ def scores_figure(inputs: FigureInputs):
         PLACE_N_FIELDS,
         PLACE_QUANTILE,
     )
-    from hippo_rep.plotting.scores import axis_label, fraction_note, score_histogram
+    from hippo_rep.plotting.scores import axis_label, score_histogram
 
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
-                     "spatial_info_null_q", "is_grid", "is_grid_threshold", "is_place")
-    pops = [(_units_of(ds, v), label) for v, label in SCORE_POPULATIONS]
+                     "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
+    fr = class_fractions(ds)
+    pops = [(_units_of(ds, v), label, v) for v, label in SCORE_POPULATIONS]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)
@@ -275,7 +287,13 @@ def scores_figure(inputs: FigureInputs):
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
     fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 2.8 * len(pops)),
                              squeeze=False, layout="constrained")
-    for i, (sub, label) in enumerate(pops):
+    for i, (sub, label, pop) in enumerate(pops):
+        wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
+                      for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
+                                      (IS_SQUARE, "square")) if c in fr["cell_class"]]
+        if wave_notes:
+            n_pairs = int(fr["denominator"].sel(population=pop).isel(cell_class=0))
+            wave_notes[-1] += f" (of {n_pairs})"
         null, null_label = _null_of(sub, "gridness_60", gq)
         q = sub["gridness_60_null_q"].sel(quantile=gq, method="nearest")
         score_histogram(
@@ -283,8 +301,10 @@ def scores_figure(inputs: FigureInputs):
             thresholds=[(_median(q), f"null {gq:.0%} quantile (median over units)", "null"),
                         (gt, f"rule of thumb {gt:g}", "rule"),
                         (floor, f"floor {floor:g}", "floor")],
-            notes=[fraction_note(sub["is_grid"], f"grid (> own null {gq:.0%}, > {floor:g})"),
-                   fraction_note(sub["is_grid_threshold"], f"gridness-60 > {gt:g}")],
+            notes=[f"grid (hexagonal, > own null {gq:.0%}, > {floor:g}): "
+                   f"{fraction_text(fr, pop, IS_GRID)}",
+                   f"gridness-60 > {gt:g} alone: {fraction_text(fr, pop, IS_GRID_THRESHOLD)}",
+                   *([", ".join(wave_notes)] if wave_notes else [])],
             xlabel="gridness-60 (unitless)", title=f"{label}: gridness",
             clip_to=GRIDNESS_SHOWN)
         null, null_label = _null_of(sub, "spatial_info", pq)
@@ -292,12 +312,13 @@ def scores_figure(inputs: FigureInputs):
         score_histogram(
             sub["spatial_info"], null, ax=axes[i, 1], null_label=null_label,
             thresholds=[(_median(q), f"null {pq:.0%} quantile (median over units)", "null")],
-            notes=[fraction_note(sub["is_place"], f"place (> own null {pq:.0%}, {fields})")],
+            notes=[f"place (> own null {pq:.0%}, {fields}): "
+                   f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
     fig.suptitle(f"scores of every (unit, environment) against circular-shift nulls "
                  f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                 f"fractions of unit × environment)", fontsize=8)
+                 f"fractions of the unit × environment pairs that exist)", fontsize=8)
     _label_panels(axes.ravel())
     return fig
 

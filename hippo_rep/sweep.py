@@ -149,12 +149,18 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]")
 
 #: Summary statistics :func:`open_sweep` takes from each run's analysis: name → description.
 SUMMARY = {
-    "grid_fraction": "fraction of positional units (g) grid-like (is_grid: gridness-60 above "
-                     "its shuffle null's 95th percentile), over (env, unit) with a score",
-    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3",
+    "grid_fraction": "fraction of positional units (g) grid-like (is_grid: hexagonal plane-wave "
+                     "pattern and gridness-60 above its shuffle null's 95th percentile), over "
+                     "the (env, unit) pairs that exist (analysis.class_fractions)",
+    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3 (the "
+                               "rule of thumb alone)",
+    "two_wave_fraction": "fraction of positional units (g) that are two plane waves, not "
+                         "square (is_two_wave)",
+    "band_fraction": "fraction of positional units (g) that are one plane wave (is_band)",
+    "square_fraction": "fraction of positional units (g) that are square grids (is_square)",
     "gridness_median": "median gridness-60 of the positional units (g) over (env, unit)",
-    "place_fraction": "fraction of memory neurons place-like (is_place), over (env, unit) "
-                      "with a spatial information",
+    "place_fraction": "fraction of memory neurons place-like (is_place), over the (env, unit) "
+                      "pairs that exist (analysis.class_fractions)",
     "remap_corr_g": "mean rate-map correlation of positional units between environments",
     "remap_corr_memory": "mean rate-map correlation of memory neurons between environments",
     "pv_corr_g": "population-vector correlation of g between environments (mean over pairs)",
@@ -880,10 +886,21 @@ class _Progress:
 def summarise_analysis(analysis) -> dict[str, float]:
     """The :data:`SUMMARY` statistics of one analysis dataset (NaN where not computable).
 
-    Fractions are over (env, unit) pairs of the population whose score is finite (memory
-    slots unused in an environment have no score); correlations are means over environment
-    pairs (and units) of the analysis' remapping variables.
+    Fractions are :func:`~hippo_rep.analysis.class_fractions` (over the (env, unit) pairs
+    of the population that exist: memory slots unused in an environment are left out);
+    correlations are means over environment pairs (and units) of the analysis' remapping
+    variables.
     """
+    from hippo_rep.analysis.classes import (
+        IS_BAND,
+        IS_GRID,
+        IS_GRID_THRESHOLD,
+        IS_PLACE,
+        IS_SQUARE,
+        IS_TWO_WAVE,
+        class_fractions,
+    )
+
     a = analysis
     out = dict.fromkeys(SUMMARY, math.nan)
     if "variable" not in a.coords:
@@ -891,24 +908,28 @@ def summarise_analysis(analysis) -> dict[str, float]:
     var = a["variable"].values
     g, mem = a.isel(unit=var == "g"), a.isel(unit=var == "memory_activity")
 
-    def frac(ds, flag, score):
-        if flag not in ds or score not in ds or ds.sizes.get("unit", 0) == 0:
+    fr = class_fractions(a) if "rate_map" in a else None
+
+    def frac(pop, flag):
+        if fr is None or flag not in fr["cell_class"] or pop not in fr["population"]:
             return math.nan
-        ok = np.isfinite(ds[score].values)
-        return float(ds[flag].values[ok].mean()) if ok.any() else math.nan
+        return float(fr["fraction"].sel(population=pop, cell_class=flag))
 
     def nanmean(x):
         x = np.asarray(x, dtype=np.float64)
         x = x[np.isfinite(x)]
         return float(x.mean()) if x.size else math.nan
 
-    out["grid_fraction"] = frac(g, "is_grid", "gridness_60")
-    out["grid_fraction_threshold"] = frac(g, "is_grid_threshold", "gridness_60")
+    out["grid_fraction"] = frac("g", IS_GRID)
+    out["grid_fraction_threshold"] = frac("g", IS_GRID_THRESHOLD)
+    out["two_wave_fraction"] = frac("g", IS_TWO_WAVE)
+    out["band_fraction"] = frac("g", IS_BAND)
+    out["square_fraction"] = frac("g", IS_SQUARE)
     if "gridness_60" in g and g.sizes.get("unit", 0):
         s = g["gridness_60"].values
         s = s[np.isfinite(s)]
         out["gridness_median"] = float(np.median(s)) if s.size else math.nan
-    out["place_fraction"] = frac(mem, "is_place", "spatial_info")
+    out["place_fraction"] = frac("memory_activity", IS_PLACE)
     if "remap_corr" in a:
         out["remap_corr_g"] = nanmean(g["remap_corr"].values) if g.sizes["unit"] else math.nan
         out["remap_corr_memory"] = (nanmean(mem["remap_corr"].values) if mem.sizes["unit"]

@@ -140,9 +140,11 @@ def test_tables_of_an_analysis(tiny):
     s = classification_summary(ds)
     for v in ("g", "memory_activity"):
         sub = ds.sel(unit=ds["variable"] == v)
-        assert s.loc[v, "frac_grid"] == pytest.approx(float(sub["is_grid"].mean()))
-        assert s.loc[v, "frac_place"] == pytest.approx(float(sub["is_place"].mean()))
-        assert s.loc[v, "n"] == sub.sizes["unit"] * sub.sizes["env"]
+        exists = sub["rate_map"].notnull().any(("y", "x"))  # the denominator: pairs that exist
+        assert s.loc[v, "n"] == int(exists.sum())
+        for flag in ("is_grid", "is_place", "is_two_wave"):
+            k = int((sub[flag] & exists).sum())
+            assert s.loc[v, f"frac_{flag[3:]}"] == pytest.approx(k / int(exists.sum()))
     r = remapping_table(ds)
     assert len(r) == ds.sizes["env_pair"]
     assert r["tem_corr"].iloc[0] == pytest.approx(float(ds["tem_corr"][0]))

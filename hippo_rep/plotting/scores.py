@@ -132,15 +132,6 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     return ax
 
 
-def fraction_note(flags, label: str) -> str:
-    """``"label: k / n = p %"`` of a boolean array (any dims; NaN counted as False)."""
-    f = np.asarray(flags).ravel()
-    n = f.size
-    k = int(np.nansum(f.astype(float))) if n else 0
-    pct = 100.0 * k / n if n else float("nan")
-    return f"{label}: {k}/{n} = {pct:.0f}%"
-
-
 def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None):
     """A text panel listing one unit's scores (``name: value`` lines, no axes drawn).
 
