@@ -55,9 +55,10 @@ COLUMNS = [("loop closure", "accuracy", "revisit_new_edge"),
            ("zero-shot", "accuracy", "revisit_unseen_edge"),
            ("mem/node", "memories_per_node", None), ("loop cos", "loop_cosine", None)]
 #: Optional analysis columns, shown when the sweep has them.
-ANALYSIS_COLUMNS = [("hexagonal", "hexagonal_fraction"), ("two-wave", "two_wave_fraction"),
-                    ("band", "band_fraction"), ("square", "square_fraction"),
-                    ("g60 median", "gridness_median"), ("spacing", "spacing_median")]
+ANALYSIS_COLUMNS = [("hexagonal", "hexagonal_fraction"), ("grid", "grid_fraction"),
+                    ("two-wave", "two_wave_fraction"), ("band", "band_fraction"),
+                    ("square", "square_fraction"), ("g60 median", "gridness_median"),
+                    ("wavelength", "wavelength_median")]
 
 
 def table(out: Path) -> None:

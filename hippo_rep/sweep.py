@@ -159,6 +159,11 @@ SUMMARY = {
     "band_fraction": "fraction of positional units (g) that are one plane wave (is_band)",
     "square_fraction": "fraction of positional units (g) that are square grids (is_square)",
     "gridness_median": "median gridness-60 of the positional units (g) over (env, unit)",
+    "hexagonal_fraction": "fraction of positional units (g) whose map is a hexagonal plane-wave "
+                          "pattern (three near-equal waves ~60° apart; pattern alone, no null), "
+                          "over the (env, unit) pairs that exist",
+    "wavelength_median": "median wavelength (bins) of the strongest plane wave of the "
+                         "positional units (g) with at least one wave",
     "place_fraction": "fraction of memory neurons place-like (is_place), over the (env, unit) "
                       "pairs that exist (analysis.class_fractions)",
     "remap_corr_g": "mean rate-map correlation of positional units between environments",
@@ -929,6 +934,14 @@ def summarise_analysis(analysis) -> dict[str, float]:
         s = g["gridness_60"].values
         s = s[np.isfinite(s)]
         out["gridness_median"] = float(np.median(s)) if s.size else math.nan
+    if "hexagonal" in g and "rate_map" in g and g.sizes.get("unit", 0):
+        exists = g["rate_map"].notnull().any(("y", "x")).values
+        out["hexagonal_fraction"] = (float(g["hexagonal"].values[exists].mean())
+                                     if exists.any() else math.nan)
+    if "wave_length" in g and g.sizes.get("unit", 0):
+        first = g["wave_length"].isel(wave=0).values
+        first = first[np.isfinite(first)]
+        out["wavelength_median"] = float(np.median(first)) if first.size else math.nan
     out["place_fraction"] = frac("memory_activity", IS_PLACE)
     if "remap_corr" in a:
         out["remap_corr_g"] = nanmean(g["remap_corr"].values) if g.sizes["unit"] else math.nan
