@@ -60,6 +60,9 @@ COMPARE_COLUMNS = 4
 #: Size of one map of the "compare environments" figure, inches.
 COMPARE_PANEL_INCHES = 1.6
 
+#: Width of a two-column figure, inches (as :data:`hippo_rep.figures.FULL_WIDTH`).
+FULL_WIDTH = 7.0
+
 #: Short names of ranking scores in map titles.
 SHORT_NAMES = {"gridness_60": "g60", "spatial_info": "SI"}
 
@@ -600,6 +603,137 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
                            view_w, out])
     return Explorer(widget=box, env=env_w, population=var_w, view=view_w, unit=unit_w,
                     rank=rank_w, output=out)
+
+
+# ---- statistics figures (notebook 02) ------------------------------------------------------
+
+
+def registry_figure(name: str, **inputs):
+    """One figure of the registry (:data:`hippo_rep.figures.FIGURES`) from data in memory.
+
+    Parameters
+    ----------
+    name : str
+        A registered figure (e.g. "scores", "remapping", "grid_cells", "place_cells").
+    **inputs
+        Fields of :class:`hippo_rep.figures.FigureInputs` (``analysis=``, ``recording=``, …).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Drawn in the paper style, then closed in pyplot (the builders use pyplot), so an
+        inline backend does not show it a second time; show it with
+        :func:`hippo_rep.plotting.display.show` or save it.
+
+    Raises
+    ------
+    ExploreError
+        An unknown name, or the reason the figure cannot be built (a missing variable).
+    """
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
+    from hippo_rep.plotting import paper_style
+
+    if name not in FIGURES:
+        raise ExploreError(f"unknown figure {name!r}; registered: {', '.join(FIGURES)}")
+    with paper_style():
+        try:
+            fig = FIGURES[name](FigureInputs(**inputs))
+        except MissingInput as why:
+            raise ExploreError(f"figure {name!r} cannot be built: {why}") from None
+    plt.close(fig)
+    return fig
+
+
+def class_flags(analysis) -> list[str]:
+    """The boolean (env, unit) class variables of the dataset (``is_*``), in dataset order."""
+    return [k for k, da in analysis.data_vars.items()
+            if k.startswith("is_") and set(da.dims) == {"env", "unit"} and da.dtype == bool]
+
+
+def class_counts(analysis):
+    """How many (unit, environment) pairs of each population each class holds.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``count`` (population, class): pairs classified (count); ``n`` (population): all
+        pairs of the population (the denominator, as in :func:`classification_summary`).
+        Classes are the dataset's :func:`class_flags`.
+    """
+    import xarray as xr
+
+    flags = class_flags(analysis)
+    if not flags:
+        raise ExploreError("the analysis dataset has no class variables (is_* over env, unit)")
+    pops = list(dict.fromkeys(map(str, analysis["variable"].values)))
+    counts, totals = [], []
+    for p in pops:
+        sub = analysis[flags].sel(unit=analysis["variable"] == p)
+        counts.append([int(sub[f].sum()) for f in flags])
+        totals.append(sub.sizes["env"] * sub.sizes["unit"])
+    return xr.Dataset({"count": (("population", "class"), np.array(counts, dtype=int)),
+                       "n": ("population", np.array(totals, dtype=int))},
+                      coords={"population": pops, "class": flags})
+
+
+def class_fraction_figure(analysis):
+    """Fractions of (unit, environment) pairs in each class, per population, each bar
+    labelled with its count and denominator (``k/n``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting import paper_style
+    from hippo_rep.plotting.scores import class_fractions
+
+    c = class_counts(analysis)
+    with paper_style():
+        fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes["class"]
+                              * max(1, c.sizes["population"]) ** 0.5), layout="constrained")
+        class_fractions(c["count"], c["n"], ax=fig.subplots(),
+                        title="classes (rules in the dataset's classify_rule_* attrs)")
+    return fig
+
+
+def field_figure(analysis):
+    """Place-field size and count distributions per population.
+
+    Top row: areas of every detected field (bins) of every (unit, environment) map; bottom
+    row: the fraction of maps with each number of fields.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting import paper_style
+    from hippo_rep.plotting.scores import axis_label, count_distribution, score_histogram
+
+    missing = [v for v in ("field_area", "n_fields") if v not in analysis.data_vars]
+    if missing:
+        raise ExploreError(f"the analysis dataset lacks variable(s) {', '.join(missing)}")
+    pops = list(dict.fromkeys(map(str, analysis["variable"].values)))
+    with paper_style():
+        fig = Figure(figsize=(FULL_WIDTH, 4.2), layout="constrained")
+        axes = fig.subplots(2, len(pops), squeeze=False)
+        for j, p in enumerate(pops):
+            sub = analysis.sel(unit=analysis["variable"] == p)
+            maps = sub.sizes["env"] * sub.sizes["unit"]
+            score_histogram(sub["field_area"], ax=axes[0, j],
+                            title=f"{p}: place-field area (largest {sub.sizes['field']} per map)",
+                            xlabel=axis_label(analysis["field_area"], "field area"))
+            count_distribution(sub["n_fields"], ax=axes[1, j], xlabel="fields per map",
+                               title=f"{p}: place fields per map ({maps} maps)")
+        fig.suptitle("place fields of every (unit, environment) rate map", fontsize=8)
+    return fig
 
 
 def show_figures(report: dict, fmt: str = "png") -> list:
