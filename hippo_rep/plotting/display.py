@@ -54,6 +54,12 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
+def _describe(fig, fmt: str) -> str:
+    """The text/plain alternative of a displayed figure."""
+    w, h = fig.get_size_inches()
+    return f"<hippo_rep figure {w:.1f}×{h:.1f} in, {len(fig.axes)} axes, shown as {fmt}>"
+
+
 def figure_bundle(fig, fmt: str = DEFAULT_FORMAT, scale: int = PNG_SCALE,
                   dpi: float = DISPLAY_DPI) -> tuple[dict, dict]:
     """Render a figure to a Jupyter mime bundle.
@@ -80,8 +86,7 @@ def figure_bundle(fig, fmt: str = DEFAULT_FORMAT, scale: int = PNG_SCALE,
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=dpi * (scale if fmt == "png" else 1),
                 bbox_inches="tight", pad_inches=PAD_INCHES, facecolor="white")
-    w, h = fig.get_size_inches()
-    text = f"<hippo_rep figure {w:.1f}×{h:.1f} in, {len(fig.axes)} axes, {fmt}>"
+    text = _describe(fig, fmt)
     raw = buf.getvalue()
     if fmt == "svg":
         return {MIME["svg"]: raw.decode("utf-8"), "text/plain": text}, {}
@@ -127,18 +132,19 @@ class FigureView:
         return f"FigureView({w:.1f}×{h:.1f} in, {len(self.figure.axes)} axes, {self.fmt})"
 
 
-def show(fig, fmt: str = DEFAULT_FORMAT) -> FigureView:
-    """Display a figure in IPython as an image (nothing outside IPython); returns its
-    :class:`FigureView`."""
+def show(fig, fmt: str = DEFAULT_FORMAT) -> None:
+    """Display a figure in IPython as an image (PNG at 2× or SVG); nothing outside IPython.
+
+    Returns None, so ``show(fig)`` as a cell's last line displays the figure once.
+    """
     view = FigureView(fig, fmt)
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
-        return view
+        return
     if get_ipython() is not None:
         display(view)
-    return view
 
 
 def register_figure_formatter(fmt: str = DEFAULT_FORMAT, shell=None) -> bool:
@@ -146,7 +152,8 @@ def register_figure_formatter(fmt: str = DEFAULT_FORMAT, shell=None) -> bool:
 
     Registers a ``fmt`` formatter for :class:`matplotlib.figure.Figure` on ``shell`` (default:
     the current one) and removes the other format's, so a figure returned from a cell shows
-    once, as :func:`figure_bundle` renders it.
+    once, as :func:`figure_bundle` renders it; its text alternative says so (instead of
+    ``<Figure size ...>``).
 
     Returns
     -------
@@ -171,8 +178,12 @@ def register_figure_formatter(fmt: str = DEFAULT_FORMAT, shell=None) -> bool:
         data, meta = figure_bundle(fig, fmt)
         return data[MIME[fmt]], meta.get(MIME[fmt], {})
 
+    def plain(fig, printer, cycle):
+        printer.text(_describe(fig, fmt))
+
     for other in FORMATS:
         if other != fmt:
             formatters[MIME[other]].pop(Figure, None)
     formatters[MIME[fmt]].for_type(Figure, render)
+    formatters["text/plain"].for_type(Figure, plain)
     return True
