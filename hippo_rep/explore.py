@@ -528,6 +528,7 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
     var_w = ipywidgets.Dropdown(options=variables, value=variables[0], description="population")
     view_w = ipywidgets.ToggleButtons(
         options=[("unit", "unit"), ("compare environments", "compare")], value="unit",
+        style={"button_width": "auto"},
         tooltips=["rate map, autocorrelogram and scores in one environment",
                   "the unit's rate maps in every environment"])
     unit_w = ipywidgets.Dropdown(description="unit")
