@@ -54,6 +54,9 @@ STATIC_UNITS = 2
 #: Size of one explorer figure (rate map, autocorrelogram, scores), inches.
 UNIT_FIGSIZE = (7.0, 2.4)
 
+#: Rendered panels the explorer keeps (oldest dropped first), so going back is instant.
+EXPLORER_CACHE = 64
+
 #: Maps per row of the "compare environments" figure.
 COMPARE_COLUMNS = 4
 
@@ -434,6 +437,7 @@ class Explorer:
     ``env``, ``population``, ``view`` ("unit" or "compare"), ``unit`` (a Dropdown, best first)
     and ``rank`` (an IntSlider over the same order) are the controls; ``output`` (an
     ipywidgets ``Output``) holds the figure as an image, or the one-line reason there is none.
+    ``cache`` holds the last :data:`EXPLORER_CACHE` panels drawn (clear it to redraw).
     """
 
     widget: object
@@ -443,6 +447,7 @@ class Explorer:
     unit: object
     rank: object
     output: object
+    cache: dict
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -536,6 +541,7 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
                                   continuous_update=False)
     out = ipywidgets.Output()
     state = {"busy": False, "ids": [], "reason": ""}
+    cache: dict = {}  # (compare, env, population, unit) → output, oldest first
 
     def options(keep: bool) -> None:
         old = unit_w.value
@@ -561,14 +567,21 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
             why = state["reason"] or f"population {var_w.value!r} has no units"
             out.outputs = (text_output(why),)
             return
-        try:
-            if view_w.value == "compare":
-                fig = compare_figure(analysis, var_w.value, unit_w.value)
-            else:
-                fig = unit_figure(analysis, env_w.value, var_w.value, unit_w.value)
-            out.outputs = (display_output(fig, fmt),)
-        except Exception as err:  # noqa: BLE001 — a widget callback would swallow it
-            out.outputs = (text_output(_reason(err)),)
+        compare = view_w.value == "compare"
+        key = (compare, None if compare else env_w.value, var_w.value, unit_w.value)
+        if key not in cache:
+            try:
+                if compare:
+                    fig = compare_figure(analysis, var_w.value, unit_w.value)
+                else:
+                    fig = unit_figure(analysis, env_w.value, var_w.value, unit_w.value)
+                shown = display_output(fig, fmt)
+            except Exception as err:  # noqa: BLE001 — a widget callback would swallow it
+                shown = text_output(_reason(err))
+            cache[key] = shown
+            while len(cache) > EXPLORER_CACHE:
+                cache.pop(next(iter(cache)))
+        out.outputs = (cache[key],)
 
     def on_unit(_change) -> None:
         if state["busy"]:
@@ -603,7 +616,7 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
     box = ipywidgets.VBox([ipywidgets.HBox([env_w, var_w]), ipywidgets.HBox([unit_w, rank_w]),
                            view_w, out])
     return Explorer(widget=box, env=env_w, population=var_w, view=view_w, unit=unit_w,
-                    rank=rank_w, output=out)
+                    rank=rank_w, output=out, cache=cache)
 
 
 # ---- statistics figures (notebook 02) ------------------------------------------------------
