@@ -124,23 +124,18 @@ def test_01_explore_rate_maps_executes(tiny, tmp_path):
 
 
 def test_01_static_fallback_shows_images(tiny, tmp_path):
+    """Without widgets, as SVG (the PNG path is the explorer's, checked above)."""
     root, ds = tiny
-    nb = execute("01_explore_rate_maps", {"analysis_path": str(root / "analysis.nc"),
-                                          "use_widgets": False, "n_static": 1}, tmp_path)
-    n_pop = len(set(ds["variable"].values.tolist()))
-    # per population: its best unit, then that unit across environments; and the last cell
-    images = outputs(nb, "image/png")
-    assert len(images) == 2 * n_pop + 1 and all(png_ok(o) for o in images)
-    assert not outputs(nb, "application/vnd.jupyter.widget-view+json")
-    assert_no_figure_text(nb)
-
-
-def test_01_svg_display(tiny, tmp_path):
-    root, _ = tiny
     nb = execute("01_explore_rate_maps", {"analysis_path": str(root / "analysis.nc"),
                                           "use_widgets": False, "n_static": 1,
                                           "fmt": "svg"}, tmp_path)
-    assert outputs(nb, "image/svg+xml") and not outputs(nb, "image/png")
+    n_pop = len(set(ds["variable"].values.tolist()))
+    # per population: its best unit, then that unit across environments; and the last cell
+    images = outputs(nb, "image/svg+xml")
+    assert len(images) == 2 * n_pop + 1
+    assert all("<svg" in "".join(o["data"]["image/svg+xml"]) for o in images)
+    assert not outputs(nb, "image/png")
+    assert not outputs(nb, "application/vnd.jupyter.widget-view+json")
     assert_no_figure_text(nb)
 
 
@@ -222,6 +217,23 @@ def test_explorer_static_fallback_without_ipywidgets(tiny, monkeypatch):
     assert len(figs[1].axes) == ds.sizes["env"]  # one map per environment
     with pytest.raises(ImportError):
         explore_rate_maps(ds, widgets=True, show=False)
+
+
+def test_explorer_static_fallback_says_why_a_map_is_missing(tiny, capsys):
+    import numpy as np
+
+    from hippo_rep.explore import ExploreError, explore_rate_maps
+
+    _, ds = tiny
+    ds = ds.copy(deep=True)
+    ds["rate_map"].values[:, (ds["variable"] == "g_pi").values] = np.nan
+    figs = explore_rate_maps(ds, n_static=1, widgets=False, show=False)
+    assert len(figs) == 4  # g and memory_activity: best unit + across environments
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("g_pi ") for line in lines)
+    assert "has no rate maps in env" in lines[0] and "every environment" in lines[1]
+    with pytest.raises(ExploreError, match="display format"):
+        explore_rate_maps(ds, fmt="gif", show=False)
 
 
 def test_explorer_widget_switches_population_environment_rank_and_view(tiny):
