@@ -320,7 +320,12 @@ def test_figure_bundle_png_at_twice_the_display_size_and_svg():
     import base64
     import struct
 
-    from hippo_rep.plotting.display import PNG_SCALE, DisplayError, figure_bundle
+    from hippo_rep.plotting.display import (
+        DISPLAY_DPI,
+        PNG_SCALE,
+        DisplayError,
+        figure_bundle,
+    )
 
     data, meta = figure_bundle(_figure())
     png = base64.b64decode(data["image/png"])
@@ -329,6 +334,11 @@ def test_figure_bundle_png_at_twice_the_display_size_and_svg():
     assert abs(w - PNG_SCALE * shown[0]) <= 1 and abs(h - PNG_SCALE * shown[1]) <= 1
     assert 200 <= meta["image/png"]["width"] <= 320  # 3 in at 100 dpi, tight box
     assert "<Figure" not in data["text/plain"]
+    wide = _figure(2.0, 1.5)  # a title wider than the canvas (as the remapping figure's)
+    wide.set_layout_engine("constrained")
+    wide.suptitle("a title much wider than this two-inch figure, which must stay whole " * 2)
+    _, meta = figure_bundle(wide)
+    assert meta["image/png"]["width"] > 2.0 * DISPLAY_DPI * 2
     svg, _ = figure_bundle(_figure(), fmt="svg")
     assert "<svg" in svg["image/svg+xml"] and "image/png" not in svg
     with pytest.raises(DisplayError, match="format"):

@@ -67,8 +67,8 @@ def figure_bundle(fig, fmt: str = DEFAULT_FORMAT, scale: int = PNG_SCALE,
     Parameters
     ----------
     fig : matplotlib.figure.Figure
-        Any figure (with or without pyplot); it is not modified or closed. Without a layout
-        engine it is cropped to its tight bounding box (plus :data:`PAD_INCHES`).
+        Any figure (with or without pyplot); it is not modified or closed. The image is its
+        tight bounding box (everything drawn, plus :data:`PAD_INCHES`).
     fmt : {"png", "svg"}
         PNG: rendered at ``scale × dpi`` and shown at ``dpi`` (its width and height in the
         metadata, CSS pixels); SVG: vector.
@@ -85,12 +85,10 @@ def figure_bundle(fig, fmt: str = DEFAULT_FORMAT, scale: int = PNG_SCALE,
     """
     _check(fig, fmt)
     buf = io.BytesIO()
-    # a layout engine (constrained, tight) already fits everything in the canvas; without
-    # one, a tight bounding box keeps titles placed outside it (costs a second draw)
-    tight = fig.get_layout_engine() is None
+    # a tight box: titles wider than the canvas (a layout engine does not shrink them) or
+    # placed above it stay whole
     fig.savefig(buf, format=fmt, dpi=dpi * (scale if fmt == "png" else 1),
-                bbox_inches="tight" if tight else None, pad_inches=PAD_INCHES,
-                facecolor="white")
+                bbox_inches="tight", pad_inches=PAD_INCHES, facecolor="white")
     text = _describe(fig, fmt)
     raw = buf.getvalue()
     if fmt == "svg":
