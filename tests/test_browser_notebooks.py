@@ -229,6 +229,17 @@ def test_notebook_shows_images_in_jupyterlab(name, lab, browser):
         if name == "01_explore_rate_maps":  # the explorer's panel (an ipywidgets Output)
             panel = page.locator(f"{NOTEBOOK} .widget-output img")
             assert panel.count() >= 1
+            box = page.locator(f"{NOTEBOOK} .widget-vbox").first
+            box.screenshot(path=str(out / f"{name}-explorer.png"))  # controls and panel
+            # a click reaches the kernel and comes back as a new image in the panel
+            before = panel.first.get_attribute("src")
+            box.get_by_role("button", name="compare environments").click()
+            page.wait_for_function(
+                "([sel, old]) => { const i = document.querySelector(sel);"
+                " return i && i.getAttribute('src') !== old && i.complete"
+                " && i.naturalWidth > 0; }",
+                arg=[f"{NOTEBOOK} .widget-output img", before], timeout=30_000)
+            box.screenshot(path=str(out / f"{name}-explorer-compare.png"))
         page.screenshot(path=str(out / f"{name}.png"))
         for i in range(n):
             images.nth(i).screenshot(path=str(out / f"{name}-image{i + 1}.png"))
