@@ -672,38 +672,6 @@ def registry_figure(name: str, **inputs):
     return fig
 
 
-def class_flags(analysis) -> list[str]:
-    """The boolean (env, unit) class variables of the dataset (``is_*``), in dataset order."""
-    return [k for k, da in analysis.data_vars.items()
-            if k.startswith("is_") and set(da.dims) == {"env", "unit"} and da.dtype == bool]
-
-
-def class_counts(analysis):
-    """How many (unit, environment) pairs of each population each class holds.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``count`` (population, class): pairs classified (count); ``n`` (population): all
-        pairs of the population (the denominator, as in :func:`classification_summary`).
-        Classes are the dataset's :func:`class_flags`.
-    """
-    import xarray as xr
-
-    flags = class_flags(analysis)
-    if not flags:
-        raise ExploreError("the analysis dataset has no class variables (is_* over env, unit)")
-    pops = list(dict.fromkeys(map(str, analysis["variable"].values)))
-    counts, totals = [], []
-    for p in pops:
-        sub = analysis[flags].sel(unit=analysis["variable"] == p)
-        counts.append([int(sub[f].sum()) for f in flags])
-        totals.append(sub.sizes["env"] * sub.sizes["unit"])
-    return xr.Dataset({"count": (("population", "class"), np.array(counts, dtype=int)),
-                       "n": ("population", np.array(totals, dtype=int))},
-                      coords={"population": pops, "class": flags})
-
-
 def class_fraction_figure(analysis):
     """Fractions of (unit, environment) pairs in each class, per population, each bar
     labelled with its count and denominator (``k/n``).
@@ -716,14 +684,14 @@ def class_fraction_figure(analysis):
     from matplotlib.figure import Figure
 
     from hippo_rep.plotting import paper_style
-    from hippo_rep.plotting.scores import class_fractions
+    from hippo_rep.plotting.scores import class_fraction_bars
 
-    c = class_counts(analysis)
+    c = class_fractions(analysis)
     with paper_style():
-        fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes["class"]
+        fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
                               * max(1, c.sizes["population"]) ** 0.5), layout="constrained")
-        class_fractions(c["count"], c["n"], ax=fig.subplots(),
-                        title="classes (rules in the dataset's classify_rule_* attrs)")
+        class_fraction_bars(c, ax=fig.subplots(),
+                            title="classes (rules in the dataset's classify_rule_* attrs)")
     return fig
 
 

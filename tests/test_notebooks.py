@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -372,27 +373,22 @@ def test_figure_formatter_registered_on_a_shell():
     assert not register_figure_formatter("png")  # outside IPython: nothing to do
 
 
-def test_class_counts_and_fraction_bars(tiny):
+def test_class_fraction_bars_draw_the_one_definition(tiny):
     from matplotlib.figure import Figure
 
-    from hippo_rep.explore import class_counts, class_fraction_figure
-    from hippo_rep.plotting.scores import class_fractions
+    from hippo_rep.analysis.classes import class_fractions
+    from hippo_rep.explore import class_fraction_figure
+    from hippo_rep.plotting.scores import class_fraction_bars
 
     _, ds = tiny
-    c = class_counts(ds)
-    assert list(c["class"].values) == ["is_grid", "is_grid_threshold", "is_place"]
-    for p in c["population"].values:
-        sub = ds.sel(unit=ds["variable"] == p)
-        assert int(c["n"].sel(population=p)) == sub.sizes["unit"] * sub.sizes["env"]
-        for k in c["class"].values:
-            assert int(c["count"].sel(population=p, **{"class": k})) == int(sub[k].sum())
+    c = class_fractions(ds)
     ax = Figure().subplots()
-    class_fractions(c["count"], c["n"], ax=ax)
+    class_fraction_bars(c, ax=ax)
     widths = [b.get_width() for b in ax.patches]
-    expect = (c["count"] / c["n"]).values  # bars drawn population by population
+    expect = np.nan_to_num(c["fraction"].values)  # bars drawn population by population
     assert widths == pytest.approx(expect.ravel().tolist())
     labels = [t.get_text() for t in ax.texts]
-    assert f"{int(c['count'][0, 0])}/{int(c['n'][0])}" == labels[0]
+    assert f"{int(c['numerator'][0, 0])}/{int(c['denominator'][0, 0])}" == labels[0]
     assert len(class_fraction_figure(ds).axes) == 1
 
 

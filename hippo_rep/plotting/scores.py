@@ -156,16 +156,14 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
     return ax
 
 
-def class_fractions(counts, totals, ax=None, title: str | None = None):
+def class_fraction_bars(fractions, ax=None, title: str | None = None):
     """Fractions classified per class and population, as bars labelled ``k/n``.
 
     Parameters
     ----------
-    counts : xarray.DataArray
-        Counts classified, dims (population, class) (any names, in that order), labelled by
-        their coordinates.
-    totals : xarray.DataArray
-        Denominators, dims (population,): the pairs each fraction is of.
+    fractions : xarray.Dataset
+        :func:`hippo_rep.analysis.classes.class_fractions`: ``numerator``, ``denominator``
+        and ``fraction``, dims (population, cell_class).
     ax : matplotlib Axes, optional
     title : str, optional
 
@@ -176,12 +174,12 @@ def class_fractions(counts, totals, ax=None, title: str | None = None):
         population.
     """
     ax = _ax(ax)
-    pop_dim, cls_dim = counts.dims
-    pops = [str(p) for p in counts[pop_dim].values]
-    classes = [str(c) for c in counts[cls_dim].values]
-    k = np.asarray(counts.values, dtype=float)
-    n = np.asarray(totals.sel({pop_dim: counts[pop_dim]}).values, dtype=float)
-    frac = np.divide(k, n[:, None], out=np.full_like(k, np.nan), where=n[:, None] > 0)
+    pop_dim, cls_dim = fractions["fraction"].dims
+    pops = [str(p) for p in fractions[pop_dim].values]
+    classes = [str(c) for c in fractions[cls_dim].values]
+    k = np.asarray(fractions["numerator"].values)
+    n = np.asarray(fractions["denominator"].values)
+    frac = np.asarray(fractions["fraction"].values, dtype=float)
     height = 0.8 / max(len(pops), 1)
     colors = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
     y0 = np.arange(len(classes))
@@ -189,13 +187,13 @@ def class_fractions(counts, totals, ax=None, title: str | None = None):
         y = y0 + (i - (len(pops) - 1) / 2) * height
         ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9,
                 color=colors[i % len(colors)], label=pop)
-        for yy, f, kk in zip(y, frac[i], k[i], strict=True):
+        for yy, f, kk, nn in zip(y, frac[i], k[i], n[i], strict=True):
             ax.text((0 if not np.isfinite(f) else f) + 0.01, yy,
-                    f"{int(kk)}/{int(n[i])}", va="center", fontsize=5.5)
+                    f"{int(kk)}/{int(nn)}", va="center", fontsize=5.5)
     ax.set_yticks(y0, classes)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.15)
-    ax.set_xlabel("fraction classified (of unit × environment pairs)")
+    ax.set_xlabel("fraction classified (of the unit × environment pairs that exist)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(pops), fontsize=5.5,
               frameon=False)
     if title:
