@@ -6,9 +6,12 @@ Each setting × seed is trained on the ``small`` preset (8×8 worlds), evaluated
 comparison from finished sweeps (per seed, and the mean over seeds).
 
     python benchmarks/grid_settings.py run OUT [--seeds 3] [--only NAME ...]
+    python benchmarks/grid_settings.py reanalyse OUT   # finished runs, with this version
     python benchmarks/grid_settings.py table OUT
 
 Rerunning ``run`` on the same OUT skips finished runs (the sweep's manifest must match).
+``reanalyse`` re-runs only the analysis stage of finished runs from their recordings (same
+shuffles and seed) with the installed hippo_rep, e.g. after the analysis gained a statistic.
 """
 
 from __future__ import annotations
@@ -48,6 +51,29 @@ def run(out: Path, seeds: int, names: list[str]) -> None:
                         settings=SweepSettings(**SWEEP_SETTINGS), progress=False)
         print(f"{name}: {len(rep.done)} done, {len(rep.skipped)} already done, "
               f"{len(rep.failed)} failed ({rep.wall_s:.0f} s)", flush=True)
+
+
+def reanalyse(out: Path) -> None:
+    import json
+
+    from hippo_rep.analysis.pipeline import analyse, write_analysis
+    from hippo_rep.recording import open_recording
+    from hippo_rep.sweep import ANALYSIS_FILE, ANALYSIS_SCHEDULER, RECORDING_FILE, RUNS_DIR
+
+    for name in SETTINGS:
+        if not (out / name / "sweep.json").is_file():
+            continue
+        st = json.loads((out / name / "sweep.json").read_text())["settings"]
+        for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
+            if not (run_dir / "done.json").is_file():
+                continue
+            with open_recording(run_dir / RECORDING_FILE) as ds:
+                rec = ds.load()
+            res = analyse(rec, shuffles=st["shuffles"], seed=st["analysis_seed"],
+                          remap_shuffles=st["remap_shuffles"], decode=st["decode"],
+                          scheduler=ANALYSIS_SCHEDULER)
+            write_analysis(res, run_dir / ANALYSIS_FILE, overwrite=True)
+            print(f"reanalysed {name}/{run_dir.name}", flush=True)
 
 
 #: Columns of the table: (header, sweep variable, step type for accuracy).
@@ -98,11 +124,13 @@ def main() -> None:
     r.add_argument("out", type=Path)
     r.add_argument("--seeds", type=int, default=3)
     r.add_argument("--only", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    t = sub.add_parser("table")
-    t.add_argument("out", type=Path)
+    for cmd in ("reanalyse", "table"):
+        sub.add_parser(cmd).add_argument("out", type=Path)
     args = p.parse_args()
     if args.cmd == "run":
         run(args.out, args.seeds, args.only)
+    elif args.cmd == "reanalyse":
+        reanalyse(args.out)
     else:
         table(args.out)
 
