@@ -324,10 +324,12 @@ def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
     """Write a PassKey checkpoint atomically (temporary file, then ``os.replace``); the
     config is stored inside, so :func:`load_checkpoint` rebuilds the model alone."""
     from hippo_rep import __version__
+    from hippo_rep.training.checkpoint import WEIGHTS_SHA256_KEY, weights_sha256
 
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "package_version": __version__, "config": cfg.to_dict(), "step": step,
                "model_state": model.state_dict(),
+               WEIGHTS_SHA256_KEY: weights_sha256(model.state_dict()),
                "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
                "history": history or []}
     atomic_write(path, lambda tmp: torch.save(payload, tmp))
@@ -342,22 +344,29 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
         Naming the file: missing, corrupt, another kind of checkpoint (e.g. TEM-t's), or a
         state that does not fit its config.
     """
-    from hippo_rep.training.checkpoint import load_torch_file
+    from hippo_rep.training.checkpoint import (
+        WEIGHTS_SHA256_KEY,
+        check_state,
+        load_torch_file,
+        quote,
+    )
 
     path = Path(path)
     payload = load_torch_file(path, PassKeyError)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
         raise PassKeyError(f"checkpoint {str(path)!r} is not a PassKey checkpoint (format "
-                           f"{got!r}, expected {FORMAT!r}); train one with "
+                           f"{quote(got)}, expected {FORMAT!r}); train one with "
                            "`hippo-rep passkey train`")
     if payload.get("format_version") != FORMAT_VERSION:
         raise PassKeyError(f"checkpoint {str(path)!r} has format version "
-                           f"{payload.get('format_version')!r}; this hippo_rep reads "
+                           f"{quote(payload.get('format_version'))}; this hippo_rep reads "
                            f"{FORMAT_VERSION}")
     for key in ("config", "model_state"):
         if key not in payload:
             raise PassKeyError(f"checkpoint {str(path)!r} lacks {key!r}")
+    check_state(payload["model_state"], f"checkpoint {str(path)!r}", PassKeyError,
+                payload.get(WEIGHTS_SHA256_KEY))
     cfg = PassKeyConfig.from_dict(payload["config"], f"checkpoint {str(path)!r}")
     model = FAMTransformer(cfg.model)
     try:

@@ -124,9 +124,7 @@ class Trainer:
             self.model = model.train()
             self.start = payload["step"]
             self.optim = self._optimizer()
-            if payload.get("optimizer_state"):
-                self.optim.load_state_dict(payload["optimizer_state"])
-            torch.random.set_rng_state(payload["torch_rng_state"])
+            self._restore_state(payload)
             _drop_rows_after(self.metrics_path, self.start)
         else:
             if self.ckpt_path.exists():
@@ -142,6 +140,33 @@ class Trainer:
                          lambda tmp: Path(tmp).write_text(to_toml(config)))
             atomic_write(self.metrics_path, lambda tmp: _write_csv_header(tmp))
         self.tb = _tensorboard(self.out)
+
+    def _restore_state(self, payload: dict) -> None:
+        """Optimizer and torch RNG state of a checkpoint being resumed, checked first."""
+        where = f"--resume: checkpoint {str(self.ckpt_path)!r}"
+        rng = payload.get("torch_rng_state")
+        if not isinstance(rng, torch.Tensor) or rng.dtype != torch.uint8 or rng.dim() != 1:
+            raise TrainingError(f"{where}: torch_rng_state is not a byte tensor")
+        state = payload.get("optimizer_state")
+        if state:
+            if not isinstance(state, dict):
+                raise TrainingError(f"{where}: optimizer_state is not a table")
+            tensors = [t for s in (state.get("state") or {}).values() if isinstance(s, dict)
+                       for t in s.values() if isinstance(t, torch.Tensor)]
+            if any(t.is_floating_point() and not bool(torch.isfinite(t).all())
+                   for t in tensors):
+                raise TrainingError(f"{where}: optimizer_state holds NaN or Inf")
+            try:
+                self.optim.load_state_dict(state)
+            except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as err:
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise TrainingError(f"{where}: optimizer_state does not fit the model "
+                                    f"({first[:200]})") from None
+        try:
+            torch.random.set_rng_state(rng)
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise TrainingError(f"{where}: torch_rng_state is unusable "
+                                f"({type(err).__name__})") from None
 
     def _init_from(self, path: str) -> None:
         """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11, or a
