@@ -45,8 +45,11 @@ def cmd_train(args) -> int:
     else:
         read_raw(args.config)  # a clear error for a missing file before anything is written
         cfg = load_config(args.config, args.set)
-    if args.device:
+    if args.device is not None:
+        from hippo_rep.config import validate
+
         cfg = cfg.replace(train=_replace(cfg.train, device=args.device))
+        validate(cfg, "--device")
     t0 = time.perf_counter()
     try:
         ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress,

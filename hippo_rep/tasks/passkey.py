@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import atomic_write, quote
 from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
 from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
 
@@ -348,7 +348,6 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
         WEIGHTS_SHA256_KEY,
         check_state,
         load_torch_file,
-        quote,
     )
 
     path = Path(path)

@@ -17,7 +17,7 @@ import torch
 
 from hippo_rep import __version__
 from hippo_rep.config import Config, ConfigError, from_dict, world_kind
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import MAX_QUOTE, atomic_write, quote
 from hippo_rep.models.temt import TEMt, build_model
 from hippo_rep.worlds import n_actions_for
 
@@ -25,8 +25,6 @@ FORMAT = "hippo_rep.checkpoint"
 FORMAT_VERSION = 1
 #: Payload key of the SHA-256 of the model tensors (see :func:`weights_sha256`).
 WEIGHTS_SHA256_KEY = "weights_sha256"
-#: Longest value taken from a file that an error message quotes, in characters.
-MAX_QUOTE = 200
 _REQUIRED = ("format", "format_version", "config", "model_state", "n_actions", "n_obs", "step")
 
 
@@ -54,12 +52,6 @@ def save_checkpoint(path, model: TEMt, config: Config, step: int, optimizer=None
         "extra": extra or {},
     }
     atomic_write(path, lambda tmp: torch.save(payload, tmp))
-
-
-def quote(value, limit: int = MAX_QUOTE) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for error messages that quote a file."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
 def load_torch_file(path: Path, error: type[Exception], what: str = "checkpoint"):
