@@ -191,13 +191,13 @@ class Recorder:
             raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
-        w = parse_world(world) if world else parse_world(cfg.world.worlds[0])
+        w = parse_world(cfg.world.worlds[0] if world is None else world)
         if w.n_actions != payload["n_actions"]:
             raise RecordingError(
                 f"world {w.spec!r} has {w.n_actions} actions but checkpoint "
                 f"{str(checkpoint)!r} was trained on {world_kind(cfg)} worlds "
                 f"({payload['n_actions']} actions); record a {world_kind(cfg)} world")
-        n_steps = n_steps or cfg.world.walk_steps
+        n_steps = cfg.world.walk_steps if n_steps is None else n_steps
         self.threads = cfg.train.threads if threads is None else int(threads)
         self.world, self.chunk, self.device = w, chunk, device
         self.n_envs, self.n_steps = n_envs, n_steps
