@@ -285,15 +285,15 @@ def cmd_record(args) -> int:
 def cmd_analyse(args) -> int:
     from hippo_rep.analysis.cluster import dask_client
     from hippo_rep.analysis.pipeline import analyse, check_output, write_analysis
-    from hippo_rep.recording import open_recording
+    from hippo_rep.recording import load_checked, open_recording
 
     out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
     check_output_path(out, "--out", inputs=[args.recording])
-    _count(args.shuffles, "--shuffles", low=0)
+    _count(args.shuffles, "--shuffles")
     _count(args.seed, "--seed", low=0)
     t0 = time.perf_counter()
     with open_recording(args.recording) as ds:
-        rec = ds.load()
+        rec = load_checked(ds, args.recording)
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
     write_analysis(result, out, overwrite=args.overwrite)
