@@ -117,6 +117,7 @@ def cmd_train(args) -> int:
     from hippo_rep.training.trainer import train
 
     out = check_output_path(args.out, "--out", folder=True)
+    _count(args.stop_at, "--stop-at", low=0)
     if args.resume:
         saved = out / "config.toml"
         if not saved.is_file():

@@ -446,6 +446,10 @@ def load_config(source: str | Path = "small", overrides=()) -> Config:
         If the file is missing or unreadable, or any key or value is invalid.
     """
     data, name = read_raw(source)
+    for section, value in data.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: {quote(section)} must be a [section] table; got "
+                              f"{type(value).__name__}")
     return from_dict(apply_overrides(data, overrides), name)
 
 
@@ -467,6 +471,8 @@ def read_raw(source: str | Path) -> tuple[dict, str]:
             raise ConfigError(f"config {name!r} cannot be read ({err.strerror})") from None
     try:
         return tomllib.loads(text), name
+    except RecursionError:
+        raise ConfigError(f"{name}: nested too deeply to be a config") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{name}: not valid TOML ({quote(str(err))[1:-1]})") from None
 

@@ -18,6 +18,28 @@ def quote(value, limit: int = MAX_QUOTE) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
+def read_json(path: str | Path, error: type[Exception], what: str = "file"):
+    """The JSON value in ``path``; a missing, unreadable, non-UTF-8 or invalid file raises
+    ``error`` naming ``what`` and the file (the message quotes nothing from the file)."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{what} {str(path)!r} not found" if not path.exists()
+                    else f"{what} {str(path)!r} is not a file")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise error(f"{what} {str(path)!r} is not a UTF-8 JSON file") from None
+    except json.JSONDecodeError as err:
+        raise error(f"{what} {str(path)!r} is not valid JSON ({err.msg} at line {err.lineno}, "
+                    f"column {err.colno})") from None
+    except RecursionError:
+        raise error(f"{what} {str(path)!r} is nested too deeply") from None
+    except OSError as err:
+        raise error(f"{what} {str(path)!r} cannot be read ({err.strerror})") from None
+
+
 #: Suffixes of the hidden temporary siblings (``.NAME.<random>.<suffix>``) that writers use.
 TEMP_SUFFIXES = (".tmp", ".partial", ".old")
 

@@ -488,10 +488,16 @@ def read_sweep(path: str | Path) -> list[dict]:
         path = path / "sweep.json"
     if not path.is_file():
         raise PassKeyError(f"sweep table {str(path)!r} not found")
-    try:
-        return json.loads(path.read_text())["rows"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table ({err})") from None
+    from hippo_rep.fileio import read_json
+
+    data = read_json(path, PassKeyError, "sweep table")
+    rows = data.get("rows") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and {"variant", "filler", "accuracy", "std"} <= set(r)
+            for r in rows):
+        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table (needs rows of "
+                           "variant, filler, accuracy, std)")
+    return rows
 
 
 def plot_sweep(rows: list[dict], ax=None):

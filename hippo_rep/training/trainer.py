@@ -293,6 +293,7 @@ class Trainer:
         tc = self.cfg.train
         end = tc.iterations if stop_at is None else min(tc.iterations, stop_at)
         if end < self.start:
+            self.discard_if_new()
             raise TrainingError(f"stop_at {stop_at} is before the checkpoint's iteration "
                                 f"{self.start}")
         bar = _progress(self.start, end, self.progress)
