@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write, quote
+from hippo_rep.fileio import atomic_write, quote, read_json
 from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
 from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
 
@@ -446,9 +446,9 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
             meta_path = run_dir / "eval.json"
             result = None
             if reuse and meta_path.is_file():
-                old = json.loads(meta_path.read_text())
-                if old.get("config") == cfg.to_dict() and old.get("fillers") == fillers \
-                        and old.get("n_samples") == n_samples:
+                old = read_json(meta_path, PassKeyError, "sweep run result")
+                if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
+                        and old.get("fillers") == fillers and old.get("n_samples") == n_samples:
                     result = old
                     say(f"{variant} seed {seed}: reusing {meta_path}")
             if result is None:
@@ -488,8 +488,6 @@ def read_sweep(path: str | Path) -> list[dict]:
         path = path / "sweep.json"
     if not path.is_file():
         raise PassKeyError(f"sweep table {str(path)!r} not found")
-    from hippo_rep.fileio import read_json
-
     data = read_json(path, PassKeyError, "sweep table")
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not all(
