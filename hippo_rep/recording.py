@@ -748,7 +748,7 @@ def check_chunks(path, error: type[Exception] = RecordingError, what: str = "rec
             warnings.simplefilter("ignore")
             group = zarr.open_group(path, mode="r", use_consolidated=None)
             if not group.attrs.get(CHUNKS_COMPLETE_ATTR):
-                return  # written before every chunk was (stores of hippo_rep < 0.2)
+                return  # written before every chunk was (no way to tell damage from fill)
             arrays = list(group.arrays())
     except (ValueError, OSError, KeyError, TypeError) as err:
         raise error(f"{what} {str(path)!r} is not a readable zarr store "

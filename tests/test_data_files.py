@@ -3,6 +3,8 @@ an --overwrite of a zarr store keeps the old one until the new one is complete; 
 temporary files of killed writes are cleaned by the next write."""
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 import xarray as xr
@@ -29,11 +31,17 @@ def ckpt(tmp_path_factory):
     return path
 
 
-@pytest.fixture()
-def store(ckpt, tmp_path):
-    out = tmp_path / "rec.zarr"
+@pytest.fixture(scope="module")
+def pristine(ckpt, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rec") / "rec.zarr"
     R.record_to_file(ckpt, out, **KW)
     return out
+
+
+@pytest.fixture()
+def store(pristine, tmp_path):
+    """A healthy recording store of its own for each test."""
+    return Path(shutil.copytree(pristine, tmp_path / "rec.zarr"))
 
 
 def chunk_files(store, var):
