@@ -8,7 +8,6 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -444,14 +443,16 @@ def _kind(result: dict) -> str:
 
 def read_eval(path) -> dict:
     """An evaluation JSON, checked for the keys figures use."""
+    from hippo_rep.fileio import read_json
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise FigureError(f"evaluation file {str(path)!r} cannot be read ({err})") from None
+    data = read_json(path, FigureError, "evaluation file")
     for key in ("model", "node_agent", "edge_agent", "curve"):
-        if key not in data:
+        if not isinstance(data, dict) or key not in data:
             raise FigureError(f"{str(path)!r} is not an evaluation JSON (no {key!r})")
+    for key in ("model", "node_agent", "edge_agent"):
+        if not isinstance(data[key], dict):
+            raise FigureError(f"{str(path)!r}: {key!r} is not a table of accuracies")
     return data
 
 

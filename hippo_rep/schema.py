@@ -199,10 +199,12 @@ def validate(ds, source: str | Path | None = None) -> None:
 
 
 def _problems(ds) -> list[str]:
+    from hippo_rep.fileio import quote
+
     problems = []
     kind = ds.attrs.get(KIND_ATTR)
     if kind is not None and kind != KIND:
-        problems.append(f"attr {KIND_ATTR} is {kind!r}, expected {KIND!r}")
+        problems.append(f"attr {KIND_ATTR} is {quote(kind)}, expected {KIND!r}")
     missing_dims = [d for d in DIMS if d not in ds.dims]
     if missing_dims:
         problems.append(f"missing dim(s) {', '.join(missing_dims)}")
@@ -246,7 +248,7 @@ def _problems(ds) -> list[str]:
     if N_STEPS in ds.attrs:
         n = ds.attrs[N_STEPS]
         if not _is_int(n) or int(n) < 0:
-            problems.append(f"attr {N_STEPS} must be a non-negative integer; got {n!r}")
+            problems.append(f"attr {N_STEPS} must be a non-negative integer; got {quote(n)}")
     return problems
 
 

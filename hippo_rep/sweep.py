@@ -538,10 +538,9 @@ def read_manifest(path) -> dict:
     if not file.is_file():
         raise FileNotFoundError(f"{str(file)!r} not found: not a sweep folder "
                                 "(hippo-rep sweep writes it)")
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise SweepError(f"sweep manifest {str(file)!r} cannot be read ({err})") from None
+    from hippo_rep.fileio import read_json
+
+    data = read_json(file, SweepError, "sweep manifest")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SweepError(f"{str(file)!r} is not a hippo_rep sweep manifest")
     if data.get("format_version", 0) > FORMAT_VERSION:

@@ -132,6 +132,32 @@ SUFFIXES = (".nc", ".zarr")
 #: The analysis dataset's kind attr.
 ANALYSIS_KIND = "analysis"
 
+#: What :func:`open_analysis` requires of an analysis dataset: variable → (dims, dtype kinds).
+ANALYSIS_REQUIRED = {
+    "rate_map": (("env", "unit", "y", "x"), "f"),
+    "occupancy": (("env", "y", "x"), "f"),
+    "gridness_60": (("env", "unit"), "f"),
+    "gridness_90": (("env", "unit"), "f"),
+    "spacing": (("env", "unit"), "f"),
+    "orientation": (("env", "unit"), "f"),
+    "spatial_info": (("env", "unit"), "f"),
+    "place_score": (("env", "unit"), "f"),
+    "n_fields": (("env", "unit"), "iu"),
+    "is_grid": (("env", "unit"), "b"),
+    "is_place": (("env", "unit"), "b"),
+    "variable": (("unit",), "UOT"),
+    "unit_index": (("unit",), "iu"),
+}
+#: Optional variables whose dims are checked when present (figures read them).
+ANALYSIS_OPTIONAL = {
+    "is_grid_threshold": (("env", "unit"), "b"),
+    "node_rate": (("env", "unit", "world_node"), "f"),
+    "gridness_60_null_q": (("quantile", "env", "unit"), "f"),
+    "spatial_info_null_q": (("quantile", "env", "unit"), "f"),
+    "remap_corr": (("unit", "env_pair"), "f"),
+    "pv_corr": (("population", "env_pair"), "f"),
+}
+
 #: Recording attrs copied to the analysis (provenance); ``seed`` and ``package_version``
 #: become ``recording_seed`` and ``recording_package_version``.
 PROVENANCE_ATTRS = (
@@ -757,9 +783,13 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     AnalysisError
         For another suffix.
     """
+    from hippo_rep.fileio import clean_stale
+    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR
+
     path = check_output(path, overwrite)
     suffix = path.suffix.lower()
     path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     data = _storable(ds)
     if suffix == ".zarr":  # variable-length strings: zarr v3 has no spec for fixed-width
@@ -774,7 +804,8 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
             with warnings.catch_warnings():
                 # zarr v3: "consolidated metadata is not part of the specification" notice
                 warnings.simplefilter("ignore", UserWarning)
-                data.to_zarr(tmp, mode="w", consolidated=True)
+                data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
+                data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
             trash = None
             if path.exists():
                 trash = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
@@ -789,17 +820,78 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
 
 
 def open_analysis(path: str | os.PathLike) -> xr.Dataset:
-    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory)."""
+    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory) and
+    check it (:func:`validate_analysis`).
+
+    Raises
+    ------
+    FileNotFoundError
+        A missing path.
+    AnalysisError
+        Naming the file: not netCDF/zarr, unreadable or damaged (a missing, empty or corrupt
+        zarr chunk names its variable), or not an analysis dataset.
+    """
+    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
+
     path = Path(path)
     suffix = _check_suffix(path)
     if not path.exists():
         raise FileNotFoundError(f"analysis {str(path)!r} not found")
-    if suffix == ".nc":
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            return ds.load()
-    with xr.open_zarr(path) as ds:
-        ds = ds.load()
+    if suffix == ".nc" and not path.is_file():
+        raise AnalysisError(f"analysis {str(path)!r} is not a file")
+    if suffix == ".zarr" and not path.is_dir():
+        raise AnalysisError(f"analysis {str(path)!r} is not a zarr store (a folder)")
+    try:
+        if suffix == ".nc":
+            opened = xr.open_dataset(path, engine="h5netcdf")
+        else:
+            check_chunks(path, AnalysisError, "analysis")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                opened = xr.open_zarr(path)
+    except AnalysisError:
+        raise
+    except Exception as err:  # h5py/zarr raise many types for damaged files
+        raise AnalysisError(f"analysis {str(path)!r} is not a readable netCDF file or zarr "
+                            f"store ({type(err).__name__})") from None
+    with opened as ds:
+        ds = load_checked(ds, path, AnalysisError, "analysis")
+    ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
     for k in list(ds.variables):
         if ds[k].dtype.kind in "OT":  # variable-length strings back to numpy str
             ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
+    validate_analysis(ds, path)
     return ds
+
+
+def validate_analysis(ds: xr.Dataset, source=None) -> None:
+    """Check that ``ds`` is a hippo_rep analysis dataset (kind attr, the variables of
+    :data:`ANALYSIS_REQUIRED` with their dims and dtypes, optional ones' dims).
+
+    Raises
+    ------
+    AnalysisError
+        Listing every problem in one message, naming ``source``.
+    """
+    from hippo_rep.fileio import quote
+
+    where = f"{str(source)!r}" if source is not None else "dataset"
+    kind = ds.attrs.get("hippo_rep_kind")
+    if kind != ANALYSIS_KIND:
+        raise AnalysisError(f"{where} is not a hippo_rep analysis (attr hippo_rep_kind is "
+                            f"{quote(kind)}, expected {ANALYSIS_KIND!r})")
+    problems = []
+    missing = [n for n in ANALYSIS_REQUIRED if n not in ds.variables]
+    if missing:
+        problems.append(f"missing variable(s) {', '.join(missing)}")
+    for name, (dims, kinds) in {**ANALYSIS_REQUIRED, **ANALYSIS_OPTIONAL}.items():
+        if name not in ds.variables:
+            continue
+        var = ds.variables[name]
+        if tuple(var.dims) != dims:
+            problems.append(f"{name} has dims {quote(tuple(var.dims))}, expected {dims}")
+        elif var.dtype.kind not in kinds:
+            problems.append(f"{name} has dtype {var.dtype}")
+    if problems:
+        raise AnalysisError(f"{where} is not a valid hippo_rep analysis: "
+                            + "; ".join(problems))

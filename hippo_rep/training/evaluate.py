@@ -148,14 +148,19 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
     from hippo_rep.worlds import parse_world
 
+    if n_steps is not None and (isinstance(n_steps, bool) or n_steps < 1):
+        raise CheckpointError(f"n_steps must be ≥ 1 (None: the training walk); got {n_steps!r}")
+    if n_envs < 1:
+        raise CheckpointError(f"n_envs must be ≥ 1; got {n_envs!r}")
     model, cfg, payload = load_checkpoint(path)
-    worlds = [parse_world(world)] if world else [parse_world(s) for s in cfg.world.worlds]
+    worlds = ([parse_world(world)] if world is not None
+              else [parse_world(s) for s in cfg.world.worlds])
     if worlds[0].n_actions != payload["n_actions"]:
         raise CheckpointError(
             f"world {worlds[0].spec!r} has {worlds[0].n_actions} actions but checkpoint "
             f"{str(path)!r} was trained on {world_kind(cfg)} worlds "
             f"({payload['n_actions']} actions)")
-    n_steps = n_steps or cfg.world.walk_steps
+    n_steps = cfg.world.walk_steps if n_steps is None else n_steps
     result = evaluate(model, worlds, n_envs, n_steps, cfg.world.n_obs, seed=seed,
                       keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob)
     if getattr(model, "recurrent", False):
