@@ -209,7 +209,7 @@ _CHOICES = {
 #: Caps on sizes (a config beyond them would exhaust memory or never finish; raise them here).
 #: Width of any layer (model.n_g, d_key, d_value, hidden, fam_slots).
 MAX_WIDTH = 4096
-#: Sensory categories (world.n_obs) and contexts (model.n_context).
+#: Sensory categories (world.n_obs).
 MAX_OBS = 100_000
 #: Steps of one training walk (world.walk_steps, and step counts derived from it).
 MAX_WALK_STEPS = 100_000
@@ -286,7 +286,6 @@ RULES: dict[str, Rule] = {
     "model.retrieval_beta_init": Rule(low=0, low_open=True, why="an inverse temperature"),
     "model.write_threshold": Rule(low=-1, why="a cosine similarity"),
     "model.retrieval_iterations": _size("MAX_RETRIEVAL_ITERATIONS"),
-    "model.n_context": _size("MAX_OBS", low=0),
     "model.gate_bias_init": _ANY,
     "model.memory_block": _size("MAX_WALK_STEPS"),
     "model.memory_blocks": _size("MAX_WALK_STEPS", low=0),
@@ -306,6 +305,7 @@ RULES: dict[str, Rule] = {
     "train.loss_g": _NON_NEGATIVE,
     "train.loss_g_pi": _NON_NEGATIVE,
     "train.loss_l2_g": _NON_NEGATIVE,
+    "train.loss_inverse": _NON_NEGATIVE,
     "train.checkpoint_every": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
                                    why="it divides"),
     "train.log_every": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS", why="it divides"),
