@@ -80,11 +80,37 @@ def reanalyse(out: Path) -> None:
 COLUMNS = [("loop closure", "accuracy", "revisit_new_edge"),
            ("zero-shot", "accuracy", "revisit_unseen_edge"),
            ("mem/node", "memories_per_node", None), ("loop cos", "loop_cosine", None)]
-#: Optional analysis columns, shown when the sweep has them.
-ANALYSIS_COLUMNS = [("hexagonal", "hexagonal_fraction"), ("grid", "grid_fraction"),
-                    ("two-wave", "two_wave_fraction"), ("band", "band_fraction"),
-                    ("square", "square_fraction"), ("g60 median", "gridness_median"),
-                    ("wavelength", "wavelength_median")]
+#: Columns computed from each run's recording of g (:func:`g_patterns`).
+PATTERN_COLUMNS = ["hexagonal", "two-wave", "band", "square", "hex 6/8", "g60 median",
+                   "wavelength"]
+#: Environments a unit must be hexagonal in to count as consistently hexagonal ("hex 6/8").
+CONSISTENT_ENVS = 6
+
+
+def g_patterns(recording_path: Path) -> list[float]:
+    """Plane-wave patterns of the positional units g of one recording (pattern alone, no
+    shuffle null): fractions of (env, unit) maps that are hexagonal, two-wave (not square),
+    one wave (band) and square; the fraction of units hexagonal in ≥ CONSISTENT_ENVS
+    environments; median gridness-60 (deepmind) and median wavelength of the strongest wave.
+    """
+    from hippo_rep.analysis import grid_scores, plane_waves, rate_maps
+    from hippo_rep.recording import open_recording
+
+    with open_recording(recording_path) as ds:
+        maps = rate_maps(ds.load(), "g")["rate_map"]
+    pw = plane_waves(maps)
+    exists = maps.notnull().any(("y", "x"))
+    n = float(exists.sum())
+    hexa = pw["hexagonal"] & exists
+    two = (pw["n_waves"] == 2) & ~pw["square"] & exists
+    band = (pw["n_waves"] == 1) & exists
+    square = pw["square"] & exists
+    consistent = float((hexa.sum("env") >= CONSISTENT_ENVS).mean())
+    g60 = grid_scores(maps)["gridness_60"].values
+    wl = pw["wave_length"].isel(wave=0).values
+    return [float(hexa.sum()) / n, float(two.sum()) / n, float(band.sum()) / n,
+            float(square.sum()) / n, consistent, float(np.nanmedian(g60)),
+            float(np.nanmedian(wl))]
 
 
 def table(out: Path) -> None:
@@ -99,20 +125,24 @@ def table(out: Path) -> None:
         for head, var, st in COLUMNS:
             v = ds[var].sel(agent="model", step_type=st) if st else ds[var]
             cols.append((head, v.values.ravel()))
-        for head, var in ANALYSIS_COLUMNS:
-            if var in ds:
-                cols.append((head, ds[var].values.ravel()))
+        pats = np.full((ds.sizes["seed"], len(PATTERN_COLUMNS)), np.nan)
+        for i, (run, status) in enumerate(zip(ds["run"].values.ravel(),
+                                              ds["status"].values.ravel(), strict=True)):
+            if status == "done":
+                pats[i] = g_patterns(out / name / "runs" / str(run) / "recording.nc")
+        cols += [(h, pats[:, j]) for j, h in enumerate(PATTERN_COLUMNS)]
+        cols.append(("place", ds["place_fraction"].values.ravel()))
         rows.append((name, cols, ds["status"].values.ravel()))
     if not rows:
         raise SystemExit(f"no finished sweeps under {out}")
     heads = [h for h, _ in rows[0][1]]
-    print(f"{'setting':13s}{'seed':>6s}" + "".join(f"{h:>12s}" for h in heads))
+    print(f"{'setting':13s}{'seed':>6s}" + "".join(f"{h:>13s}" for h in heads), flush=True)
     for name, cols, status in rows:
         for s in range(len(status)):
-            vals = "".join(f"{c[s]:12.3f}" if math.isfinite(c[s]) else f"{'-':>12s}"
+            vals = "".join(f"{c[s]:13.3f}" if math.isfinite(c[s]) else f"{'-':>13s}"
                            for _, c in cols)
             print(f"{name:13s}{s:6d}{vals}  {status[s]}")
-        mean = "".join(f"{np.nanmean(c):12.3f}" if np.isfinite(c).any() else f"{'-':>12s}"
+        mean = "".join(f"{np.nanmean(c):13.3f}" if np.isfinite(c).any() else f"{'-':>13s}"
                        for _, c in cols)
         print(f"{name:13s}{'mean':>6s}{mean}")
 
