@@ -170,16 +170,21 @@ def grid_cells_figure(inputs: FigureInputs):
 
 @register("place_cells")
 def place_cells_figure(inputs: FigureInputs):
-    """Memory-neuron rate maps with their fields outlined (most place-like per environment)."""
+    """Memory-neuron rate maps with their fields outlined (most place-like per environment),
+    and the place metric of memory neurons against positional units."""
     import matplotlib.pyplot as plt
 
     from hippo_rep.plotting.maps import rate_map
+    from hippo_rep.plotting.place import place_score_by_population
 
-    ds = _units_of(inputs.need("analysis", "rate_map", "place_score", "n_fields"),
-                   "memory_activity")
+    full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
+    ds = _units_of(full, "memory_activity")
     envs = ds["env"].values[:2]
-    fig, axes = plt.subplots(len(envs), N_UNITS_SHOWN, figsize=(FULL_WIDTH, 1.35 * len(envs)),
-                             squeeze=False)
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
+    grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
+                            height_ratios=[1.0] * len(envs) + [1.5])
+    axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
+                     for i in range(len(envs))]).reshape(len(envs), N_UNITS_SHOWN)
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
         # ties in place score (1 = all mass in one field) broken by spatial information
@@ -191,9 +196,14 @@ def place_cells_figure(inputs: FigureInputs):
                      cmap="magma",
                      title=f"env {env}, memory {int(ds['unit_index'].sel(unit=u))}\n"
                            f"place score {float(score.sel(unit=u)):.2f}")
+    dist = fig.add_subplot(grid[len(envs), :])
+    place_score_by_population(full["place_score"], ax=dist)
+    ny, nx = full.sizes["y"], full.sizes["x"]
+    dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
+                   "maps large enough for a grid unit to show several fields)", fontsize=7)
     fig.suptitle("memory neurons (softmax units), fields outlined at 20% of the peak; "
-                 "white = unvisited", fontsize=8, y=1.03)
-    fig.subplots_adjust(hspace=0.45)
+                 "white = unvisited", fontsize=8, y=1.01)
+    fig.subplots_adjust(hspace=0.6)
     return fig
 
 

@@ -602,7 +602,9 @@ def grid_scores(
     ``min_max=False`` the means instead); the grid score is the maximum of the mean over 3
     consecutive radii (opexebo's windows, which leave out the last one; with 4 radii or
     fewer, the mean of all). Deviations from opexebo: NaN bins are excluded from the SAC's
-    overlap statistics (opexebo sets them to 0 first), a window's mean ignores NaN
+    overlap statistics (opexebo sets them to 0 first, which can give a noise map with
+    unvisited bins a central field and a score where the same map fully visited has none;
+    here it stays NaN, "no_central_field"), a window's mean ignores NaN
     correlations, and the map is not smoothed unless ``smooth_sigma`` says so (opexebo's
     ``grid_score`` does not smooth either: BNT smooths, by 2 bins, when it makes the rate
     map).

@@ -147,3 +147,25 @@ def test_clean_square_grid_on_11x11_matches_the_reference():
     ds = grid_scores(xr.DataArray(m, dims=("y", "x")))
     assert float(ds.gridness_60) == pytest.approx(deepmind_reference(m)[0], abs=1e-6)
     assert float(ds.gridness_60) == pytest.approx(-0.307, abs=0.001)
+
+
+def test_noise_with_unvisited_bins_has_no_score_as_without():
+    # opexebo gives pure noise no score (its central field is one bin), but fills unvisited
+    # bins with 0 first, which can make a central field out of the holes; "bnt" leaves
+    # unvisited bins out, so noise stays unscored; with the zeros put in by hand it agrees
+    rng = np.random.default_rng(16)
+    n_artefact = 0
+    for _ in range(20):
+        m = rng.random((9, 9))
+        m[rng.random((9, 9)) < 0.08] = np.nan
+        ref = opexebo_grid_score(m)[0]
+        ds = grid_scores(xr.DataArray(m, dims=("y", "x")), method="bnt")
+        zero = grid_scores(xr.DataArray(np.nan_to_num(m), dims=("y", "x")), method="bnt")
+        if np.isfinite(ref):
+            assert float(zero.gridness_60) == pytest.approx(ref, abs=1e-6)
+            if np.isnan(float(ds.gridness_60)):
+                n_artefact += 1
+                assert str(ds.nan_reason.values) in ("no_central_field", "no_annulus")
+        else:
+            assert np.isnan(float(zero.gridness_60))
+    assert n_artefact >= 1
