@@ -9,6 +9,7 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -310,7 +311,7 @@ def remapping_figure(inputs: FigureInputs):
     grid_var = str(ds.attrs.get("remap_tem_grid_variable", "g"))
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", "memory_activity"))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
-    fig, axes = plt.subplots(2, 3, figsize=(FULL_WIDTH, 5.4), layout="constrained")
+    fig, axes = plt.subplots(2, 3, figsize=(FULL_WIDTH, 6.0), layout="constrained")
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
     pair = ds[pair_vars]
     pair_structure_test(pair, ax=axes[0, 0])
@@ -326,17 +327,16 @@ def remapping_figure(inputs: FigureInputs):
             pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
                          ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
     remap_by_population(ds["remap_corr"], ax=axes[1, 0])
-    axes[1, 0].set_title("per-unit correlation (secondary)", fontsize=7)
-    axes[1, 0].text(0.02, 0.02, PER_UNIT_NOTE, transform=axes[1, 0].transAxes, fontsize=5,
-                    va="bottom", wrap=True)
+    axes[1, 0].set_title(textwrap.fill(f"per-unit correlation (secondary): {PER_UNIT_NOTE}",
+                                       60), fontsize=5.5)
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
     axes[1, 1].set_title("population vectors (secondary)", fontsize=7)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
     axes[1, 2].set_title(f"TEM test ({grid_var} at {mem_var} peaks)", fontsize=7)
-    fig.suptitle(f"remapping across {ds.sizes['env']} environments "
-                 f"({ds.sizes['env_pair']} pairs; {ds.attrs.get('remap_pair_shuffles', '?')} "
-                 "permutations per null). Memory-neuron identity across environments: "
-                 f"{MEMORY_IDENTITY}", fontsize=6.5, wrap=True)
+    title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
+             f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
+             f"Memory-neuron identity across environments: {MEMORY_IDENTITY}")
+    fig.suptitle(textwrap.fill(title, 150), fontsize=6.5)
     _label_panels(axes.ravel())
     return fig
 

@@ -782,6 +782,9 @@ def _band_geometry(ny: int, nx: int) -> _BandGeometry:
 
 def _band_block(maps: np.ndarray, min_overlap: int, half_width: float) -> tuple[np.ndarray, ...]:
     b, ny, nx = maps.shape
+    if min(ny, nx) < MIN_MAP_SIZE:
+        small = _too_small_block(maps)
+        return (*small[:3], small[-1])
     code = _nan_reasons(maps, min_overlap)
     sac = np.nan_to_num(_autocorr_block(maps, min_overlap), nan=0.0)
     geo = _band_geometry(ny, nx)
@@ -865,9 +868,6 @@ def band_scores(
         raise ValueError(f"half_width must be between 1 and 29 degrees; got {half_width!r}")
 
     def core(a: np.ndarray) -> tuple[np.ndarray, ...]:
-        if min(a.shape[-2:]) < MIN_MAP_SIZE:
-            small = blockwise(lambda m: _too_small_block(m), a, 2)
-            return (*small[:3], small[-1])
         return blockwise(lambda m: _band_block(m, min_overlap, half_width), a, 2)
 
     names = ["band_score", "band_orientation", "band_wavelength", "nan_code"]

@@ -200,8 +200,8 @@ def tem_test(tem, ax=None):
 PAIR_ALPHA = 0.05
 
 #: Why per-unit correlations are no test of the grid claim (written on that panel).
-PER_UNIT_NOTE = ("per-unit r ≈ 0 for grid maps that translate between environments: "
-                 "each map moves, the pairs keep their offsets (see a, b)")
+PER_UNIT_NOTE = ("r ≈ 0 for grid maps that translate between environments: each map "
+                 "moves, the pairs keep their offsets (see a, b)")
 
 
 def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
@@ -243,18 +243,18 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
             ax.hlines(np.nanmean(sub[f"{stat}_null_q95"].values), i - 0.3, i + 0.3,
                       color="#D55E00", lw=1.2, label="null 95th pct" if i == 0 else None)
         pf = p[np.isfinite(p)]
-        ax.text(i, 1.06, f"p < {PAIR_ALPHA:g}: {int((pf < PAIR_ALPHA).sum())}/{pf.size}",
-                ha="center", va="bottom", fontsize=5.5)
+        ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
+                ha="center", va="bottom", fontsize=5)
     ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
     ax.set_xlim(-0.6, len(pops) - 0.4)
     if stat == "pair_structure":
-        ax.set_ylim(-0.3, 1.2)
+        ax.set_ylim(-0.3, 1.25)
         ax.set_ylabel("r of unit × unit correlation\nmatrices, env a vs b (unitless)")
     else:
-        ax.set_ylim(0, 1.2)
+        ax.set_ylim(0, 1.25)
         ax.set_ylabel("unit pairs keeping their\ncross-correlogram offset (fraction)")
     ax.axhline(0, color="0.5", lw=0.6)
-    ax.legend(loc="center right", fontsize=5)
+    ax.legend(loc="center right", fontsize=4.5)
     return ax
 
 
