@@ -778,5 +778,8 @@ def remapping_from_rates(
                  pair_shift_max_lag_fraction=SHIFT_MAX_LAG_FRACTION)
     if memory_variable is not None and memory_variable in rates:
         attrs["memory_identity"] = MEMORY_IDENTITY
+        for k in ("tem_corr", "pair_structure_r", "pair_shift_match", "remap_corr"):
+            if k in ds:
+                ds[k].attrs["memory_identity"] = MEMORY_IDENTITY
     ds.attrs = attrs
     return ds

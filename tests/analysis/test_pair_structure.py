@@ -127,6 +127,8 @@ def test_remapping_output_has_pair_structure_and_memory_identity(small_rec):
     assert r.pair_shift_match.dims == ("population", "env_pair")
     assert r.population.values.tolist() == ["g", "g_pi", "memory_activity"]
     assert r.attrs["memory_identity"] == MEMORY_IDENTITY
+    for k in ("tem_corr", "pair_structure_r", "pair_shift_match", "remap_corr"):
+        assert r[k].attrs["memory_identity"] == MEMORY_IDENTITY
     # planted grids and place fields are the same maps in every env (its 4 random units are
     # not). (Its 16 memory slots are the walk's first 16 new nodes, so slots k and k + 1
     # are neighbours in every env: write order carries some pair structure there.)
