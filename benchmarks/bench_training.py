@@ -1,4 +1,4 @@
-"""Training speed and time-to-accuracy: TEM-t vs the sinusoidal baseline, in one run.
+"""Training speed and time-to-accuracy: TEM-t (and its settings) vs the sinusoidal baseline.
 
 For each model the preset is trained (the preset's own schedule), with held-out loop-closure
 accuracy (``revisit_new_edge``) measured every ``--eval-every`` iterations on fixed held-out
@@ -6,6 +6,10 @@ environments. Prints iterations per second (training steps only), wall-clock unt
 loop closure first reaches ``--target``, and the final held-out accuracies.
 
     python benchmarks/bench_training.py --preset small --target 0.9
+    python benchmarks/bench_training.py --settings orth_linear,free_linear,free_relu,paper_relu
+
+``--settings`` trains each named setting of ``benchmarks/grid_settings.py`` (issue 11's
+comparison) instead of the plain preset, beside the baseline.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ EVAL_ENVS = 16
 
 
 def run(preset: str, kind: str, target: float, eval_every: int, max_minutes: float,
-        overrides: list[str]) -> dict:
+        overrides: list[str], label: str | None = None) -> dict:
     cfg = load_config(preset, [f"model.kind={kind}", "train.eval_every=0", *overrides])
+    label = label or kind
     wc = cfg.world
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, tmp, progress=False)
@@ -39,13 +44,13 @@ def run(preset: str, kind: str, target: float, eval_every: int, max_minutes: flo
                                 seed=123, keep_heading=wc.keep_heading,
                                 stay_prob=wc.stay_prob)
                 acc = last["model"]["revisit_new_edge"]
-                print(f"  {kind:10s} it {done:5d}  train {train_s:6.0f} s  "
+                print(f"  {label:12s} it {done:5d}  train {train_s:6.0f} s  "
                       f"loop closure {acc:.3f}", flush=True)
                 if reached is None and acc >= target:
                     reached = (done, train_s, time.perf_counter() - wall0)
             if (time.perf_counter() - wall0) / 60 > max_minutes:
                 break
-    return {"kind": kind, "iterations": done, "it_per_s": done / train_s, "reached": reached,
+    return {"kind": label, "iterations": done, "it_per_s": done / train_s, "reached": reached,
             "final": last}
 
 
@@ -56,12 +61,21 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--max-minutes", type=float, default=15.0, help="per model")
     p.add_argument("--set", action="append", default=[], help="config override")
+    p.add_argument("--settings", default="",
+                   help="comma-separated settings of benchmarks/grid_settings.py")
     args = p.parse_args()
-    rows = [run(args.preset, kind, args.target, args.eval_every, args.max_minutes, args.set)
-            for kind in ("temt", "sinusoidal")]
+    if args.settings:
+        from grid_settings import SETTINGS
+
+        runs = [("temt", [*SETTINGS[n], *args.set], n) for n in args.settings.split(",")]
+    else:
+        runs = [("temt", args.set, "temt")]
+    runs.append(("sinusoidal", args.set, "sinusoidal"))
+    rows = [run(args.preset, kind, args.target, args.eval_every, args.max_minutes, sets, label)
+            for kind, sets, label in runs]
     print(f"\npreset {args.preset}; held-out: {EVAL_ENVS} envs; target loop closure "
           f"{args.target}")
-    head = (f"{'model':11s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
+    head = (f"{'model':13s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
             f"{'revisit':>9s}{'new edge':>9s}{'unseen':>8s}{'edge agent (new)':>18s}")
     print(head)
     base = rows[0]["it_per_s"]
@@ -69,11 +83,12 @@ def main() -> None:
         f = r["final"]
         tgt = ("not reached" if r["reached"] is None else
                f"{r['reached'][0]} / {r['reached'][1]:.0f} / {r['reached'][2]:.0f}")
-        print(f"{r['kind']:11s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
+        print(f"{r['kind']:13s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
               f"{f['model']['revisit']:9.3f}{f['model']['revisit_new_edge']:9.3f}"
               f"{f['model']['revisit_unseen_edge']:8.3f}"
               f"{f['edge_agent']['revisit_new_edge']:18.3f}")
-    print(f"speed ratio sinusoidal / temt: {rows[1]['it_per_s'] / base:.2f}")
+    for r in rows[1:]:
+        print(f"speed ratio {r['kind']} / {rows[0]['kind']}: {r['it_per_s'] / base:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,86 @@ from hippo_rep import __version__
 DEFAULT_EVAL_ENVS = 32
 #: Seed of the held-out environments (a stream no training batch uses; see evaluate.eval_rng).
 DEFAULT_EVAL_SEED = 0
+#: Longest error line the CLI prints, in characters (values quoted from files are cut to
+#: ``fileio.MAX_QUOTE`` already; this bounds the whole line).
+MAX_ERROR_LINE = 1000
+
+
+class OutputError(ValueError):
+    """An output path that cannot be used (checked before any work starts)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other error of the CLI."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())[:MAX_ERROR_LINE]}\n")
+
+
+def _resolved(path) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def check_output_path(path, flag: str, *, inputs=(), overwrite: bool | None = None,
+                 folder: bool = False) -> Path:
+    """Refuse an output before any work: the input itself, a folder where a file is expected
+    (or a file where a folder is), an existing file without ``--overwrite`` (when the command
+    has that flag: ``overwrite`` not None), or a place that cannot be written.
+
+    Raises
+    ------
+    OutputError, FileExistsError
+        Naming ``flag`` and the path.
+    """
+    import os
+
+    from hippo_rep.fileio import quote
+
+    path = Path(path)
+    if not str(path).strip():
+        raise OutputError(f"{flag} is empty")
+    shown = quote(str(path))
+    target = _resolved(path)
+    for src in inputs:
+        if src is None:
+            continue
+        src = _resolved(src)
+        if target == src or src in target.parents:
+            raise OutputError(f"{flag} {shown} is the input {quote(str(src))} itself (or inside "
+                              "it); choose another output")
+    if path.exists():
+        is_store = path.suffix.lower() == ".zarr"
+        if folder and not path.is_dir():
+            raise OutputError(f"{flag} {shown} is a file; a folder is expected")
+        if not folder and not is_store and path.is_dir():
+            raise OutputError(f"{flag} {shown} is a folder; a file is expected")
+        if not folder and overwrite is False:
+            raise FileExistsError(f"{flag} {shown} exists; pass --overwrite to replace it")
+    parent = path if folder and path.exists() else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {shown}: {quote(str(parent))} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {shown}: folder {quote(str(parent))} is not writable")
+    return path
+
+
+def _count(value, flag: str, cap: int | None = None, low: int = 1):
+    """An integer option within [low, cap] (None passes: the default applies)."""
+    if value is None:
+        return None
+    if value < low or (cap is not None and value > cap):
+        top = f" and ≤ {cap}" if cap is not None else ""
+        raise OutputError(f"{flag} must be ≥ {low}{top}; got {value}")
+    return value
+
+
+def _world_arg(world):
+    if world is not None and not world.strip():
+        raise OutputError("--world is empty; give a world spec such as square:8, or leave it "
+                          "out for the training world")
+    return world
 
 
 def _errors():
@@ -29,14 +109,15 @@ def _errors():
 
     return (ConfigError, CheckpointError, TrainingError, WorldError, RecordingError,
             SchemaError, AnalysisError, PassKeyError, FigureError, FileExistsError,
-            FileNotFoundError)
+            FileNotFoundError, OutputError)
 
 
 def cmd_train(args) -> int:
     from hippo_rep.config import load_config, read_raw
     from hippo_rep.training.trainer import train
 
-    out = Path(args.out)
+    out = check_output_path(args.out, "--out", folder=True)
+    _count(args.stop_at, "--stop-at", low=0)
     if args.resume:
         saved = out / "config.toml"
         if not saved.is_file():
@@ -45,8 +126,11 @@ def cmd_train(args) -> int:
     else:
         read_raw(args.config)  # a clear error for a missing file before anything is written
         cfg = load_config(args.config, args.set)
-    if args.device:
+    if args.device is not None:
+        from hippo_rep.config import validate
+
         cfg = cfg.replace(train=_replace(cfg.train, device=args.device))
+        validate(cfg, "--device")
     t0 = time.perf_counter()
     try:
         ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress,
@@ -66,9 +150,17 @@ def _replace(dc, **kw):
 
 
 def cmd_evaluate(args) -> int:
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.training.checkpoint import file_sha256
     from hippo_rep.training.evaluate import evaluate_checkpoint
 
+    _count(args.envs, "--envs", MAX_BATCH)
+    _count(args.steps, "--steps", MAX_WALK_STEPS)
+    _count(args.seed, "--seed", low=0)
+    _world_arg(args.world)
+    if args.json:
+        check_output_path(args.json, "--json", inputs=[args.checkpoint],
+                     overwrite=getattr(args, "overwrite", False))
     result = evaluate_checkpoint(args.checkpoint, n_envs=args.envs, world=args.world,
                                  n_steps=args.steps, seed=args.seed)
     result["meta"]["checkpoint_sha256"] = file_sha256(args.checkpoint)
@@ -96,12 +188,21 @@ def _print_eval(result: dict) -> None:
         vals = "".join(f"{result[a][k]:12.3f}" if result[a][k] is not None else f"{'-':>12s}"
                        for a in AGENTS)
         print(f"{k:22s}{vals}{result['counts'][k]:9d}")
+    mem = result.get("memory")
+    if mem:
+        print(f"memories per node visited: {mem['memories_per_node']:.2f} "
+              f"(max {mem['memories_per_node_max']:.2f}; add-if-novel's ideal is 1)")
+    lr = (result.get("transitions") or {}).get("loop_returns")
+    if lr:
+        print(f"loop return cosine: opposite moves ≥ {lr['pair_cosine_min']:.3f}, smallest "
+              f"loop {lr['loop_cosine']:.3f} (write threshold {lr['write_threshold']:g})")
 
 
 def cmd_demo(args) -> int:
     """The main job: train TEM-t and the sinusoidal baseline on the small preset, evaluate both
     on the same held-out worlds and print them side by side."""
-    out = Path(args.out)
+    out = check_output_path(args.out, "--out", folder=True)
+    check_output_path(args.figures, "--figures", folder=True)
     runs = {"temt": out / "run", "sinusoidal": out / "baseline"}
     existing = [r / "checkpoint.pt" for r in runs.values() if (r / "checkpoint.pt").exists()]
     if existing and not args.overwrite:
@@ -123,7 +224,7 @@ def cmd_demo(args) -> int:
         name = "eval.json" if kind == "temt" else "eval_baseline.json"
         eargs = argparse.Namespace(checkpoint=str(run / "checkpoint.pt"), envs=args.envs,
                                    world=None, steps=None, seed=DEFAULT_EVAL_SEED,
-                                   json=str(out / name))
+                                   json=str(out / name), overwrite=True)
         cmd_evaluate(eargs)
         results[kind] = json.loads((out / name).read_text())
     t, b = results["temt"], results["sinusoidal"]
@@ -156,10 +257,17 @@ def cmd_demo(args) -> int:
 
 
 def cmd_record(args) -> int:
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.recording import check_output, open_recording, record_to_file
 
     out = Path(args.out)
     check_output(out, args.overwrite)  # before loading anything: refuse early, touch nothing
+    check_output_path(out, "--out", inputs=[args.checkpoint])
+    _count(args.envs, "--envs", MAX_BATCH)
+    _count(args.steps, "--steps", MAX_WALK_STEPS)
+    _count(args.chunk, "--chunk", MAX_WALK_STEPS)
+    _count(args.seed, "--seed", low=0)
+    _world_arg(args.world)
     t0 = time.perf_counter()
     try:
         record_to_file(args.checkpoint, out, overwrite=args.overwrite, n_envs=args.envs,
@@ -186,19 +294,35 @@ def cmd_record(args) -> int:
 def cmd_analyse(args) -> int:
     from hippo_rep.analysis.cluster import dask_client
     from hippo_rep.analysis.pipeline import analyse, check_output, write_analysis
-    from hippo_rep.recording import open_recording
+    from hippo_rep.recording import load_checked, open_recording
 
     out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
+    check_output_path(out, "--out", inputs=[args.recording])
+    _count(args.shuffles, "--shuffles")
+    _count(args.seed, "--seed", low=0)
     t0 = time.perf_counter()
     with open_recording(args.recording) as ds:
-        rec = ds.load()
+        rec = load_checked(ds, args.recording)
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
     write_analysis(result, out, overwrite=args.overwrite)
+    from hippo_rep.analysis.classes import (
+        IS_GRID,
+        IS_PLACE,
+        IS_TWO_WAVE,
+        class_fractions,
+        fraction_text,
+    )
+
+    fr = class_fractions(result)
+    parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
+                                     ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
+                                      (IS_PLACE, "place")))
+             for pop in fr["population"].values]
     print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
           f"({result.attrs['variables']}) with {args.shuffles} shuffles in "
-          f"{time.perf_counter() - t0:.1f} s: {int(result['is_grid'].sum())} grid and "
-          f"{int(result['is_place'].sum())} place (env, unit) pairs → {out}")
+          f"{time.perf_counter() - t0:.1f} s → {out}; of the (env, unit) pairs that exist: "
+          + "; ".join(parts))
     return 0
 
 
@@ -224,7 +348,7 @@ def _passkey_threads(args) -> None:
 def cmd_passkey_train(args) -> int:
     from hippo_rep.tasks.passkey import PassKeyConfig, train
 
-    out = Path(args.out)
+    out = check_output_path(args.out, "--out", folder=True)
     cfg = PassKeyConfig().with_overrides(args.set, variant=args.variant)
     if (out / "checkpoint.pt").exists() and not args.overwrite:
         raise FileExistsError(f"{str(out / 'checkpoint.pt')!r} exists; pass --overwrite or "
@@ -246,6 +370,9 @@ def cmd_passkey_eval(args) -> int:
     from hippo_rep.tasks.passkey import CHANCE, evaluate, load_checkpoint
 
     fillers = _int_list(args.fillers, "--fillers")
+    _count(args.samples, "--samples")
+    if args.json:
+        check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
     model, cfg, payload = load_checkpoint(args.checkpoint)
     _passkey_threads(args)
     acc = evaluate(model, fillers, n_samples=args.samples, seed=args.seed)
@@ -267,6 +394,9 @@ def cmd_passkey_eval(args) -> int:
 def cmd_passkey_sweep(args) -> int:
     from hippo_rep.tasks.passkey import PassKeyConfig, format_table, plot_sweep, sweep
 
+    check_output_path(args.out, "--out", folder=True)
+    if args.figure:
+        check_output_path(args.figure, "--figure")
     base = PassKeyConfig().with_overrides(args.set)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = _int_list(args.seeds, "--seeds")
@@ -291,6 +421,7 @@ def cmd_passkey_sweep(args) -> int:
 def cmd_figures(args) -> int:
     from hippo_rep.figures import build_figures, load_inputs
 
+    check_output_path(args.out, "--out", folder=True)
     inputs = load_inputs(analysis=args.analysis, recording=args.recording, evals=args.eval,
                          passkey=getattr(args, "passkey", None),
                          sweep=getattr(args, "sweep", None),
@@ -307,8 +438,11 @@ def cmd_sweep(args) -> int:
     """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
     from hippo_rep.sweep import SweepSettings, open_sweep, run_sweep
 
+    check_output_path(args.out, "--out", folder=True)
     settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles)
+                             record_steps=args.record_steps, shuffles=args.shuffles,
+                             eval_steps=args.eval_steps, eval_world=args.eval_world,
+                             record_world=args.record_world)
     try:
         rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
                         settings=settings, scheduler=args.scheduler, workers=args.workers,
@@ -374,6 +508,12 @@ def _add_sweep_parser(sub) -> None:
                    help="override of the base config for every run (repeatable)")
     s.add_argument("--eval-envs", type=int, default=DEFAULT_EVAL_ENVS,
                    help=f"held-out environments per run (default: {DEFAULT_EVAL_ENVS})")
+    s.add_argument("--eval-steps", type=int, default=None,
+                   help="steps per held-out walk (default: the training walk)")
+    s.add_argument("--eval-world", default=None, metavar="SPEC",
+                   help="world evaluated, e.g. square:11 (default: the first training world)")
+    s.add_argument("--record-world", default=None, metavar="SPEC",
+                   help="world recorded, e.g. square:20 (default: the first training world)")
     s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
                    help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
     s.add_argument("--record-steps", type=int, default=DEFAULT_RECORD_STEPS,
@@ -387,9 +527,9 @@ def _add_sweep_parser(sub) -> None:
 def cmd_delay(args) -> int:
     from hippo_rep.tasks.delay import delay_experiment, write_delay
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise FileExistsError(f"{str(out)!r} exists; pass --overwrite to replace it")
+    out = check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
+    _world_arg(args.world)
+    _count(args.envs, "--envs")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     t0 = time.perf_counter()
     ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
@@ -425,9 +565,12 @@ def _add_delay_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hippo-rep", description=__doc__)
+    p = _Parser(prog="hippo-rep", description=__doc__)
     p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, show the Python traceback (also accepted after the "
+                        "command)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
     t.add_argument("--config", default="small",
@@ -453,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED,
                    help="seed of the held-out environments")
     e.add_argument("--json", help="write the results to this JSON file")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     e.set_defaults(func=cmd_evaluate)
 
     r = sub.add_parser("record", help="record g and memory-neuron activity into .nc or .zarr")
@@ -485,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_analyse)
 
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
-    pks = pk.add_subparsers(dest="passkey_command", required=True)
+    pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
     from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
     from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
     from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
@@ -508,6 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
     pe.add_argument("--threads", type=int, help="torch CPU threads")
     pe.add_argument("--json", help="write the results to this JSON file")
+    pe.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     pe.set_defaults(func=cmd_passkey_eval)
     pw = pks.add_parser("sweep", help="train variants × seeds, table of accuracy vs filler")
     pw.add_argument("--out", required=True, help="folder for runs/, sweep.csv, sweep.json")
@@ -554,19 +699,57 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--figures", default="figures", help="figure folder (default: figures)")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=cmd_demo)
+    _add_debug(sub)
     return p
 
 
+def _add_debug(sub) -> None:
+    """``--debug`` after the command too (SUPPRESS: a subparser must not reset the top one)."""
+    for parser in sub.choices.values():
+        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                            help="on an error, show the Python traceback")
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_debug(action)
+
+
 def main(argv=None) -> int:
+    """Run one command. Every error that reaches here becomes one line on stderr,
+    ``hippo-rep COMMAND: error: CAUSE``, and exit status 2 (``--debug``: the traceback too);
+    Ctrl-C is 130."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except _errors() as err:
-        print(f"hippo-rep {args.command}: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"hippo-rep {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if getattr(args, "debug", False):
+            import traceback
+
+            traceback.print_exc()
+        print(f"hippo-rep {args.command}: error: {_cause(err)}", file=sys.stderr)
         return 2
-    except ValueError as err:  # bad argument values reaching library checks
-        print(f"hippo-rep {args.command}: error: {err}", file=sys.stderr)
-        return 2
+
+
+def _cause(err: BaseException) -> str:
+    """One line saying what went wrong, naming the file where the error knows it."""
+    if isinstance(err, _errors()):
+        text = str(err)
+    elif isinstance(err, MemoryError):
+        text = "out of memory; use smaller sizes (envs, steps, world, model)"
+    elif isinstance(err, OSError) and err.filename is not None:
+        text = f"{err.filename!r}: {err.strerror or type(err).__name__}"
+    elif isinstance(err, OSError):
+        text = f"{err.strerror or err} ({type(err).__name__})"
+    elif isinstance(err, ValueError):  # bad argument values reaching library checks
+        text = str(err)
+    else:
+        text = f"{type(err).__name__}: {err} (an unexpected error; --debug shows where)"
+    text = " ".join(text.split())
+    if len(text) > MAX_ERROR_LINE:
+        text = text[:MAX_ERROR_LINE] + " …"
+    return text
 
 
 if __name__ == "__main__":

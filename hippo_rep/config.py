@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -18,7 +20,10 @@ from pathlib import Path
 
 import tomli_w
 
+from hippo_rep.fileio import quote
+
 PRESETS = ("tiny", "small", "paper")
+_DEVICE = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
 
 
 class ConfigError(ValueError):
@@ -88,13 +93,14 @@ class ModelConfig:
     write_threshold: float = 0.98
     # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
     retrieval_iterations: int = 1
-    # Third input stream: contexts per environment (0 = off); conjunction then also needs
-    # the context to match.
-    n_context: int = 0
     # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
     # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
     # ~150 iterations); off, loss 2 still trains W_e and the readout on corrected encodings.
     loss2_through_landmark: bool = False
+    # Scale of g after each transition: "rms" rescales g to unit RMS after every step (keeps
+    # repeated products with a free W_a bounded; makes the L2 loss on g, loss 5, nominal);
+    # "none" is the paper's e_{t+1} = σ(e_t W_a), kept bounded by loss 5 (train.loss_l2_g).
+    g_norm: str = "rms"
     # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
     gate_bias_init: float = -2.0
     # Memory variant: "full" (every memory stays), "window" (block sliding window over the
@@ -142,8 +148,13 @@ class TrainConfig:
     loss_g: float = 1.0
     # Loss 3: squared error between g_pi and the corrected g_t (g_t detached: pulls W_a).
     loss_g_pi: float = 0.1
-    # Loss 5: L2 on g_t (g has a fixed norm after each transition, so this is small).
+    # Loss 5: L2 on g_t (mean square over units). Nominal under model.g_norm = "rms" (g then
+    # has unit RMS after each transition); with g_norm = "none" it is what bounds g.
     loss_l2_g: float = 0.0
+    # Inverse-action loss: mean over opposite move pairs (a, ā) of ||W_a W_ā − I||²_F / n_g.
+    # Opposite moves that undo each other return g to where it was, so the add-if-novel test
+    # recognises the node (seed A.2's rule) instead of writing a duplicate memory.
+    loss_inverse: float = 0.0
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = 100
     # Log to metrics.csv every this many iterations.
@@ -178,6 +189,10 @@ class Config:
 
 _SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}
 
+#: Keys that older versions wrote and that did nothing; dropped when an old checkpoint or TOML
+#: is read (``model.n_context`` was never read by the model).
+_REMOVED_KEYS = {("model", "n_context")}
+
 _CHOICES = {
     ("model", "kind"): ("temt", "sinusoidal"),
     ("model", "transition_activation"): ("linear", "relu", "tanh", "leaky_relu"),
@@ -186,7 +201,117 @@ _CHOICES = {
     ("model", "transition_param"): ("free", "orthogonal"),
     ("model", "readout"): ("mlp", "direct"),
     ("model", "memory"): ("full", "window", "fam", "hebbian"),
+    ("model", "g_norm"): ("rms", "none"),
     ("world", "walk"): ("random", "delay"),
+}
+
+
+#: Caps on sizes (a config beyond them would exhaust memory or never finish; raise them here).
+#: Width of any layer (model.n_g, d_key, d_value, hidden, fam_slots).
+MAX_WIDTH = 4096
+#: Sensory categories (world.n_obs) and contexts (model.n_context).
+MAX_OBS = 100_000
+#: Steps of one training walk (world.walk_steps, and step counts derived from it).
+MAX_WALK_STEPS = 100_000
+#: Environments per batch (train.batch_size, train.eval_envs).
+MAX_BATCH = 4096
+#: Gradient steps of a run (train.iterations and the iteration periods).
+MAX_ITERATIONS = 100_000_000
+#: Retrieval iterations of the prediction attention.
+MAX_RETRIEVAL_ITERATIONS = 100
+#: Torch threads.
+MAX_THREADS = 1024
+#: Seeds: numpy and torch accept non-negative 63-bit integers.
+MAX_SEED = 2**63 - 1
+#: Devices ``train.device`` may name ("cuda:N" picks a GPU).
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The allowed range of one numeric config key. Every float must also be finite.
+
+    ``low``/``high`` are bounds (``None`` = unbounded), exclusive when ``low_open``/``high_open``;
+    ``cap`` names the module constant that ``high`` is (quoted in the error); ``why`` says why
+    the bound exists (e.g. "it divides").
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    cap: str = ""
+    why: str = ""
+
+    def check(self, name: str, v) -> str | None:
+        """The problem with value ``v`` of key ``name``, or None when it is allowed."""
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{name} must be a finite number; got {v}"
+        if self.low is not None and (v <= self.low if self.low_open else v < self.low):
+            op = ">" if self.low_open else "≥"
+            why = f" ({self.why})" if self.why else ""
+            return f"{name} must be {op} {self.low:g}{why}; got {v}"
+        if self.high is not None and (v >= self.high if self.high_open else v > self.high):
+            op = "<" if self.high_open else "≤"
+            bound = f"{self.cap} = {self.high}" if self.cap else f"{self.high:g}"
+            return f"{name} must be {op} {bound}; got {v}"
+        return None
+
+
+def _size(cap: str, low: int = 1) -> Rule:
+    """An integer size of at least ``low`` and at most the module constant named ``cap``."""
+    return Rule(low=low, high=globals()[cap], cap=cap)
+
+
+_ANY = Rule()
+_NON_NEGATIVE = Rule(low=0)
+_POSITIVE = Rule(low=0, low_open=True)
+_PROBABILITY = Rule(low=0, high=1)
+
+#: One rule per numeric key ("section.key"); a new numeric config field needs one entry here
+#: (tests check that every numeric field has one).
+RULES: dict[str, Rule] = {
+    "world.n_obs": _size("MAX_OBS", low=2),
+    "world.walk_steps": _size("MAX_WALK_STEPS"),
+    "world.keep_heading": _PROBABILITY,
+    "world.stay_prob": Rule(low=0, high=1, high_open=True, why="a walk must move"),
+    "world.max_delay": _size("MAX_WALK_STEPS", low=0),
+    "model.n_g": _size("MAX_WIDTH"),
+    "model.d_key": _size("MAX_WIDTH"),
+    "model.d_value": _size("MAX_WIDTH"),
+    "model.hidden": _size("MAX_WIDTH"),
+    "model.transition_init_std": _NON_NEGATIVE,
+    "model.memory_power": _POSITIVE,
+    "model.beta_init": Rule(low=0, low_open=True, why="an inverse temperature"),
+    "model.retrieval_beta_init": Rule(low=0, low_open=True, why="an inverse temperature"),
+    "model.write_threshold": Rule(low=-1, why="a cosine similarity"),
+    "model.retrieval_iterations": _size("MAX_RETRIEVAL_ITERATIONS"),
+    "model.n_context": _size("MAX_OBS", low=0),
+    "model.gate_bias_init": _ANY,
+    "model.memory_block": _size("MAX_WALK_STEPS"),
+    "model.memory_blocks": _size("MAX_WALK_STEPS", low=0),
+    "model.fam_slots": _size("MAX_WIDTH", low=0),
+    "model.fam_beta_init": Rule(low=0, low_open=True, why="an inverse temperature"),
+    "model.hebbian_decay": Rule(low=0, high=1, low_open=True),
+    "train.seed": _size("MAX_SEED", low=0),
+    "train.iterations": _size("MAX_ITERATIONS", low=0),
+    "train.batch_size": _size("MAX_BATCH"),
+    "train.lr": _POSITIVE,
+    "train.warmup": _size("MAX_ITERATIONS", low=0),
+    "train.transition_lr_scale": _NON_NEGATIVE,
+    "train.weight_decay": _NON_NEGATIVE,
+    "train.grad_clip": Rule(low=0, low_open=True, why="a gradient-norm bound"),
+    "train.chunk_len": _size("MAX_WALK_STEPS", low=0),
+    "train.loss_pi": _NON_NEGATIVE,
+    "train.loss_g": _NON_NEGATIVE,
+    "train.loss_g_pi": _NON_NEGATIVE,
+    "train.loss_l2_g": _NON_NEGATIVE,
+    "train.checkpoint_every": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                                   why="it divides"),
+    "train.log_every": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS", why="it divides"),
+    "train.eval_every": _size("MAX_ITERATIONS", low=0),
+    "train.eval_envs": _size("MAX_BATCH"),
+    "train.threads": _size("MAX_THREADS", low=0),
 }
 
 
@@ -197,27 +322,27 @@ def _coerce(section: str, key: str, value, typ):
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where} must be a list; got {value!r}")
+            raise ConfigError(f"{where} must be a list; got {quote(value)}")
         (inner, _) = typing.get_args(typ)
         return tuple(_coerce(section, key, v, inner) for v in value)
     if typ is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false; got {value!r}")
+            raise ConfigError(f"{where} must be true or false; got {quote(value)}")
         return value
     if typ is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where} must be an integer; got {value!r}")
+            raise ConfigError(f"{where} must be an integer; got {quote(value)}")
         return value
     if typ is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where} must be a number; got {value!r}")
+            raise ConfigError(f"{where} must be a number; got {quote(value)}")
         return float(value)
     if typ is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where} must be a string; got {value!r}")
+            raise ConfigError(f"{where} must be a string; got {quote(value)}")
         choices = _CHOICES.get((section, key))
         if choices and value not in choices:
-            raise ConfigError(f"{where} must be one of {choices}; got {value!r}")
+            raise ConfigError(f"{where} must be one of {choices}; got {quote(value)}")
         return value
     raise ConfigError(f"{where}: unsupported type {typ}")  # pragma: no cover
 
@@ -230,20 +355,24 @@ def from_dict(data: dict, source: str = "config") -> Config:
     ConfigError
         Naming ``source`` and the offending key, listing the valid keys.
     """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a table of sections; got "
+                          f"{type(data).__name__}")
     unknown = set(data) - set(_SECTIONS)
     if unknown:
-        raise ConfigError(f"{source}: unknown section(s) {sorted(unknown)}; "
+        raise ConfigError(f"{source}: unknown section(s) {quote(sorted(map(str, unknown)))}; "
                           f"valid sections: {sorted(_SECTIONS)}")
     sections = {}
     for name, cls in _SECTIONS.items():
         raw = data.get(name, {})
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: [{name}] must be a table")
+        raw = {k: v for k, v in raw.items() if (name, k) not in _REMOVED_KEYS}
         hints = typing.get_type_hints(cls)
         bad = set(raw) - set(hints)
         if bad:
-            names = ", ".join(f"{name}.{k}" for k in sorted(bad))
-            raise ConfigError(f"{source}: unknown key(s) {names}; "
+            names = ", ".join(f"{name}.{k}" for k in sorted(map(str, bad)))
+            raise ConfigError(f"{source}: unknown key(s) {quote(names)[1:-1]}; "
                               f"valid keys in [{name}]: {', '.join(sorted(hints))}")
         try:
             sections[name] = cls(**{k: _coerce(name, k, v, hints[k]) for k, v in raw.items()})
@@ -255,19 +384,23 @@ def from_dict(data: dict, source: str = "config") -> Config:
 
 
 def validate(cfg: Config, source: str = "config") -> None:
-    """Check values that types alone do not catch (positive sizes, one action set)."""
+    """Check values that types alone do not catch: every numeric key against its entry in
+    :data:`RULES` (finite, in range, within its size cap), the device, one action set."""
     from hippo_rep.worlds import WorldError, parse_world
 
-    positive = [("world.n_obs", cfg.world.n_obs), ("world.walk_steps", cfg.world.walk_steps),
-                ("model.n_g", cfg.model.n_g), ("model.d_key", cfg.model.d_key),
-                ("model.d_value", cfg.model.d_value), ("model.hidden", cfg.model.hidden),
-                ("model.retrieval_iterations", cfg.model.retrieval_iterations),
-                ("train.batch_size", cfg.train.batch_size), ("train.lr", cfg.train.lr)]
-    for name, v in positive:
-        if v <= 0:
-            raise ConfigError(f"{source}: {name} must be positive; got {v}")
-    if cfg.world.n_obs < 2:
-        raise ConfigError(f"{source}: world.n_obs must be ≥ 2; got {cfg.world.n_obs}")
+    for prefix in _SECTIONS:
+        section = getattr(cfg, prefix)
+        for f in dataclasses.fields(section):
+            v = getattr(section, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            name = f"{prefix}.{f.name}"
+            problem = RULES.get(name, _ANY).check(name, v)
+            if problem:
+                raise ConfigError(f"{source}: {problem}")
+    if not _DEVICE.fullmatch(cfg.train.device):
+        raise ConfigError(f"{source}: train.device must be one of {DEVICES} or cuda:N; "
+                          f"got {quote(cfg.train.device)}")
     if not cfg.world.worlds:
         raise ConfigError(f"{source}: world.worlds must name at least one world")
     kinds = set()
@@ -279,27 +412,12 @@ def validate(cfg: Config, source: str = "config") -> None:
     if len(kinds) > 1:
         raise ConfigError(f"{source}: world.worlds mixes lattice kinds {sorted(kinds)}; "
                           "one model has one action set")
-    if not 0 <= cfg.world.keep_heading <= 1 or not 0 <= cfg.world.stay_prob < 1:
-        raise ConfigError(f"{source}: world.keep_heading and world.stay_prob are probabilities")
-    if cfg.train.chunk_len < 0 or cfg.train.iterations < 0:
-        raise ConfigError(f"{source}: train.chunk_len and train.iterations must be ≥ 0")
-    if cfg.world.max_delay < 0:
-        raise ConfigError(f"{source}: world.max_delay must be ≥ 0; got {cfg.world.max_delay}")
     m = cfg.model
-    if m.memory_block < 1 or m.memory_blocks < 0:
-        raise ConfigError(f"{source}: model.memory_block must be ≥ 1 and model.memory_blocks "
-                          f"≥ 0; got {m.memory_block} and {m.memory_blocks}")
     if m.memory == "fam" and m.fam_slots < 1:
         raise ConfigError(f"{source}: model.memory = \"fam\" needs model.fam_slots ≥ 1; "
                           f"got {m.fam_slots}")
     if m.memory != "full" and m.kind != "temt":
         raise ConfigError(f"{source}: model.memory = {m.memory!r} needs model.kind = \"temt\"")
-    if not 0 < m.hebbian_decay <= 1:
-        raise ConfigError(f"{source}: model.hebbian_decay must be in (0, 1]; got "
-                          f"{m.hebbian_decay}")
-    if cfg.train.transition_lr_scale < 0:
-        raise ConfigError(f"{source}: train.transition_lr_scale must be ≥ 0; "
-                          f"got {cfg.train.transition_lr_scale}")
 
 
 def world_kind(cfg: Config) -> str:
@@ -311,7 +429,7 @@ def parse_override(text: str) -> tuple[str, str, object]:
     """Split ``section.key=value``; the value is read as TOML, else kept as a bare string."""
     lhs, sep, rhs = text.partition("=")
     if not sep or "." not in lhs:
-        raise ConfigError(f"override {text!r} is not section.key=value (e.g. train.lr=3e-4)")
+        raise ConfigError(f"override {quote(text)} is not section.key=value (e.g. train.lr=3e-4)")
     section, _, key = lhs.strip().partition(".")
     try:
         value = tomllib.loads(f"v = {rhs.strip()}")["v"]
@@ -340,6 +458,10 @@ def load_config(source: str | Path = "small", overrides=()) -> Config:
         If the file is missing or unreadable, or any key or value is invalid.
     """
     data, name = read_raw(source)
+    for section, value in data.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: {quote(section)} must be a [section] table; got "
+                              f"{type(value).__name__}")
     return from_dict(apply_overrides(data, overrides), name)
 
 
@@ -352,11 +474,19 @@ def read_raw(source: str | Path) -> tuple[dict, str]:
         path = Path(source)
         if not path.is_file():
             raise ConfigError(f"config {str(path)!r} not found (presets: {', '.join(PRESETS)})")
-        text, name = path.read_text(), str(path)
+        name = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"config {name!r} is not a text (UTF-8) TOML file") from None
+        except OSError as err:
+            raise ConfigError(f"config {name!r} cannot be read ({err.strerror})") from None
     try:
         return tomllib.loads(text), name
+    except RecursionError:
+        raise ConfigError(f"{name}: nested too deeply to be a config") from None
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{name}: not valid TOML ({err})") from None
+        raise ConfigError(f"{name}: not valid TOML ({quote(str(err))[1:-1]})") from None
 
 
 def to_toml(cfg: Config) -> str:

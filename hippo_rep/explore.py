@@ -1,19 +1,27 @@
-"""Helpers of the notebooks: tables of an analysis dataset and an interactive rate-map explorer.
+"""Helpers of the notebooks: tables of an analysis dataset, statistics figures and an
+interactive rate-map explorer.
 
 Everything the notebooks in ``notebooks/`` compute lives here, so the notebooks stay thin and
 the logic is tested. Figures are built as :class:`matplotlib.figure.Figure` objects outside
-pyplot (no global state, nothing shown twice) in the paper style; Jupyter displays them.
+pyplot (no global state, nothing shown twice) in the paper style and shown in Jupyter as
+images by :mod:`hippo_rep.plotting.display` (PNG at 2× resolution, or SVG).
 
 The explorer (:func:`explore_rate_maps`) uses ipywidgets when it can be imported (pick an
-environment, a population and a unit: rate map, autocorrelogram and scores side by side) and
-otherwise shows static panels of the top units of each population.
+environment, a population and a unit — from a list or a slider ordered by score — and see its
+rate map, autocorrelogram and scores with their null percentiles, or its maps in every
+environment side by side) and otherwise shows static panels of the top units of each
+population. A map that cannot be drawn shows its one-line reason instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+from hippo_rep.analysis.classes import CLASS_DIM, CLASS_LABELS, CLASSES, class_fractions
+from hippo_rep.plotting.display import DEFAULT_FORMAT
 
 #: Per-(env, unit) variables of :func:`unit_table` (those present are used).
 UNIT_TABLE_COLUMNS = (
@@ -26,9 +34,10 @@ UNIT_TABLE_COLUMNS = (
     "spatial_info_percentile",
     "place_score",
     "n_fields",
-    "is_grid",
-    "is_grid_threshold",
-    "is_place",
+    "n_waves",
+    "hexagonal",
+    "plane_wave_share",
+    *CLASSES,
 )
 
 #: Per-unit variables (no env dim) added to :func:`unit_table` when present.
@@ -47,6 +56,21 @@ STATIC_UNITS = 2
 #: Size of one explorer figure (rate map, autocorrelogram, scores), inches.
 UNIT_FIGSIZE = (7.0, 2.4)
 
+#: Rendered panels the explorer keeps (oldest dropped first), so going back is instant.
+EXPLORER_CACHE = 64
+
+#: Maps per row of the "compare environments" figure.
+COMPARE_COLUMNS = 4
+
+#: Size of one map of the "compare environments" figure, inches.
+COMPARE_PANEL_INCHES = 1.6
+
+#: Width of a two-column figure, inches (as :data:`hippo_rep.figures.FULL_WIDTH`).
+FULL_WIDTH = 7.0
+
+#: Short names of ranking scores in map titles.
+SHORT_NAMES = {"gridness_60": "g60", "spatial_info": "SI"}
+
 #: Scores written on the explorer's text panel: variable → label with units.
 UNIT_SCORES = {
     "gridness_60": "gridness-60 (1)",
@@ -58,9 +82,10 @@ UNIT_SCORES = {
     "spatial_info_percentile": "spatial info vs null (pctl)",
     "place_score": "place score (1)",
     "n_fields": "place fields (count)",
-    "is_grid": "grid cell (shuffle rule)",
-    "is_grid_threshold": "grid cell (g60 > 0.3)",
-    "is_place": "place cell (shuffle rule)",
+    "n_waves": "plane waves (count)",
+    "hexagonal": "hexagonal (3 waves at 60°)",
+    "plane_wave_share": "plane-wave share of variance (1)",
+    **CLASS_LABELS,
     "remap_corr_mean": "remap corr (Pearson r)",
 }
 
@@ -103,30 +128,39 @@ def unit_table(analysis, columns: Sequence[str] = UNIT_TABLE_COLUMNS):
 
 
 def classification_summary(analysis):
-    """Per population: how many (unit, environment) pairs, the fractions classified and
-    median scores.
+    """Per population: how many (unit, environment) pairs exist, the fractions in each class
+    and median scores.
+
+    The fractions are :func:`~hippo_rep.analysis.classes.class_fractions` (the one
+    definition, also used by the sweep, the ``scores`` figure and ``hippo-rep analyse``):
+    over the (env, unit) pairs in which the unit exists (memory slots not written in an
+    environment are left out).
 
     Returns
     -------
     pandas.DataFrame
-        Index ``variable``; columns ``n`` (unit × environment pairs), ``frac_grid``
-        (``is_grid``), ``frac_grid_threshold``, ``frac_place`` (fractions, 0–1),
-        ``median_gridness_60`` (1), ``median_spatial_info`` (bits per unit activity) and,
-        when present, ``median_remap_corr`` (Pearson r over units).
+        Index ``variable``; columns ``n`` (unit × environment pairs that exist: the
+        denominator), ``frac_<class>`` for each class flag present (``frac_grid``,
+        ``frac_grid_threshold``, ``frac_band``, ``frac_two_wave``, ``frac_square``,
+        ``frac_place``; fractions, 0–1), ``median_gridness_60`` (1),
+        ``median_spatial_info`` (bits per unit activity) and, when present,
+        ``median_remap_corr`` (Pearson r over units).
     """
+    fr = class_fractions(analysis)
+    frac = fr["fraction"].to_pandas()  # population x class
+    out = fr["denominator"].isel({CLASS_DIM: 0}, drop=True).to_pandas().to_frame("n")
+    out.index.name = "variable"
+    for c in fr[CLASS_DIM].values:
+        out[f"frac_{str(c).removeprefix('is_')}"] = frac[c]
     df = unit_table(analysis).reset_index()
-    out = df.groupby("variable", sort=False).size().to_frame("n")
     g = df.groupby("variable", sort=False)
-    for col, name in (("is_grid", "frac_grid"), ("is_grid_threshold", "frac_grid_threshold"),
-                      ("is_place", "frac_place")):
-        if col in df:
-            out[name] = g[col].mean()
     for col in ("gridness_60", "spatial_info"):
         if col in df:
             out[f"median_{col}"] = g[col].median()
     if "remap_corr_mean" in analysis.data_vars:
         rc = analysis["remap_corr_mean"].to_dataframe().reset_index()
         out["median_remap_corr"] = rc.groupby("variable", sort=False)["remap_corr_mean"].median()
+    out.attrs["denominator"] = fr.attrs["denominator"]
     return out
 
 
@@ -167,35 +201,84 @@ def _unit_of(analysis, variable: str, unit_index: int):
     return units[0]
 
 
+def _extra_score_vars(analysis) -> list[str]:
+    """(env, unit) classes (``is_*``) and null percentiles (``*_percentile``) of the dataset
+    that :data:`UNIT_SCORES` does not name (e.g. classes added by later analyses)."""
+    return [k for k, da in analysis.data_vars.items()
+            if k not in UNIT_SCORES and set(da.dims) == {"env", "unit"}
+            and (k.startswith("is_") or k.endswith("_percentile"))]
+
+
+def rank_key(analysis, variable: str) -> str | None:
+    """The score that ranks a population's units: :data:`RANK_SCORE` (or
+    :data:`DEFAULT_RANK_SCORE`) when the dataset has it, else None (units in index order)."""
+    for key in (RANK_SCORE.get(variable, DEFAULT_RANK_SCORE), DEFAULT_RANK_SCORE):
+        if key in analysis.data_vars:
+            return key
+    return None
+
+
 def ranked_units(analysis, env, variable: str) -> list[tuple[int, float]]:
     """(unit_index, score) of a population's units in one environment, best first.
 
-    The score is :data:`RANK_SCORE` of the population (NaN last).
+    The score is :func:`rank_key` of the population (NaN last; all NaN, in index order,
+    when the dataset has no ranking score).
     """
     if env not in analysis["env"].values:
         raise ExploreError(f"no environment {env!r}; environments: "
                            f"{', '.join(map(str, analysis['env'].values))}")
-    key = RANK_SCORE.get(variable, DEFAULT_RANK_SCORE)
     sub = analysis.sel(unit=analysis["variable"] == variable)
     if sub.sizes["unit"] == 0:
-        raise ExploreError(f"no population {variable!r} in the analysis")
-    score = np.asarray(sub[key].sel(env=env).values, dtype=float)
+        known = ", ".join(dict.fromkeys(map(str, analysis["variable"].values)))
+        raise ExploreError(f"no population {variable!r} in the analysis (populations: {known})")
+    key = rank_key(analysis, variable)
+    if key is None:
+        score = np.full(sub.sizes["unit"], np.nan)
+    else:
+        score = np.asarray(sub[key].sel(env=env).values, dtype=float)
     order = np.argsort(-np.where(np.isfinite(score), score, -np.inf), kind="stable")
     idx = sub["unit_index"].values
     return [(int(idx[i]), float(score[i])) for i in order]
 
 
 def unit_scores(analysis, env, variable: str, unit_index: int) -> dict[str, object]:
-    """The :data:`UNIT_SCORES` of one unit in one environment (label with units → value)."""
+    """The :data:`UNIT_SCORES` of one unit in one environment (label with units → value),
+    then any other class (``is_*``) or null percentile (``*_percentile``) of the dataset."""
     sel = analysis.sel(unit=_unit_of(analysis, variable, unit_index))
+    labels = dict(UNIT_SCORES)
+    for k in _extra_score_vars(analysis):
+        units = analysis[k].attrs.get("units")
+        labels[k] = f"{k} ({units})" if units else k
     out: dict[str, object] = {}
-    for k, label in UNIT_SCORES.items():
+    for k, label in labels.items():
         if k not in analysis.data_vars:
             continue
         da = sel[k].sel(env=env) if "env" in sel[k].dims else sel[k]
         v = da.values.item() if da.size == 1 else da.values
         out[label] = bool(v) if isinstance(v, (bool, np.bool_)) else v
     return out
+
+
+def map_problem(analysis, env, variable: str, unit_index: int) -> str | None:
+    """Why one unit's rate map in one environment cannot be drawn (one line), or None.
+
+    Reasons: no ``rate_map`` in the dataset, no such unit, a population without any map in
+    that environment (all NaN), or a unit whose map is all NaN.
+    """
+    if "rate_map" not in analysis.data_vars:
+        return "the analysis dataset has no rate maps (variable rate_map)"
+    try:
+        unit = _unit_of(analysis, variable, unit_index)
+    except ExploreError as err:
+        return str(err)
+    if not np.isfinite(analysis["rate_map"].sel(env=env, unit=unit).values).any():
+        pop = analysis["rate_map"].sel(env=env, unit=analysis["variable"] == variable)
+        if not np.isfinite(pop.values).any():
+            return (f"population {variable!r} has no rate maps in env {env} (all NaN): "
+                    "nothing to draw")
+        return (f"{variable} unit {unit_index} has an all-NaN rate map in env {env} "
+                "(no visited bin with activity): nothing to draw")
+    return None
 
 
 def unit_figure(analysis, env, variable: str, unit_index: int):
@@ -214,7 +297,14 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
     Returns
     -------
     matplotlib.figure.Figure
-        Not registered with pyplot (display it, or save it).
+        Not registered with pyplot: display it with :func:`hippo_rep.plotting.display.show`
+        (or return it from a cell after
+        :func:`hippo_rep.plotting.display.register_figure_formatter`), or save it.
+
+    Raises
+    ------
+    ExploreError
+        With the one-line reason of :func:`map_problem`.
     """
     from matplotlib.figure import Figure
 
@@ -223,8 +313,9 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
     from hippo_rep.plotting.maps import autocorrelogram, rate_map
     from hippo_rep.plotting.scores import scores_text
 
-    if "rate_map" not in analysis.data_vars:
-        raise ExploreError("the analysis dataset lacks variable rate_map")
+    why = map_problem(analysis, env, variable, unit_index)
+    if why:
+        raise ExploreError(why)
     unit = _unit_of(analysis, variable, unit_index)
     m = analysis["rate_map"].sel(env=env, unit=unit)
     with paper_style():
@@ -237,59 +328,188 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
         autocorrelogram(sac_of(m), ax=axes[1], title="spatial autocorrelogram")
         fig.colorbar(axes[1].collections[0], ax=axes[1], shrink=0.8, label="Pearson r")
         scores_text(unit_scores(analysis, env, variable, unit_index), ax=axes[2],
-                    title="scores")
+                    title="scores (pctl: vs own shuffle null)")
     return fig
 
 
-def _display(obj) -> None:
-    try:
-        from IPython.display import display
-    except ImportError:  # outside IPython: nothing to show
-        return
-    display(obj)
+def _score_title(analysis, env, unit, key: str | None) -> str:
+    if key is None:
+        return f"env {env}"
+    v = float(analysis[key].sel(env=env, unit=unit))
+    text = f"env {env}\n{SHORT_NAMES.get(key, key)} {v:.2f}"
+    pct = f"{key}_percentile"
+    if pct in analysis.data_vars:
+        p = float(analysis[pct].sel(env=env, unit=unit))
+        text += f" (null pctl {p:.0f})" if np.isfinite(p) else ""
+    return text
 
 
-def _static(analysis, env, variables: Sequence[str], n_units: int) -> list:
+def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | None = None):
+    """The same unit's rate map in every environment, side by side, each titled with its
+    ranking score and that score's percentile in the unit's own shuffle null.
+
+    Parameters
+    ----------
+    analysis : xarray.Dataset
+        With ``rate_map`` (env, unit, y, x).
+    variable : str
+        Population.
+    unit_index : int
+        Index of the unit within its population.
+    envs : sequence, optional
+        Environments shown (default: all), in rows of :data:`COMPARE_COLUMNS`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot. Each map has its own colour scale (activity units);
+        an environment where the map is all NaN is marked "no map".
+
+    Raises
+    ------
+    ExploreError
+        No rate maps, no such unit, or an all-NaN map in every environment shown.
+    """
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting import paper_style
+    from hippo_rep.plotting.maps import rate_map
+
+    if "rate_map" not in analysis.data_vars:
+        raise ExploreError("the analysis dataset has no rate maps (variable rate_map)")
+    unit = _unit_of(analysis, variable, unit_index)
+    envs = list(analysis["env"].values) if envs is None else list(envs)
+    maps = analysis["rate_map"].sel(unit=unit, env=envs)
+    finite = np.isfinite(maps.values).reshape(len(envs), -1).any(axis=1)
+    if not finite.any():
+        raise ExploreError(f"{variable} unit {unit_index} has an all-NaN rate map in every "
+                           "environment: nothing to draw")
+    key = rank_key(analysis, variable)
+    ncol = min(len(envs), COMPARE_COLUMNS)
+    nrow = -(-len(envs) // ncol)
+    title = f"{variable} unit {unit_index} in {len(envs)} environments (colour scale per map)"
+    if "remap_corr_mean" in analysis.data_vars:
+        r = float(analysis["remap_corr_mean"].sel(unit=unit))
+        title += f"; mean remap corr r = {r:.2f}" if np.isfinite(r) else ""
+    with paper_style():
+        fig = Figure(figsize=(COMPARE_PANEL_INCHES * ncol, COMPARE_PANEL_INCHES * nrow + 0.3),
+                     layout="constrained")
+        axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+        for ax, env, ok in zip(axes, envs, finite, strict=False):
+            if ok:
+                rate_map(maps.sel(env=env), ax=ax, title=_score_title(analysis, env, unit, key),
+                         outline_fields=variable == "memory_activity")
+            else:
+                ax.text(0.5, 0.5, f"env {env}\nno map (all NaN)", ha="center", va="center",
+                        transform=ax.transAxes, fontsize=6)
+                ax.set_axis_off()
+        for ax in axes[len(envs):]:
+            ax.set_axis_off()
+        fig.suptitle(title, fontsize=7)
+    return fig
+
+
+def _reason(err: Exception) -> str:
+    """One line saying why a panel is empty."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return text if isinstance(err, ExploreError) else f"{type(err).__name__}: {text}"
+
+
+def _static(analysis, env, variables: Sequence[str], n_units: int, fmt: str,
+            show: bool) -> list:
+    from hippo_rep.plotting.display import show as show_figure
+
     figs = []
     for v in variables:
-        for idx, _ in ranked_units(analysis, env, v)[:n_units]:
-            figs.append(unit_figure(analysis, env, v, idx))
+        try:
+            ranked = ranked_units(analysis, env, v)[:n_units]
+        except ExploreError as err:
+            print(f"{v}: {_reason(err)}")
+            continue
+        todo = [(f"{v} {i}", unit_figure, (analysis, env, v, i)) for i, _ in ranked]
+        if ranked and analysis.sizes["env"] > 1:
+            todo.append((f"{v} {ranked[0][0]} across environments", compare_figure,
+                         (analysis, v, ranked[0][0])))
+        for name, build, args in todo:
+            try:
+                fig = build(*args)
+            except ExploreError as err:
+                print(f"{name}: {_reason(err)}")
+                continue
+            figs.append(fig)
+            if show:
+                show_figure(fig, fmt)
     return figs
+
+
+@dataclass
+class Explorer:
+    """The widgets of :func:`explore_rate_maps`; displays as its ``widget`` (a VBox).
+
+    ``env``, ``population``, ``view`` ("unit" or "compare"), ``unit`` (a Dropdown, best first)
+    and ``rank`` (an IntSlider over the same order) are the controls; ``output`` (an
+    ipywidgets ``Output``) holds the figure as an image, or the one-line reason there is none.
+    ``cache`` holds the last :data:`EXPLORER_CACHE` panels drawn (clear it to redraw).
+    """
+
+    widget: object
+    env: object
+    population: object
+    view: object
+    unit: object
+    rank: object
+    output: object
+    cache: dict
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
 
 
 def explore_rate_maps(analysis, env=None, variables: Sequence[str] | None = None,
                       widgets: bool | None = None, n_static: int = STATIC_UNITS,
-                      show: bool = True):
+                      show: bool = True, fmt: str = DEFAULT_FORMAT):
     """Pick an environment, a population and a unit; see its rate map, autocorrelogram and
-    scores side by side.
+    scores side by side, or its maps in every environment.
 
     Parameters
     ----------
     analysis : xarray.Dataset
         An analysis dataset.
     env : env coordinate value, optional
-        Environment shown first (default: the first).
+        Environment shown first (default: the first); it also ranks the units.
     variables : sequence of str, optional
         Populations offered (default: every population of the dataset).
     widgets : bool, optional
         True: ipywidgets (an error if it is not installed); False: static panels; None
         (default): ipywidgets when importable, else static panels.
     n_static : int
-        Units per population in the static panels (the top ones by :data:`RANK_SCORE`).
+        Units per population in the static panels (the top ones by :func:`rank_key`),
+        followed by the best unit's maps across environments.
     show : bool
         Display the result (in IPython) before returning it.
+    fmt : {"png", "svg"}
+        How figures are shown (PNG at 2× resolution, or SVG). Bare figures returned from
+        later cells are shown the same way (:func:`register_figure_formatter`).
 
     Returns
     -------
-    ipywidgets.VBox or list of matplotlib.figure.Figure
-        The explorer widget, or the static figures.
+    Explorer or list of matplotlib.figure.Figure
+        The explorer's widgets, or the static figures (a unit whose map cannot be drawn is
+        left out, its reason printed).
     """
+    from hippo_rep.plotting.display import FORMATS, register_figure_formatter
+
+    if fmt not in FORMATS:
+        raise ExploreError(f"unknown display format {fmt!r}; use one of {', '.join(FORMATS)}")
     envs = list(analysis["env"].values)
     env = envs[0] if env is None else env
     if env not in envs:
         raise ExploreError(f"no environment {env!r}; environments: {', '.join(map(str, envs))}")
     if variables is None:
         variables = list(dict.fromkeys(map(str, analysis["variable"].values)))
+    if not variables:
+        raise ExploreError("no population to explore (variables is empty)")
+    register_figure_formatter(fmt)
     if widgets is None or widgets:
         try:
             import ipywidgets
@@ -300,53 +520,214 @@ def explore_rate_maps(analysis, env=None, variables: Sequence[str] | None = None
     else:
         ipywidgets = None
     if ipywidgets is None:
-        figs = _static(analysis, env, variables, n_static)
-        if show:
-            for fig in figs:
-                _display(fig)
-        return figs
-    box = _widget(ipywidgets, analysis, envs, env, list(variables))
+        return _static(analysis, env, variables, n_static, fmt, show)
+    explorer = _widget(ipywidgets, analysis, envs, env, list(variables), fmt)
     if show:
-        _display(box)
-    return box
+        _display(explorer.widget)
+    return explorer
 
 
-def _widget(ipywidgets, analysis, envs: list, env, variables: list[str]):
+def _display(obj) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # outside IPython: nothing to show
+        return
+    if get_ipython() is not None:
+        display(obj)
+
+
+def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: str) -> Explorer:
+    from hippo_rep.plotting.display import display_output, text_output
+
     env_w = ipywidgets.Dropdown(options=[(str(e), e) for e in envs], value=env,
                                 description="env")
     var_w = ipywidgets.Dropdown(options=variables, value=variables[0], description="population")
+    view_w = ipywidgets.ToggleButtons(
+        options=[("unit", "unit"), ("compare environments", "compare")], value="unit",
+        style={"button_width": "auto"},
+        tooltips=["rate map, autocorrelogram and scores in one environment",
+                  "the unit's rate maps in every environment"])
     unit_w = ipywidgets.Dropdown(description="unit")
+    rank_w = ipywidgets.IntSlider(min=0, max=0, value=0, description="rank",
+                                  continuous_update=False)
     out = ipywidgets.Output()
-
-    state = {"busy": False}
+    state = {"busy": False, "ids": [], "reason": ""}
+    cache: dict = {}  # (compare, env, population, unit) → output, oldest first
 
     def options(keep: bool) -> None:
-        key = RANK_SCORE.get(var_w.value, DEFAULT_RANK_SCORE)
-        ranked = ranked_units(analysis, env_w.value, var_w.value)
         old = unit_w.value
         state["busy"] = True  # no redraw while the options change
         try:
-            unit_w.options = [(f"{i}  ({key} {s:.2f})", i) for i, s in ranked]
+            try:
+                ranked = ranked_units(analysis, env_w.value, var_w.value)
+                state["reason"] = ""
+            except ExploreError as err:
+                ranked, state["reason"] = [], _reason(err)
+            key = rank_key(analysis, var_w.value) or "unranked"
             ids = [i for i, _ in ranked]
+            state["ids"] = ids
+            unit_w.options = [(f"{i}  ({key} {s:.2f})", i) for i, s in ranked]
             unit_w.value = old if keep and old in ids else (ids[0] if ids else None)
+            rank_w.max = max(len(ids) - 1, 0)
+            rank_w.value = ids.index(unit_w.value) if unit_w.value in ids else 0
         finally:
             state["busy"] = False
 
     def draw() -> None:
         if unit_w.value is None:
+            why = state["reason"] or f"population {var_w.value!r} has no units"
+            out.outputs = (text_output(why),)
             return
-        out.clear_output(wait=True)
-        with out:
-            _display(unit_figure(analysis, env_w.value, var_w.value, unit_w.value))
+        compare = view_w.value == "compare"
+        key = (compare, None if compare else env_w.value, var_w.value, unit_w.value)
+        if key not in cache:
+            try:
+                if compare:
+                    fig = compare_figure(analysis, var_w.value, unit_w.value)
+                else:
+                    fig = unit_figure(analysis, env_w.value, var_w.value, unit_w.value)
+                shown = display_output(fig, fmt)
+            except Exception as err:  # noqa: BLE001 — a widget callback would swallow it
+                shown = text_output(_reason(err))
+            cache[key] = shown
+            while len(cache) > EXPLORER_CACHE:
+                cache.pop(next(iter(cache)))
+        out.outputs = (cache[key],)
+
+    def on_unit(_change) -> None:
+        if state["busy"]:
+            return
+        state["busy"] = True
+        try:
+            if unit_w.value in state["ids"]:
+                rank_w.value = state["ids"].index(unit_w.value)
+        finally:
+            state["busy"] = False
+        draw()
+
+    def on_rank(_change) -> None:
+        if state["busy"] or not state["ids"]:
+            return
+        state["busy"] = True
+        try:
+            unit_w.value = state["ids"][min(rank_w.value, len(state["ids"]) - 1)]
+        finally:
+            state["busy"] = False
+        draw()
 
     options(keep=False)
     # a new environment keeps the unit (to compare environments); a new population starts
     # from its best unit
     env_w.observe(lambda _change: (options(keep=True), draw()), names="value")
     var_w.observe(lambda _change: (options(keep=False), draw()), names="value")
-    unit_w.observe(lambda _change: None if state["busy"] else draw(), names="value")
+    view_w.observe(lambda _change: draw(), names="value")
+    unit_w.observe(on_unit, names="value")
+    rank_w.observe(on_rank, names="value")
     draw()
-    return ipywidgets.VBox([ipywidgets.HBox([env_w, var_w, unit_w]), out])
+    box = ipywidgets.VBox([ipywidgets.HBox([env_w, var_w]), ipywidgets.HBox([unit_w, rank_w]),
+                           view_w, out])
+    return Explorer(widget=box, env=env_w, population=var_w, view=view_w, unit=unit_w,
+                    rank=rank_w, output=out, cache=cache)
+
+
+# ---- statistics figures (notebook 02) ------------------------------------------------------
+
+
+def registry_figure(name: str, **inputs):
+    """One figure of the registry (:data:`hippo_rep.figures.FIGURES`) from data in memory.
+
+    Parameters
+    ----------
+    name : str
+        A registered figure (e.g. "scores", "remapping", "grid_cells", "place_cells").
+    **inputs
+        Fields of :class:`hippo_rep.figures.FigureInputs` (``analysis=``, ``recording=``, …).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Drawn in the paper style, then closed in pyplot (the builders use pyplot), so an
+        inline backend does not show it a second time; show it with
+        :func:`hippo_rep.plotting.display.show` or save it.
+
+    Raises
+    ------
+    ExploreError
+        An unknown name, or the reason the figure cannot be built (a missing variable).
+    """
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
+    from hippo_rep.plotting import paper_style
+
+    if name not in FIGURES:
+        raise ExploreError(f"unknown figure {name!r}; registered: {', '.join(FIGURES)}")
+    with paper_style():
+        try:
+            fig = FIGURES[name](FigureInputs(**inputs))
+        except MissingInput as why:
+            raise ExploreError(f"figure {name!r} cannot be built: {why}") from None
+    plt.close(fig)
+    return fig
+
+
+def class_fraction_figure(analysis):
+    """Fractions of (unit, environment) pairs in each class, per population, each bar
+    labelled with its count and denominator (``k/n``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting import paper_style
+    from hippo_rep.plotting.scores import class_fraction_bars
+
+    c = class_fractions(analysis)
+    with paper_style():
+        fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
+                              * max(1, c.sizes["population"]) ** 0.5), layout="constrained")
+        class_fraction_bars(c, ax=fig.subplots(),
+                            title="classes (rules in the dataset's classify_rule_* attrs)")
+    return fig
+
+
+def field_figure(analysis):
+    """Place-field size and count distributions per population.
+
+    Top row: areas of every detected field (bins) of every (unit, environment) map; bottom
+    row: the fraction of maps with each number of fields.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting import paper_style
+    from hippo_rep.plotting.scores import axis_label, count_distribution, score_histogram
+
+    missing = [v for v in ("field_area", "n_fields") if v not in analysis.data_vars]
+    if missing:
+        raise ExploreError(f"the analysis dataset lacks variable(s) {', '.join(missing)}")
+    pops = list(dict.fromkeys(map(str, analysis["variable"].values)))
+    with paper_style():
+        fig = Figure(figsize=(FULL_WIDTH, 4.2), layout="constrained")
+        axes = fig.subplots(2, len(pops), squeeze=False)
+        for j, p in enumerate(pops):
+            sub = analysis.sel(unit=analysis["variable"] == p)
+            maps = sub.sizes["env"] * sub.sizes["unit"]
+            score_histogram(sub["field_area"], ax=axes[0, j],
+                            title=f"{p}: place-field area (largest {sub.sizes['field']} per map)",
+                            xlabel=axis_label(analysis["field_area"], "field area"))
+            count_distribution(sub["n_fields"], ax=axes[1, j], xlabel="fields per map",
+                               title=f"{p}: place fields per map ({maps} maps)")
+        fig.suptitle("place fields of every (unit, environment) rate map", fontsize=8)
+    return fig
 
 
 def show_figures(report: dict, fmt: str = "png") -> list:

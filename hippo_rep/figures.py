@@ -8,7 +8,6 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,6 +121,40 @@ def learning_figure(inputs: FigureInputs):
     return fig
 
 
+@register("transitions")
+def transitions_figure(inputs: FigureInputs):
+    """The learned transition structure of each evaluated TEM-t: wave vectors of W_a (linear
+    σ), how far opposite moves and the smallest loop return g to its start against the
+    add-if-novel threshold, and the memories written per node visited."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting import COLORS
+    from hippo_rep.plotting.transitions import (
+        loop_return_panel,
+        memories_per_node_panel,
+        wave_vector_panel,
+    )
+
+    evals = {k: v for k, v in inputs.need_evals().items()
+             if (v.get("transitions") or {}).get("recurrent")}
+    if not evals:
+        raise MissingInput("needs an evaluation of a recurrent model with transition "
+                           "diagnostics (re-run hippo-rep evaluate with this version)")
+    palette = [COLORS["temt"], "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
+    fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.5),
+                             gridspec_kw={"width_ratios": [1, 1.3, 0.9], "wspace": 0.45})
+    label, first = next(iter(evals.items()))
+    wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label)
+    loop_return_panel(evals, ax=axes[1], colors=colors)
+    memories_per_node_panel(evals, ax=axes[2], colors=colors)
+    meta = first.get("meta", {})
+    fig.suptitle(f"transition structure ({label}); memories on held-out {meta.get('world', '')}"
+                 f", {meta.get('steps', '?')}-step walks", fontsize=8, y=1.06)
+    _label_panels(axes)
+    return fig
+
+
 #: Units shown per map figure.
 N_UNITS_SHOWN = 6
 
@@ -228,10 +261,21 @@ def _null_of(ds, score: str, quantile: float):
 @register("scores")
 def scores_figure(inputs: FigureInputs):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
-    with the classification thresholds and the fractions classified, for positional units
-    and memory neurons."""
+    with the classification thresholds and the fractions classified
+    (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
+    exist), for positional units and memory neurons."""
     import matplotlib.pyplot as plt
 
+    from hippo_rep.analysis.classes import (
+        IS_BAND,
+        IS_GRID,
+        IS_GRID_THRESHOLD,
+        IS_PLACE,
+        IS_SQUARE,
+        IS_TWO_WAVE,
+        class_fractions,
+        fraction_text,
+    )
     from hippo_rep.analysis.shuffle import (
         GRID_MIN_SCORE,
         GRID_QUANTILE,
@@ -239,11 +283,12 @@ def scores_figure(inputs: FigureInputs):
         PLACE_N_FIELDS,
         PLACE_QUANTILE,
     )
-    from hippo_rep.plotting.scores import axis_label, fraction_note, score_histogram
+    from hippo_rep.plotting.scores import axis_label, score_histogram
 
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
-                     "spatial_info_null_q", "is_grid", "is_grid_threshold", "is_place")
-    pops = [(_units_of(ds, v), label) for v, label in SCORE_POPULATIONS]
+                     "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
+    fr = class_fractions(ds)
+    pops = [(_units_of(ds, v), label, v) for v, label in SCORE_POPULATIONS]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)
@@ -252,7 +297,13 @@ def scores_figure(inputs: FigureInputs):
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
     fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 2.8 * len(pops)),
                              squeeze=False, layout="constrained")
-    for i, (sub, label) in enumerate(pops):
+    for i, (sub, label, pop) in enumerate(pops):
+        wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
+                      for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
+                                      (IS_SQUARE, "square")) if c in fr["cell_class"]]
+        if wave_notes:
+            n_pairs = int(fr["denominator"].sel(population=pop).isel(cell_class=0))
+            wave_notes[-1] += f" (of {n_pairs})"
         null, null_label = _null_of(sub, "gridness_60", gq)
         q = sub["gridness_60_null_q"].sel(quantile=gq, method="nearest")
         score_histogram(
@@ -260,8 +311,10 @@ def scores_figure(inputs: FigureInputs):
             thresholds=[(_median(q), f"null {gq:.0%} quantile (median over units)", "null"),
                         (gt, f"rule of thumb {gt:g}", "rule"),
                         (floor, f"floor {floor:g}", "floor")],
-            notes=[fraction_note(sub["is_grid"], f"grid (> own null {gq:.0%}, > {floor:g})"),
-                   fraction_note(sub["is_grid_threshold"], f"gridness-60 > {gt:g}")],
+            notes=[f"grid (hexagonal, > own null {gq:.0%}, > {floor:g}): "
+                   f"{fraction_text(fr, pop, IS_GRID)}",
+                   f"gridness-60 > {gt:g} alone: {fraction_text(fr, pop, IS_GRID_THRESHOLD)}",
+                   *([", ".join(wave_notes)] if wave_notes else [])],
             xlabel="gridness-60 (unitless)", title=f"{label}: gridness",
             clip_to=GRIDNESS_SHOWN)
         null, null_label = _null_of(sub, "spatial_info", pq)
@@ -269,12 +322,13 @@ def scores_figure(inputs: FigureInputs):
         score_histogram(
             sub["spatial_info"], null, ax=axes[i, 1], null_label=null_label,
             thresholds=[(_median(q), f"null {pq:.0%} quantile (median over units)", "null")],
-            notes=[fraction_note(sub["is_place"], f"place (> own null {pq:.0%}, {fields})")],
+            notes=[f"place (> own null {pq:.0%}, {fields}): "
+                   f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
     fig.suptitle(f"scores of every (unit, environment) against circular-shift nulls "
                  f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                 f"fractions of unit × environment)", fontsize=8)
+                 f"fractions of the unit × environment pairs that exist)", fontsize=8)
     _label_panels(axes.ravel())
     return fig
 
@@ -417,14 +471,16 @@ def _kind(result: dict) -> str:
 
 def read_eval(path) -> dict:
     """An evaluation JSON, checked for the keys figures use."""
+    from hippo_rep.fileio import read_json
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise FigureError(f"evaluation file {str(path)!r} cannot be read ({err})") from None
+    data = read_json(path, FigureError, "evaluation file")
     for key in ("model", "node_agent", "edge_agent", "curve"):
-        if key not in data:
+        if not isinstance(data, dict) or key not in data:
             raise FigureError(f"{str(path)!r} is not an evaluation JSON (no {key!r})")
+    for key in ("model", "node_agent", "edge_agent"):
+        if not isinstance(data[key], dict):
+            raise FigureError(f"{str(path)!r}: {key!r} is not a table of accuracies")
     return data
 
 

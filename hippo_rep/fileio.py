@@ -1,16 +1,82 @@
-"""Atomic file writes shared by checkpoints, recordings, analyses and task outputs (no torch)."""
+"""Atomic file writes shared by checkpoints, recordings, analyses and task outputs, and the
+quoting of file values in error messages (no torch)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from pathlib import Path
 
+#: Longest value taken from a file (or argument) that an error message quotes, in characters.
+MAX_QUOTE = 200
+
+
+def quote(value, limit: int = MAX_QUOTE) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages that quote a file."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def read_json(path: str | Path, error: type[Exception], what: str = "file"):
+    """The JSON value in ``path``; a missing, unreadable, non-UTF-8 or invalid file raises
+    ``error`` naming ``what`` and the file (the message quotes nothing from the file)."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{what} {str(path)!r} not found" if not path.exists()
+                    else f"{what} {str(path)!r} is not a file")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise error(f"{what} {str(path)!r} is not a UTF-8 JSON file") from None
+    except json.JSONDecodeError as err:
+        raise error(f"{what} {str(path)!r} is not valid JSON ({err.msg} at line {err.lineno}, "
+                    f"column {err.colno})") from None
+    except RecursionError:
+        raise error(f"{what} {str(path)!r} is nested too deeply") from None
+    except OSError as err:
+        raise error(f"{what} {str(path)!r} cannot be read ({err.strerror})") from None
+
+
+#: Suffixes of the hidden temporary siblings (``.NAME.<random>.<suffix>``) that writers use.
+TEMP_SUFFIXES = (".tmp", ".partial", ".old")
+
+
+def clean_stale(path: str | Path) -> list[Path]:
+    """Remove the temporary siblings of ``path`` left by killed writes; returns them.
+
+    ``.NAME.*.tmp`` / ``.NAME.*.partial`` (unfinished new outputs) are deleted; a
+    ``.NAME.*.old`` (an old output set aside for a swap) is put back when ``path`` itself is
+    missing, else deleted. Call it only when about to write ``path`` (a second writer of the
+    same output at the same time would lose its temporary file).
+    """
+    import shutil
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    stale = [p for p in path.parent.glob(f".{glob.escape(path.name)}.*")
+             if p.suffix in TEMP_SUFFIXES]
+    olds = sorted((p for p in stale if p.suffix == ".old"), key=lambda p: p.stat().st_mtime)
+    if olds and not (path.exists() or path.is_symlink()):
+        os.replace(olds.pop(), path)
+    for p in stale:
+        if p in olds or p.suffix != ".old":
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
+    return stale
+
 
 def atomic_write(path: str | Path, write) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``path``: a crash leaves the old file intact."""
+    """Call ``write(tmp_path)`` then rename onto ``path``: a crash leaves the old file intact
+    (and its temporary file is removed by the next write of ``path``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:

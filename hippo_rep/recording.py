@@ -24,6 +24,16 @@ shorter recording whose ``n_steps`` attr says how many steps it holds (the
 ``recording_config`` attr keeps the number asked for). :func:`open_recording` trims a store
 caught between a chunk's metadata and its ``n_steps`` update to ``n_steps``.
 
+With ``overwrite``, an existing output is kept until the new recording is complete: the
+new store is streamed into the hidden ``.NAME.*.partial`` folder and swapped in at the end
+(the old one is set aside as ``.NAME.*.old`` for the instant of the swap), so a killed
+overwrite leaves the old recording. Temporary siblings left by killed writes are removed (an
+``.old`` one put back when the output is missing) the next time that output is written.
+
+Every chunk of every array is written, even one that holds only the fill value, and the
+store says so (attr :data:`CHUNKS_COMPLETE_ATTR`); :func:`open_recording` then refuses a
+store with a missing or empty chunk file, naming the variable, instead of reading zeros.
+
 Zarr stores are written in zarr format 3 (zarr-python ≥ 3), chunked along ``time`` by the
 recording chunk and along ``g_unit`` / ``memory`` in blocks of :data:`G_UNIT_CHUNK` /
 :data:`MEMORY_CHUNK` units; :func:`open_recording` by default hands dask chunks that hold
@@ -49,7 +59,7 @@ import numpy as np
 import xarray as xr
 
 from hippo_rep import schema as S
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import atomic_write, clean_stale
 
 #: Environments recorded by default.
 DEFAULT_ENVS = 16
@@ -74,6 +84,10 @@ NETCDF_COMPLEVEL = 1
 # in the v3 spec; the writer consolidates after every chunk, in a background thread where
 # ``warnings.catch_warnings`` is not safe, so this one message is filtered for good.
 warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+
+
+#: Attr of zarr stores whose every chunk was written (missing chunks are then damage).
+CHUNKS_COMPLETE_ATTR = "zarr_all_chunks_written"
 
 
 class RecordingError(ValueError):
@@ -191,13 +205,13 @@ class Recorder:
             raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
-        w = parse_world(world) if world else parse_world(cfg.world.worlds[0])
+        w = parse_world(cfg.world.worlds[0] if world is None else world)
         if w.n_actions != payload["n_actions"]:
             raise RecordingError(
                 f"world {w.spec!r} has {w.n_actions} actions but checkpoint "
                 f"{str(checkpoint)!r} was trained on {world_kind(cfg)} worlds "
                 f"({payload['n_actions']} actions); record a {world_kind(cfg)} world")
-        n_steps = n_steps or cfg.world.walk_steps
+        n_steps = cfg.world.walk_steps if n_steps is None else n_steps
         self.threads = cfg.train.threads if threads is None else int(threads)
         self.world, self.chunk, self.device = w, chunk, device
         self.n_envs, self.n_steps = n_envs, n_steps
@@ -232,6 +246,11 @@ class Recorder:
             S.N_STEPS: 0,
             S.SAME_OBSERVATIONS: int(bool(same_observations)),
         }
+        if getattr(self.model, "recurrent", False):
+            from hippo_rep.models.transitions import transition_diagnostics
+
+            self.attrs[S.TRANSITIONS] = json.dumps(
+                transition_diagnostics(self.model, w.kind, seed=int(seed)), sort_keys=True)
 
     # ------------------------------------------------------------------ running
     @contextlib.contextmanager
@@ -421,7 +440,13 @@ def record_to_file(checkpoint, out, *, overwrite: bool = False, n_envs: int = DE
     if fmt == "netcdf":
         write_netcdf(rec.record(), out, overwrite=overwrite)
     else:
-        stream(rec.pieces(), ZarrWriter(out, chunk=rec.chunk, overwrite=overwrite))
+        writer = ZarrWriter(out, chunk=rec.chunk, overwrite=overwrite)
+        try:
+            stream(rec.pieces(), writer)
+        except BaseException:
+            writer.abandon()
+            raise
+        writer.finish()
     return out
 
 
@@ -532,9 +557,13 @@ class ZarrWriter:
         self.overwrite = overwrite
         self.n_steps = 0
         self.created = False
+        clean_stale(self.path)
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"output {str(self.path)!r} exists; pass --overwrite "
                                   "(overwrite=True) to replace it")
+        # Replacing an output: stream into the temporary store, swap in :meth:`finish`.
+        self.deferred = self.path.exists() or self.path.is_symlink()
+        self.target = self.path  # where appends go (the temporary store while deferred)
 
     def append(self, piece: xr.Dataset) -> None:
         start = int(piece[S.TIME].values[0])
@@ -544,33 +573,35 @@ class ZarrWriter:
         if self.n_steps % self.chunk:
             raise RecordingError(f"{str(self.path)!r}: cannot append after a short chunk "
                                  f"(holds {self.n_steps} steps, chunk {self.chunk})")
-        if not self.created:
-            self._create(piece)
-        else:
-            stop = self._write(piece)
-            self._consolidate()
-            self._set_n_steps(stop)
+        import zarr
+
+        with zarr.config.set({"array.write_empty_chunks": True}):
+            if not self.created:
+                self._create(piece)
+            else:
+                stop = self._write(piece)
+                self._consolidate()
+                self._set_n_steps(stop)
         self.n_steps = int(piece.attrs[S.N_STEPS])
 
-    def _create(self, piece: xr.Dataset) -> None:
-        from zarr.codecs import ZstdCodec
+    def finish(self) -> None:
+        """Swap a complete replacement store onto the output (a no-op for a new output,
+        which is in place since the first chunk)."""
+        if not self.deferred or not self.created:
+            return
+        self._swap(self.target)
+        self.deferred, self.target = False, self.path
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.",
-                                    suffix=".partial"))
+    def abandon(self) -> None:
+        """Drop an unfinished replacement store (the old output stays as it was)."""
+        if self.deferred and self.created:
+            _remove(self.target)
+            self.created = False
+
+    def _swap(self, tmp: Path) -> None:
+        """Put the complete store ``tmp`` at the output, setting an old one aside first."""
         aside = None
         try:
-            encoding = {}
-            for name in piece.variables:
-                enc = {"chunks": _chunk_shape(piece, name, self.chunk, False)}
-                if piece[name].dtype.kind == "f":
-                    # zeros, not NaN, where memory_activity grows: a memory that did not
-                    # exist yet has activity 0 (and no value is masked on reading).
-                    enc.update(_FillValue=None, fill_value=0.0)
-                if name in S.DATA_VARS:
-                    enc["compressors"] = (ZstdCodec(level=ZSTD_LEVEL),)
-                encoding[name] = enc
-            piece.to_zarr(tmp, mode="w", zarr_format=3, consolidated=True, encoding=encoding)
             if self.path.exists() or self.path.is_symlink():
                 if not self.overwrite:
                     raise FileExistsError(f"output {str(self.path)!r} appeared while "
@@ -583,9 +614,37 @@ class ZarrWriter:
                 os.replace(aside, self.path)  # put the old output back
             _remove(tmp)
             raise
-        self.created = True
         if aside is not None:
             _remove(aside)
+
+    def _create(self, piece: xr.Dataset) -> None:
+        from zarr.codecs import ZstdCodec
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+                                    suffix=".partial"))
+        piece = piece.assign_attrs({CHUNKS_COMPLETE_ATTR: 1})
+        try:
+            encoding = {}
+            for name in piece.variables:
+                enc = {"chunks": _chunk_shape(piece, name, self.chunk, False)}
+                if piece[name].dtype.kind == "f":
+                    # zeros, not NaN, where memory_activity grows: a memory that did not
+                    # exist yet has activity 0 (and no value is masked on reading).
+                    enc.update(_FillValue=None, fill_value=0.0)
+                if name in S.DATA_VARS:
+                    enc["compressors"] = (ZstdCodec(level=ZSTD_LEVEL),)
+                encoding[name] = enc
+            piece.to_zarr(tmp, mode="w", zarr_format=3, consolidated=True, encoding=encoding,
+                          write_empty_chunks=True)
+        except BaseException:
+            _remove(tmp)
+            raise
+        if self.deferred:
+            self.target = tmp
+        else:
+            self._swap(tmp)
+        self.created = True
 
     def _write(self, piece: xr.Dataset) -> int:
         """Grow the arrays and write the piece; visible to readers only after the commit."""
@@ -593,7 +652,7 @@ class ZarrWriter:
 
         stop = int(piece.attrs[S.N_STEPS])
         n_memory = piece.sizes.get(S.MEMORY, 0)
-        group = zarr.open_group(self.path, mode="r+", use_consolidated=False)
+        group = zarr.open_group(self.target, mode="r+", use_consolidated=False)
         for name, var in piece.variables.items():
             dims = var.dims
             if S.TIME not in dims and S.MEMORY not in dims:
@@ -616,22 +675,41 @@ class ZarrWriter:
                         shape[i] = n_memory
                     region.append(slice(None))
             if tuple(shape) != tuple(arr.shape):
+                old = tuple(arr.shape)
                 arr.resize(tuple(shape))
+                self._fill_new_blocks(arr, dims, old)
             arr[tuple(region)] = np.asarray(var.values, dtype=arr.dtype)
         return stop
+
+    def _fill_new_blocks(self, arr, dims, old: tuple) -> None:
+        """Write the fill value into the chunks that growing ``memory`` added over the steps
+        already stored (so every chunk exists; see the module docstring)."""
+        if S.TIME not in dims or S.MEMORY not in dims:
+            return
+        t, m = dims.index(S.TIME), dims.index(S.MEMORY)
+        block = arr.chunks[m]
+        first = -(-old[m] // block) * block  # memory slots from here have no chunk yet
+        if first >= arr.shape[m] or self.n_steps == 0:
+            return
+        for start in range(0, self.n_steps, arr.chunks[t]):
+            region = [slice(None)] * len(dims)
+            region[t] = slice(start, min(start + arr.chunks[t], self.n_steps))
+            region[m] = slice(first, arr.shape[m])
+            shape = [len(range(*r.indices(n))) for r, n in zip(region, arr.shape, strict=True)]
+            arr[tuple(region)] = np.full(shape, arr.fill_value, dtype=arr.dtype)
 
     def _consolidate(self) -> None:
         import zarr
 
-        zarr.consolidate_metadata(str(self.path))
+        zarr.consolidate_metadata(str(self.target))
 
     def _set_n_steps(self, stop: int) -> None:
         import zarr
 
-        group = zarr.open_group(self.path, mode="r+", use_consolidated=True)
+        group = zarr.open_group(self.target, mode="r+", use_consolidated=True)
         group.attrs[S.N_STEPS] = int(stop)  # rewrites the root metadata in one file
         if group.metadata.consolidated_metadata is None:  # pragma: no cover (zarr change)
-            zarr.consolidate_metadata(str(self.path))
+            zarr.consolidate_metadata(str(self.target))
 
 
 # ----------------------------------------------------------------------- reading
@@ -654,6 +732,65 @@ def _open_raw(path, chunks=None) -> xr.Dataset:
     except (ValueError, OSError, KeyError, TypeError) as err:
         raise RecordingError(f"{str(path)!r} is not a netCDF file or zarr store "
                              f"({type(err).__name__})") from None
+
+
+def check_chunks(path, error: type[Exception] = RecordingError, what: str = "recording"
+                 ) -> None:
+    """Check that a zarr store marked complete (attr :data:`CHUNKS_COMPLETE_ATTR`) holds a
+    non-empty file for every chunk of every array in its committed (consolidated) shape.
+
+    Raises
+    ------
+    error
+        Naming the store, the variable and how many chunk files are missing or empty (zarr
+        would read them as the fill value: zeros).
+    """
+    import zarr
+
+    path = Path(path)
+    try:
+        with _quiet_fallback(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            group = zarr.open_group(path, mode="r", use_consolidated=None)
+            if not group.attrs.get(CHUNKS_COMPLETE_ATTR):
+                return  # written before every chunk was (no way to tell damage from fill)
+            arrays = list(group.arrays())
+    except (ValueError, OSError, KeyError, TypeError) as err:
+        raise error(f"{what} {str(path)!r} is not a readable zarr store "
+                    f"({type(err).__name__})") from None
+    import itertools
+
+    for name, arr in arrays:
+        folder = path / arr.path
+        sizes = {}
+        for root, _, files in os.walk(folder):
+            for f in files:
+                full = os.path.join(root, f)
+                sizes[os.path.relpath(full, folder)] = os.path.getsize(full)
+        bad = 0
+        for coords in itertools.product(*(range(n) for n in arr.cdata_shape)):
+            key = arr.metadata.encode_chunk_key(coords).replace("/", os.sep)
+            if not sizes.get(key):
+                bad += 1
+        if bad:
+            raise error(f"{what} {str(path)!r}: variable {name!r} has {bad} missing or empty "
+                        f"chunk file(s) of {arr.nchunks}; the store is damaged (its data would "
+                        "read as zeros)")
+
+
+def load_checked(ds: xr.Dataset, path, error: type[Exception] = RecordingError,
+                 what: str = "recording") -> xr.Dataset:
+    """``ds.load()`` variable by variable: a chunk that cannot be decoded (a truncated or
+    corrupt file) raises ``error`` naming the file and the variable."""
+    for name in list(ds.variables):
+        try:
+            ds.variables[name].load()
+        except MemoryError:
+            raise
+        except Exception as err:
+            raise error(f"{what} {str(path)!r}: variable {name!r} cannot be read, the file "
+                        f"is damaged ({type(err).__name__})") from None
+    return ds
 
 
 def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
@@ -685,7 +822,10 @@ def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
     path = Path(path)
     unit = isinstance(chunks, str) and chunks == UNIT_CHUNKS
     is_zarr = path.is_dir()
+    if is_zarr and _is_zarr_store(path):
+        check_chunks(path)
     ds = _open_raw(path, ({} if is_zarr else None) if unit else chunks)
+    ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
     try:
         S.validate(ds, path)
         n, held = int(ds.attrs[S.N_STEPS]), ds.sizes[S.TIME]

@@ -64,6 +64,9 @@ MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG = "model_config", "world_config", "
 WORLD, CHECKPOINT_SHA256, PACKAGE_VERSION = "world", "checkpoint_sha256", "package_version"
 SEED, N_STEPS, SAME_OBSERVATIONS = "seed", "n_steps", "same_observations"
 SCHEMA_VERSION_ATTR = "schema_version"
+#: Optional attr: JSON of the model's transition diagnostics (inverse errors, loop returns,
+#: wave vectors; :func:`hippo_rep.models.transitions.transition_diagnostics`).
+TRANSITIONS = "transition_diagnostics"
 #: Attrs every recording carries (``schema_version`` is written but not required).
 ATTRS = (KIND_ATTR, MODEL_CONFIG, WORLD_CONFIG, RECORDING_CONFIG, WORLD, CHECKPOINT_SHA256,
          PACKAGE_VERSION, SEED, N_STEPS, SAME_OBSERVATIONS)
@@ -196,10 +199,12 @@ def validate(ds, source: str | Path | None = None) -> None:
 
 
 def _problems(ds) -> list[str]:
+    from hippo_rep.fileio import quote
+
     problems = []
     kind = ds.attrs.get(KIND_ATTR)
     if kind is not None and kind != KIND:
-        problems.append(f"attr {KIND_ATTR} is {kind!r}, expected {KIND!r}")
+        problems.append(f"attr {KIND_ATTR} is {quote(kind)}, expected {KIND!r}")
     missing_dims = [d for d in DIMS if d not in ds.dims]
     if missing_dims:
         problems.append(f"missing dim(s) {', '.join(missing_dims)}")
@@ -243,7 +248,7 @@ def _problems(ds) -> list[str]:
     if N_STEPS in ds.attrs:
         n = ds.attrs[N_STEPS]
         if not _is_int(n) or int(n) < 0:
-            problems.append(f"attr {N_STEPS} must be a non-negative integer; got {n!r}")
+            problems.append(f"attr {N_STEPS} must be a non-negative integer; got {quote(n)}")
     return problems
 
 

@@ -149,12 +149,23 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]")
 
 #: Summary statistics :func:`open_sweep` takes from each run's analysis: name → description.
 SUMMARY = {
-    "grid_fraction": "fraction of positional units (g) grid-like (is_grid: gridness-60 above "
-                     "its shuffle null's 95th percentile), over (env, unit) with a score",
-    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3",
+    "grid_fraction": "fraction of positional units (g) grid-like (is_grid: hexagonal plane-wave "
+                     "pattern and gridness-60 above its shuffle null's 95th percentile), over "
+                     "the (env, unit) pairs that exist (analysis.class_fractions)",
+    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3 (the "
+                               "rule of thumb alone)",
+    "two_wave_fraction": "fraction of positional units (g) that are two plane waves, not "
+                         "square (is_two_wave)",
+    "band_fraction": "fraction of positional units (g) that are one plane wave (is_band)",
+    "square_fraction": "fraction of positional units (g) that are square grids (is_square)",
     "gridness_median": "median gridness-60 of the positional units (g) over (env, unit)",
-    "place_fraction": "fraction of memory neurons place-like (is_place), over (env, unit) "
-                      "with a spatial information",
+    "hexagonal_fraction": "fraction of positional units (g) whose map is a hexagonal plane-wave "
+                          "pattern (three near-equal waves ~60° apart; pattern alone, no null), "
+                          "over the (env, unit) pairs that exist",
+    "wavelength_median": "median wavelength (bins) of the strongest plane wave of the "
+                         "positional units (g) with at least one wave",
+    "place_fraction": "fraction of memory neurons place-like (is_place), over the (env, unit) "
+                      "pairs that exist (analysis.class_fractions)",
     "remap_corr_g": "mean rate-map correlation of positional units between environments",
     "remap_corr_memory": "mean rate-map correlation of memory neurons between environments",
     "pv_corr_g": "population-vector correlation of g between environments (mean over pairs)",
@@ -163,6 +174,20 @@ SUMMARY = {
                 "(mean over pairs)",
     "tem_p": "TEM test p-value of the mean over pairs",
 }
+#: Statistics :func:`open_sweep` takes from each run's eval.json: name → description.
+EVAL_SUMMARY = {
+    "memories_per_node": "memories written per distinct node visited on the held-out walks "
+                         "(add-if-novel's ideal is 1)",
+    "loop_cosine": "z-scored cosine between g before and after the smallest closed loop of "
+                   "moves (add-if-novel writes a duplicate below model.write_threshold)",
+}
+
+
+def _eval_summary(ev: dict) -> dict[str, float]:
+    """The :data:`EVAL_SUMMARY` statistics of one eval.json (NaN where absent)."""
+    lr = (ev.get("transitions") or {}).get("loop_returns") or {}
+    return {"memories_per_node": (ev.get("memory") or {}).get("memories_per_node", math.nan),
+            "loop_cosine": lr.get("loop_cosine", math.nan)}
 
 
 class SweepError(ValueError):
@@ -195,6 +220,10 @@ class SweepSettings:
         Seed of the analysis (:data:`DEFAULT_ANALYSIS_SEED`).
     decode : bool
         Run the population analyses (:data:`DEFAULT_DECODE`).
+    eval_world, record_world : str or None
+        World spec evaluated / recorded (None: the run's first training world), e.g. held-out
+        ``square:11`` for a model trained on 8×8, or ``square:20`` so a map holds several
+        grid periods.
     """
 
     eval_envs: int = DEFAULT_EVAL_ENVS
@@ -207,10 +236,21 @@ class SweepSettings:
     remap_shuffles: int = DEFAULT_REMAP_SHUFFLES
     analysis_seed: int = DEFAULT_ANALYSIS_SEED
     decode: bool = DEFAULT_DECODE
+    eval_world: str | None = None
+    record_world: str | None = None
 
     def __post_init__(self):
+        from hippo_rep.worlds import WorldError, parse_world
+
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name.endswith("_world"):
+                if v is not None:
+                    try:
+                        parse_world(v)
+                    except (WorldError, TypeError, AttributeError) as err:
+                        raise SweepError(f"settings.{f.name}: {err}") from None
+                continue
             if f.name == "decode":
                 if not isinstance(v, bool):
                     raise SweepError(f"settings.decode must be true or false; got {v!r}")
@@ -498,10 +538,9 @@ def read_manifest(path) -> dict:
     if not file.is_file():
         raise FileNotFoundError(f"{str(file)!r} not found: not a sweep folder "
                                 "(hippo-rep sweep writes it)")
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise SweepError(f"sweep manifest {str(file)!r} cannot be read ({err})") from None
+    from hippo_rep.fileio import read_json
+
+    data = read_json(file, SweepError, "sweep manifest")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SweepError(f"{str(file)!r} is not a hippo_rep sweep manifest")
     if data.get("format_version", 0) > FORMAT_VERSION:
@@ -593,14 +632,14 @@ def _execute(run_dir: Path, cfg: Config, settings: SweepSettings) -> dict:
         for name in (EVAL_FILE, RECORDING_FILE, ANALYSIS_FILE):
             (run_dir / name).unlink(missing_ok=True)
     if not (run_dir / EVAL_FILE).is_file():
-        result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs,
+        result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs, world=settings.eval_world,
                                      n_steps=settings.eval_steps, seed=settings.eval_seed)
         result["meta"]["checkpoint_sha256"] = file_sha256(ckpt)
         _write_json(run_dir / EVAL_FILE, result)
     rec = run_dir / RECORDING_FILE
     if not rec.is_file():
         record_to_file(ckpt, rec, n_envs=settings.record_envs, n_steps=settings.record_steps,
-                       seed=settings.record_seed)
+                       seed=settings.record_seed, world=settings.record_world)
     if not (run_dir / ANALYSIS_FILE).is_file():
         with open_recording(rec) as ds:
             recording = ds.load()
@@ -851,10 +890,21 @@ class _Progress:
 def summarise_analysis(analysis) -> dict[str, float]:
     """The :data:`SUMMARY` statistics of one analysis dataset (NaN where not computable).
 
-    Fractions are over (env, unit) pairs of the population whose score is finite (memory
-    slots unused in an environment have no score); correlations are means over environment
-    pairs (and units) of the analysis' remapping variables.
+    Fractions are :func:`~hippo_rep.analysis.class_fractions` (over the (env, unit) pairs
+    of the population that exist: memory slots unused in an environment are left out);
+    correlations are means over environment pairs (and units) of the analysis' remapping
+    variables.
     """
+    from hippo_rep.analysis.classes import (
+        IS_BAND,
+        IS_GRID,
+        IS_GRID_THRESHOLD,
+        IS_PLACE,
+        IS_SQUARE,
+        IS_TWO_WAVE,
+        class_fractions,
+    )
+
     a = analysis
     out = dict.fromkeys(SUMMARY, math.nan)
     if "variable" not in a.coords:
@@ -862,24 +912,36 @@ def summarise_analysis(analysis) -> dict[str, float]:
     var = a["variable"].values
     g, mem = a.isel(unit=var == "g"), a.isel(unit=var == "memory_activity")
 
-    def frac(ds, flag, score):
-        if flag not in ds or score not in ds or ds.sizes.get("unit", 0) == 0:
+    fr = class_fractions(a) if "rate_map" in a else None
+
+    def frac(pop, flag):
+        if fr is None or flag not in fr["cell_class"] or pop not in fr["population"]:
             return math.nan
-        ok = np.isfinite(ds[score].values)
-        return float(ds[flag].values[ok].mean()) if ok.any() else math.nan
+        return float(fr["fraction"].sel(population=pop, cell_class=flag))
 
     def nanmean(x):
         x = np.asarray(x, dtype=np.float64)
         x = x[np.isfinite(x)]
         return float(x.mean()) if x.size else math.nan
 
-    out["grid_fraction"] = frac(g, "is_grid", "gridness_60")
-    out["grid_fraction_threshold"] = frac(g, "is_grid_threshold", "gridness_60")
+    out["grid_fraction"] = frac("g", IS_GRID)
+    out["grid_fraction_threshold"] = frac("g", IS_GRID_THRESHOLD)
+    out["two_wave_fraction"] = frac("g", IS_TWO_WAVE)
+    out["band_fraction"] = frac("g", IS_BAND)
+    out["square_fraction"] = frac("g", IS_SQUARE)
     if "gridness_60" in g and g.sizes.get("unit", 0):
         s = g["gridness_60"].values
         s = s[np.isfinite(s)]
         out["gridness_median"] = float(np.median(s)) if s.size else math.nan
-    out["place_fraction"] = frac(mem, "is_place", "spatial_info")
+    if "hexagonal" in g and "rate_map" in g and g.sizes.get("unit", 0):
+        exists = g["rate_map"].notnull().any(("y", "x")).values
+        out["hexagonal_fraction"] = (float(g["hexagonal"].values[exists].mean())
+                                     if exists.any() else math.nan)
+    if "wave_length" in g and g.sizes.get("unit", 0):
+        first = g["wave_length"].isel(wave=0).values
+        first = first[np.isfinite(first)]
+        out["wavelength_median"] = float(np.median(first)) if first.size else math.nan
+    out["place_fraction"] = frac("memory_activity", IS_PLACE)
     if "remap_corr" in a:
         out["remap_corr_g"] = nanmean(g["remap_corr"].values) if g.sizes["unit"] else math.nan
         out["remap_corr_memory"] = (nanmean(mem["remap_corr"].values) if mem.sizes["unit"]
@@ -957,7 +1019,7 @@ def open_sweep(path):
     coords["seed"] = list(man["seeds"])
     shape = tuple(len(v) for v in coords.values())
     acc = np.full((*shape, len(AGENTS), len(STEP_TYPES)), np.nan)
-    summ = {k: np.full(shape, np.nan) for k in SUMMARY}
+    summ = {k: np.full(shape, np.nan) for k in (*SUMMARY, *EVAL_SUMMARY)}
     status = np.full(shape, "not started", dtype=object)
     names = np.full(shape, "", dtype=object)
     for r in man["runs"]:
@@ -971,6 +1033,8 @@ def open_sweep(path):
         if status[idx] != "done":
             continue
         ev = json.loads((run_dir / EVAL_FILE).read_text())
+        for k, v in _eval_summary(ev).items():
+            summ[k][idx] = v
         for i, agent in enumerate(AGENTS):
             for j, st in enumerate(STEP_TYPES):
                 v = ev.get(agent, {}).get(st)
@@ -984,7 +1048,8 @@ def open_sweep(path):
         "description": "fraction of steps predicted correctly on held-out environments, by "
                        "agent and step type (eval.json)"})
     for k, v in summ.items():
-        ds[k] = xr.DataArray(v, dims=rdims, attrs={"long_name": SUMMARY[k], "units": "1"})
+        ds[k] = xr.DataArray(v, dims=rdims, attrs={
+            "long_name": {**SUMMARY, **EVAL_SUMMARY}[k], "units": "1"})
     ds["status"] = xr.DataArray(status.astype(str), dims=rdims)
     ds["run"] = xr.DataArray(names.astype(str), dims=rdims)
     ds.attrs.update(manifest=json.dumps(man), dims=json.dumps(dict(zip(dims, keys, strict=True))),

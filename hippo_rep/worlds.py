@@ -22,6 +22,9 @@ DEFAULT_N_OBS = 45
 DEFAULT_KEEP_HEADING = 0.25
 #: Probability of choosing "stay"; 0 because a stay is trivially predictable and inflates revisits.
 DEFAULT_STAY_PROB = 0.0
+#: Largest world, in lattice nodes (width × height, e.g. 500x500): bigger ones would not fit
+#: the dense per-node arrays of walks, rate maps and ideal agents in memory.
+MAX_NODES = 250_000
 #: Tolerance (lattice units) when matching a node's neighbour positions.
 _COORD_TOL = 1e-6
 
@@ -120,6 +123,9 @@ def make_world(kind: str = "square", width: int = 8, height: int | None = None,
     for name, v in (("width", width), ("height", height)):
         if not isinstance(v, (int, np.integer)) or v < 2:
             raise WorldError(f"world {name} must be an integer ≥ 2; got {v!r}")
+    if width * height > MAX_NODES:
+        raise WorldError(f"world {kind}:{width}x{height} has {width * height} nodes; at most "
+                         f"MAX_NODES = {MAX_NODES} are supported")
     holes = tuple(sorted({(int(c), int(r)) for c, r in holes}))
     for c, r in holes:
         if not (0 <= c < width and 0 <= r < height):
@@ -173,6 +179,11 @@ def parse_world(spec: str) -> World:
     WorldError
         Naming the spec when it cannot be read or describes an impossible world.
     """
+    from hippo_rep.fileio import quote
+
+    if not isinstance(spec, str):
+        raise WorldError(f"world spec must be a string; got {quote(spec)}")
+    shown = quote(spec)
     parts = spec.strip().split(":")
     try:
         kind = parts[0]
@@ -189,13 +200,13 @@ def parse_world(spec: str) -> World:
                 raise WorldError("holes must be column,row pairs separated by ';'")
     except (IndexError, ValueError) as err:
         if isinstance(err, WorldError):
-            raise WorldError(f"world spec {spec!r}: {err}") from None
-        raise WorldError(f"world spec {spec!r} is not KIND:WIDTH[xHEIGHT][:holes=c,r;c,r] "
+            raise WorldError(f"world spec {shown}: {err}") from None
+        raise WorldError(f"world spec {shown} is not KIND:WIDTH[xHEIGHT][:holes=c,r;c,r] "
                          "(e.g. square:8, hex:6x5)") from None
     try:
         return make_world(kind, width, height, holes)
     except WorldError as err:
-        raise WorldError(f"world spec {spec!r}: {err}") from None
+        raise WorldError(f"world spec {shown}: {err}") from None
 
 
 def n_actions_for(kind: str) -> int:

@@ -49,7 +49,7 @@ def test_read_eval_rejects_other_json(tmp_path):
     with pytest.raises(FigureError, match="x.json"):
         read_eval(p)
     p.write_text("{")
-    with pytest.raises(FigureError, match="cannot be read"):
+    with pytest.raises(FigureError, match="x.json.*not valid JSON"):
         read_eval(p)
 
 
@@ -219,3 +219,23 @@ def test_score_histogram_clips_and_counts_outliers():
     assert "1 observed value(s) outside [-2, 2]" in title
     assert "2 null value(s) outside [-2, 2]" in title
     plt.close(fig)
+
+
+def test_transitions_figure_from_a_model_with_known_weights(tmp_path):
+    from hippo_rep.models.transitions import transition_diagnostics
+    from hippo_rep.training.evaluate import evaluate
+    from hippo_rep.worlds import parse_world
+    from tests.test_transitions import spoiled
+
+    evals = {}
+    for label, scale in (("exact", 1.0), ("spoiled", 0.7)):
+        model = spoiled(scale)
+        res = evaluate(model, parse_world("square:6"), 2, 80, 45)
+        res["transitions"] = transition_diagnostics(model, "square")
+        evals[label] = res
+    rep = build_figures(FigureInputs(evals=evals), tmp_path, only=["transitions"])
+    check_written(rep["transitions"])
+    # an evaluation without diagnostics (older JSON, or the baseline) is a named skip
+    rep = build_figures(FigureInputs(evals={"old": fake_eval()}), tmp_path,
+                        only=["transitions"])
+    assert "transition diagnostics" in rep["transitions"]

@@ -162,18 +162,90 @@ def test_memory_activations_normalised_and_masked(kind):
     assert sums[0] == 0
 
 
+#: Every model option beside the defaults, with the output it must change.
+OPTIONS = [(dict(conjunction="additive"), "g"), (dict(retrieval_iterations=2), "logits_pi"),
+           (dict(transition_activation="relu"), "g_pi"),
+           (dict(memory_activation="power"), "logits_pi"), (dict(readout="mlp"), "logits_pi"),
+           (dict(transition_param="free"), "g_pi"), (dict(g_norm="none"), "g_pi"),
+           (dict(loss2_through_landmark=True), None)]
+
+
 @torch.no_grad()
-@pytest.mark.parametrize("opts", [dict(conjunction="additive"), dict(retrieval_iterations=2),
-                                  dict(n_context=3), dict(transition_activation="relu"),
-                                  dict(memory_activation="power")])
-def test_options_run_and_give_finite_outputs(opts):
-    m = build_model(ModelConfig(**SMALL, **opts), 5, 6, 0).eval()
-    _, obs, act = batch(make_world("square", 4), b=2, steps=20)
-    ctx = torch.randint(0, 3, obs.shape) if opts.get("n_context") else None
-    out, _ = m(obs, act, context=ctx)
+@pytest.mark.parametrize("opts, changes", OPTIONS)
+def test_options_change_behaviour_and_stay_finite(opts, changes):
+    # The same weights (same seed, same init order) with and without the option: an option
+    # that does nothing would leave every output equal.
+    base = build_model(ModelConfig(**SMALL, transition_init_std=0.3), 5, 6, 0).eval()
+    m = build_model(ModelConfig(**SMALL, transition_init_std=0.3, **opts), 5, 6, 0).eval()
+    _, obs, act = batch(make_world("square", 4), b=2, steps=40)
+    out, _ = m(obs, act)
+    ref, _ = base(obs, act)
     assert torch.isfinite(out.logits_pi).all() and torch.isfinite(out.g).all()
+    if changes is not None:
+        assert not torch.allclose(getattr(out, changes), getattr(ref, changes))
     if opts.get("transition_activation") == "relu":
         assert (out.g_pi >= 0).all()
+
+
+def test_loss2_through_landmark_changes_the_gradient_of_the_landmark_path():
+    _, obs, act = batch(make_world("square", 4), b=2, steps=40)
+    grads = []
+    for on in (False, True):
+        m = build_model(ModelConfig(**SMALL, loss2_through_landmark=on), 5, 6, 0)
+        out, _ = m(obs, act)
+        torch.nn.functional.cross_entropy(out.logits_g.flatten(0, 1), obs.flatten()).backward()
+        g = m.gate_mlp[-1].bias.grad
+        grads.append(torch.zeros(1) if g is None else g.abs().sum().reshape(1))
+    assert grads[0].item() == 0 and grads[1].item() > 0
+
+
+@torch.no_grad()
+def test_context_stream_separates_memories_of_one_place():
+    # Identity transitions: one place. Without contexts one observation gives one memory;
+    # with two contexts alternating, the same observation is stored once per context.
+    m = identity_model(landmark=False)
+    obs = torch.tensor([[1, 1, 1, 1]])
+    ctx = torch.tensor([[0, 1, 0, 1]])
+    _, plain = m(obs, torch.zeros_like(obs))
+    _, with_ctx = m(obs, torch.zeros_like(obs), context=ctx)
+    assert int(plain.count[0]) == 1 and int(with_ctx.count[0]) == 2
+
+
+def test_removed_n_context_key_of_old_configs_is_dropped():
+    from hippo_rep.config import Config, from_dict
+
+    old = Config().to_dict()
+    old["model"]["n_context"] = 0
+    assert from_dict(old, "old checkpoint") == Config()
+
+
+@torch.no_grad()
+def test_g_norm_none_is_the_papers_unnormalised_recurrence():
+    m = build_model(ModelConfig(**SMALL, g_norm="none", landmark=False), 5, 6, 0).eval()
+    _, obs, act = batch(make_world("square", 4), b=1, steps=6)
+    out, _ = m(obs, act)
+    W = m.transition_matrices()
+    g = out.g_pi[0]
+    for t in range(1, 6):
+        torch.testing.assert_close(g[t], g[t - 1] @ W[act[0, t]])
+
+
+def test_inverse_error_is_zero_for_exact_inverses_and_training_reduces_it():
+    m = build_model(ModelConfig(**SMALL, transition_param="free",
+                                transition_init_std=0.2), 5, 6, 0)
+    assert m.move_pairs() == [(1, 3), (2, 4)]
+    assert m.inverse_error().item() > 0.01
+    opt = torch.optim.SGD([m.W_a], lr=0.5)
+    before = m.inverse_error().item()
+    for _ in range(20):
+        opt.zero_grad()
+        m.inverse_error().backward()
+        opt.step()
+    assert m.inverse_error().item() < 0.1 * before
+    with torch.no_grad():
+        m.W_a[3] = torch.linalg.inv(m.W_a[1])
+        m.W_a[4] = torch.linalg.inv(m.W_a[2])
+    assert m.inverse_error().item() < 1e-8
 
 
 @torch.no_grad()

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -79,14 +80,64 @@ def outputs(nb, kind):
             if kind in o.get("data", {})]
 
 
+def widget_outputs(nb) -> list[dict]:
+    """The outputs held by every ipywidgets Output widget, from the widget state nbclient
+    saved in the notebook's metadata (what the front end renders in the explorer)."""
+    state = nb.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return [o for m in state.values() if m["model_name"] == "OutputModel"
+            for o in m["state"].get("outputs", [])]
+
+
+def assert_no_figure_text(nb) -> None:
+    """No output (cells or widgets) is a figure's bare text repr instead of its image."""
+    every = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    every += widget_outputs(nb)
+    for o in every:
+        texts = [o.get("text", "")] + [v for k, v in o.get("data", {}).items()
+                                       if k == "text/plain"]
+        for t in texts:
+            t = "".join(t) if isinstance(t, list) else t
+            assert "<Figure size" not in t, t
+        assert o.get("output_type") != "error", o
+
+
+def png_ok(output) -> bool:
+    """A display output whose image/png decodes to a PNG."""
+    import base64
+
+    data = output.get("data", {}).get("image/png")
+    return bool(data) and base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_01_explore_rate_maps_executes(tiny, tmp_path):
+    pytest.importorskip("ipywidgets")
     root, _ = tiny
     nb = execute("01_explore_rate_maps", {"analysis_path": str(root / "analysis.nc")},
                  tmp_path)
-    shown = outputs(nb, "application/vnd.jupyter.widget-view+json") or \
-        outputs(nb, "image/png")
-    assert shown
+    assert outputs(nb, "application/vnd.jupyter.widget-view+json")
+    shown = widget_outputs(nb)  # the explorer's panel holds an image, not a text repr
+    assert shown and all(png_ok(o) for o in shown)
     assert outputs(nb, "text/html")  # the unit table
+    returned = outputs(nb, "image/png")  # compare_figure returned from the last cell
+    assert len(returned) == 1 and png_ok(returned[0])
+    assert_no_figure_text(nb)
+
+
+def test_01_static_fallback_shows_images(tiny, tmp_path):
+    """Without widgets, as SVG (the PNG path is the explorer's, checked above)."""
+    root, ds = tiny
+    nb = execute("01_explore_rate_maps", {"analysis_path": str(root / "analysis.nc"),
+                                          "use_widgets": False, "n_static": 1,
+                                          "fmt": "svg"}, tmp_path)
+    n_pop = len(set(ds["variable"].values.tolist()))
+    # per population: its best unit, then that unit across environments; and the last cell
+    images = outputs(nb, "image/svg+xml")
+    assert len(images) == 2 * n_pop + 1
+    assert all("<svg" in "".join(o["data"]["image/svg+xml"]) for o in images)
+    assert not outputs(nb, "image/png")
+    assert not outputs(nb, "application/vnd.jupyter.widget-view+json")
+    assert_no_figure_text(nb)
 
 
 def test_02_grid_and_place_statistics_executes(tiny, tmp_path):
@@ -98,6 +149,10 @@ def test_02_grid_and_place_statistics_executes(tiny, tmp_path):
     assert out.stat().st_size > 0
     text = "".join(o["data"]["text/plain"] for o in outputs(nb, "text/plain"))
     assert "frac_grid" in text and "pv_corr_g" in text
+    # class fractions, score distributions vs nulls, place fields, remapping
+    images = outputs(nb, "image/png")
+    assert len(images) == 4 and all(png_ok(o) for o in images)
+    assert_no_figure_text(nb)
 
 
 def test_03_publication_figures_executes(tiny, tmp_path):
@@ -125,6 +180,7 @@ def test_03_publication_figures_executes(tiny, tmp_path):
                  "memory_delay"):
         assert name in written
     assert len(outputs(nb, "image/png")) == len(written) <= len(FIGURES)
+    assert_no_figure_text(nb)
 
 
 # ---- the helpers the notebooks call ------------------------------------------------------
@@ -140,9 +196,11 @@ def test_tables_of_an_analysis(tiny):
     s = classification_summary(ds)
     for v in ("g", "memory_activity"):
         sub = ds.sel(unit=ds["variable"] == v)
-        assert s.loc[v, "frac_grid"] == pytest.approx(float(sub["is_grid"].mean()))
-        assert s.loc[v, "frac_place"] == pytest.approx(float(sub["is_place"].mean()))
-        assert s.loc[v, "n"] == sub.sizes["unit"] * sub.sizes["env"]
+        exists = sub["rate_map"].notnull().any(("y", "x"))  # the denominator: pairs that exist
+        assert s.loc[v, "n"] == int(exists.sum())
+        for flag in ("is_grid", "is_place", "is_two_wave"):
+            k = int((sub[flag] & exists).sum())
+            assert s.loc[v, f"frac_{flag[3:]}"] == pytest.approx(k / int(exists.sum()))
     r = remapping_table(ds)
     assert len(r) == ds.sizes["env_pair"]
     assert r["tem_corr"].iloc[0] == pytest.approx(float(ds["tem_corr"][0]))
@@ -156,29 +214,207 @@ def test_explorer_static_fallback_without_ipywidgets(tiny, monkeypatch):
     _, ds = tiny
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import fails
     figs = explore_rate_maps(ds, n_static=1, show=False)
-    assert len(figs) == 3 and all(isinstance(f, Figure) for f in figs)  # one per population
+    # per population: its best unit, then that unit in both environments
+    assert len(figs) == 6 and all(isinstance(f, Figure) for f in figs)
     assert len(figs[0].axes) == 5  # map, autocorrelogram, scores, two colour bars
+    assert len(figs[1].axes) == ds.sizes["env"]  # one map per environment
     with pytest.raises(ImportError):
         explore_rate_maps(ds, widgets=True, show=False)
 
 
-def test_explorer_widget_switches_population_and_environment(tiny):
+def test_explorer_static_fallback_says_why_a_map_is_missing(tiny, capsys):
+    import numpy as np
+
+    from hippo_rep.explore import ExploreError, explore_rate_maps
+
+    _, ds = tiny
+    ds = ds.copy(deep=True)
+    ds["rate_map"].values[:, (ds["variable"] == "g_pi").values] = np.nan
+    figs = explore_rate_maps(ds, n_static=1, widgets=False, show=False)
+    assert len(figs) == 4  # g and memory_activity: best unit + across environments
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("g_pi ") for line in lines)
+    assert "has no rate maps in env" in lines[0] and "every environment" in lines[1]
+    with pytest.raises(ExploreError, match="display format"):
+        explore_rate_maps(ds, fmt="gif", show=False)
+
+
+def test_explorer_widget_switches_population_environment_rank_and_view(tiny):
     pytest.importorskip("ipywidgets")
     from hippo_rep.explore import ExploreError, explore_rate_maps, ranked_units
 
     _, ds = tiny
-    box = explore_rate_maps(ds, show=False)
-    env_w, var_w, unit_w = box.children[0].children
-    assert unit_w.value == ranked_units(ds, env_w.value, var_w.value)[0][0]
-    var_w.value = "memory_activity"
-    assert unit_w.value == ranked_units(ds, env_w.value, "memory_activity")[0][0]
-    unit_w.value = unit_w.options[-1][1]
-    kept = unit_w.value
-    env_w.value = ds["env"].values[1]
-    assert unit_w.value == kept  # a new environment keeps the unit
+    ex = explore_rate_maps(ds, show=False)
+    env0 = ds["env"].values[0]
+    assert ex.unit.value == ranked_units(ds, env0, ex.population.value)[0][0]
+    assert png_ok(ex.output.outputs[0])
+    ex.population.value = "memory_activity"
+    ranked = ranked_units(ds, env0, "memory_activity")
+    assert ex.unit.value == ranked[0][0] and ex.rank.max == len(ranked) - 1
+    ex.rank.value = 3  # the slider walks the same best-first order
+    assert ex.unit.value == ranked[3][0]
+    ex.unit.value = ranked[-1][0]
+    assert ex.rank.value == len(ranked) - 1
+    kept = ex.unit.value
+    ex.env.value = ds["env"].values[1]
+    assert ex.unit.value == kept  # a new environment keeps the unit
+    ex.view.value = "compare"
+    assert png_ok(ex.output.outputs[0])
     with pytest.raises(ExploreError, match="environment"):
         explore_rate_maps(ds, env=99, show=False)
     with pytest.raises(ExploreError, match="populations"):
         from hippo_rep.explore import unit_figure
 
-        unit_figure(ds, ds["env"].values[0], "g", 999)
+        unit_figure(ds, env0, "g", 999)
+
+
+def test_explorer_panel_says_why_instead_of_raising(tiny):
+    """An all-NaN map, a population without maps, and no rate maps at all: the panel holds
+    one line of text (a widget callback would swallow an exception)."""
+    pytest.importorskip("ipywidgets")
+    import numpy as np
+
+    from hippo_rep.explore import explore_rate_maps, ranked_units
+
+    _, ds = tiny
+    ds = ds.copy(deep=True)
+    env0 = ds["env"].values[0]
+    g_pi = (ds["variable"] == "g_pi").values
+    ds["rate_map"].values[:, g_pi] = np.nan  # a population without maps
+    bad = ranked_units(ds, env0, "memory_activity")[1][0]
+    mem = ((ds["variable"] == "memory_activity") & (ds["unit_index"] == bad)).values
+    ds["rate_map"].values[0, mem] = np.nan  # one unit's map, in env 0 only
+    ex = explore_rate_maps(ds, show=False)
+
+    def panel_text():
+        (o,) = ex.output.outputs
+        assert o["output_type"] == "stream", o
+        assert o["text"].count("\n") == 1
+        return o["text"]
+
+    ex.population.value = "g_pi"
+    assert "'g_pi' has no rate maps" in panel_text()
+    ex.population.value = "memory_activity"
+    assert png_ok(ex.output.outputs[0])
+    ex.unit.value = bad
+    assert f"unit {bad} has an all-NaN rate map in env {env0}" in panel_text()
+    ex.view.value = "compare"  # its map in env 1 is still drawn
+    assert png_ok(ex.output.outputs[0])
+    ex.env.value = ds["env"].values[1]
+    ex.view.value = "unit"
+    assert png_ok(ex.output.outputs[0])
+    ex2 = explore_rate_maps(ds.drop_vars("rate_map"), show=False)
+    (o,) = ex2.output.outputs
+    assert "no rate maps" in o["text"]
+
+
+# ---- display of bare figures and the statistics figures ------------------------------------
+
+
+def _figure(w=3.0, h=2.0):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h))
+    fig.subplots().plot([0, 1], [0, 1])
+    return fig
+
+
+def test_figure_bundle_png_at_twice_the_display_size_and_svg():
+    import base64
+    import struct
+
+    from hippo_rep.plotting.display import (
+        DISPLAY_DPI,
+        PNG_SCALE,
+        DisplayError,
+        figure_bundle,
+    )
+
+    data, meta = figure_bundle(_figure())
+    png = base64.b64decode(data["image/png"])
+    w, h = struct.unpack(">II", png[16:24])
+    shown = meta["image/png"]["width"], meta["image/png"]["height"]
+    assert abs(w - PNG_SCALE * shown[0]) <= 1 and abs(h - PNG_SCALE * shown[1]) <= 1
+    assert 200 <= meta["image/png"]["width"] <= 320  # 3 in at 100 dpi, tight box
+    assert "<Figure" not in data["text/plain"]
+    wide = _figure(2.0, 1.5)  # a title wider than the canvas (as the remapping figure's)
+    wide.set_layout_engine("constrained")
+    wide.suptitle("a title much wider than this two-inch figure, which must stay whole " * 2)
+    _, meta = figure_bundle(wide)
+    assert meta["image/png"]["width"] > 2.0 * DISPLAY_DPI * 2
+    svg, _ = figure_bundle(_figure(), fmt="svg")
+    assert "<svg" in svg["image/svg+xml"] and "image/png" not in svg
+    with pytest.raises(DisplayError, match="format"):
+        figure_bundle(_figure(), fmt="gif")
+    with pytest.raises(DisplayError, match="Figure"):
+        figure_bundle("not a figure")
+
+
+def test_figure_formatter_registered_on_a_shell():
+    """A bare Figure returned from a cell: the shell's formatters give an image."""
+    from types import SimpleNamespace
+
+    from IPython.core.formatters import DisplayFormatter
+
+    from hippo_rep.plotting.display import FigureView, register_figure_formatter
+
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())
+    data, _ = shell.display_formatter.format(_figure())
+    assert "image/png" not in data and "<Figure size" in data["text/plain"]  # the bug
+    assert register_figure_formatter("png", shell=shell)
+    data, meta = shell.display_formatter.format(_figure())
+    assert data["image/png"] and meta["image/png"]["width"] > 0
+    assert "<Figure size" not in data["text/plain"]
+    assert register_figure_formatter("svg", shell=shell)
+    data, _ = shell.display_formatter.format(_figure())
+    assert "image/svg+xml" in data and "image/png" not in data
+    data, _ = shell.display_formatter.format(FigureView(_figure()))  # no formatter needed
+    assert "image/png" in data
+    assert not register_figure_formatter("png")  # outside IPython: nothing to do
+
+
+def test_class_fraction_bars_draw_the_one_definition(tiny):
+    from matplotlib.figure import Figure
+
+    from hippo_rep.analysis.classes import class_fractions
+    from hippo_rep.explore import class_fraction_figure
+    from hippo_rep.plotting.scores import class_fraction_bars
+
+    _, ds = tiny
+    c = class_fractions(ds)
+    ax = Figure().subplots()
+    class_fraction_bars(c, ax=ax)
+    widths = [b.get_width() for b in ax.patches]
+    expect = np.nan_to_num(c["fraction"].values)  # bars drawn population by population
+    assert widths == pytest.approx(expect.ravel().tolist())
+    labels = [t.get_text() for t in ax.texts]
+    assert f"{int(c['numerator'][0, 0])}/{int(c['denominator'][0, 0])}" == labels[0]
+    assert len(class_fraction_figure(ds).axes) == 1
+
+
+def test_count_distribution_fractions():
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting.scores import count_distribution
+
+    ax = count_distribution([0, 1, 1, 3, float("nan")], ax=Figure().subplots())
+    assert [b.get_height() for b in ax.patches] == pytest.approx([0.25, 0.5, 0.0, 0.25])
+    assert [b.get_x() + b.get_width() / 2 for b in ax.patches] == pytest.approx([0, 1, 2, 3])
+
+
+def test_field_and_registry_figures(tiny):
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.explore import ExploreError, field_figure, registry_figure
+
+    _, ds = tiny
+    n_pop = len(set(ds["variable"].values.tolist()))
+    assert len(field_figure(ds).axes) == 2 * n_pop
+    fig = registry_figure("scores", analysis=ds)
+    assert not plt.fignum_exists(fig.number)  # closed in pyplot: not shown twice
+    with pytest.raises(ExploreError, match="unknown figure"):
+        registry_figure("nope", analysis=ds)
+    with pytest.raises(ExploreError, match="lacks"):
+        registry_figure("scores", analysis=ds.drop_vars("is_place"))
+    with pytest.raises(ExploreError, match="field_area"):
+        field_figure(ds.drop_vars("field_area"))

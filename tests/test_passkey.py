@@ -91,7 +91,7 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path, trained):
     torch.save({"format": "hippo_rep.checkpoint", "config": {}}, tmp_path / "temt.pt")
     with pytest.raises(P.PassKeyError, match="not a PassKey checkpoint"):
         P.load_checkpoint(tmp_path / "temt.pt")
-    payload = torch.load(out / "checkpoint.pt", weights_only=False)
+    payload = torch.load(out / "checkpoint.pt", weights_only=True)
     payload["config"]["model"]["n_fam"] = 8  # weights no longer fit the config
     torch.save(payload, tmp_path / "mismatch.pt")
     with pytest.raises(P.PassKeyError, match="do not match"):

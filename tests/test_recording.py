@@ -406,7 +406,7 @@ def test_bad_inputs_give_one_clear_line(ckpt, tmp_path, capsys):
         ([str(ckpt), "--out", str(tmp_path / "a.zarr"), "--world", "hex:4"],
          ["'hex:4x4'", str(ckpt), "7 actions", "square worlds (5 actions)"]),
         ([str(ckpt), "--out", str(tmp_path / "a.h5")], ["must end in .nc", "a.h5"]),
-        ([str(ckpt), "--out", str(tmp_path / "a.nc"), "--steps", "0"], ["n_steps"]),
+        ([str(ckpt), "--out", str(tmp_path / "a.nc"), "--steps", "0"], ["--steps"]),
         ([str(ckpt), "--out", str(tmp_path / "a.nc"), "--world", "square:x"], ["square:x"]),
     ]
     for argv, words in cases:

@@ -5,6 +5,7 @@ iterations, with a 2-environment × 60-step recording and 3 shuffles, so that a 
 a second after the imports.
 """
 
+import dataclasses
 import json
 import shutil
 import time
@@ -21,6 +22,7 @@ from hippo_rep.analysis import cluster
 from hippo_rep.analysis.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.config import ConfigError
+from hippo_rep.recording import open_recording
 from hippo_rep.sweep import (
     DEFAULT_DECODE,
     DEFAULT_REMAP_SHUFFLES,
@@ -45,14 +47,15 @@ GRID = ["model.transition_activation=linear,relu"]
 SEEDS = 2
 #: CLI-compatible (remap_shuffles and decode are the defaults, which the CLI does not set).
 SETTINGS = SweepSettings(eval_envs=4, record_envs=2, record_steps=60, shuffles=3,
-                         remap_shuffles=DEFAULT_REMAP_SHUFFLES, decode=DEFAULT_DECODE)
+                         remap_shuffles=DEFAULT_REMAP_SHUFFLES, decode=DEFAULT_DECODE,
+                         eval_world="square:5", record_world="square:7")
 CLI_SETTINGS = ["--eval-envs", "4", "--record-envs", "2", "--record-steps", "60",
-                "--shuffles", "3"]
+                "--shuffles", "3", "--eval-world", "square:5", "--record-world", "square:7"]
 NAMES = [f"transition_activation={a}__seed={s}" for a in ("linear", "relu") for s in (0, 1)]
 
 
-def _sweep(out, grid=GRID, seeds=SEEDS, **kw):
-    return run_sweep("tiny", grid, seeds, out, overrides=BASE, settings=SETTINGS,
+def _sweep(out, grid=GRID, seeds=SEEDS, settings=SETTINGS, **kw):
+    return run_sweep("tiny", grid, seeds, out, overrides=BASE, settings=settings,
                      progress=False, **kw)
 
 
@@ -96,6 +99,11 @@ def test_grid_expansion_names_configs_and_order():
     assert [r.name for r in expand_grid("tiny", [], 2)] == ["seed=0", "seed=1"]
 
 
+def test_settings_refuse_an_impossible_world():
+    with pytest.raises(SweepError, match="settings.record_world"):
+        SweepSettings(record_world="square:0")
+
+
 def test_bad_grids_are_refused_with_the_valid_keys():
     with pytest.raises(ConfigError, match=r"unknown grid key 'model\.activation'; valid keys:"
                                           r" .*model\.transition_activation"):
@@ -132,6 +140,12 @@ def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
         for st in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
             assert float(one["accuracy"].sel(agent=agent, step_type=st)) == ev[agent][st]
     assert float(one["accuracy"].sel(agent="node_agent", step_type="revisit")) == 1.0
+    # evaluated and recorded on the settings' worlds, not the training world
+    assert ev["meta"]["world"] == "square:5x5"
+    assert float(one["memories_per_node"]) == ev["memory"]["memories_per_node"] > 0
+    assert float(one["loop_cosine"]) == ev["transitions"]["loop_returns"]["loop_cosine"]
+    with open_recording(run / "recording.nc") as rec:
+        assert rec.attrs["world"] == "square:7x7"
     ana = open_analysis(run / "analysis.nc")
     g = ana.isel(unit=ana["variable"].values == "g")
     assert float(one["grid_fraction"]) == float(g["is_grid"].mean())  # every g unit scored
@@ -198,7 +212,8 @@ def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
 def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path):
     out = tmp_path / "sweep"
     # 4x4 worlds train, evaluate and record, but are too small for grid scores (5 bins)
-    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1)
+    own_worlds = dataclasses.replace(SETTINGS, eval_world=None, record_world=None)
+    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"
     assert rep.done == [good] and list(rep.failed) == [bad]
     assert "at least 5 bins" in rep.failed[bad]
@@ -209,7 +224,7 @@ def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path):
     assert np.isnan(ds["grid_fraction"].sel(worlds="square:4")).all()
     assert np.isfinite(ds["accuracy"].sel(worlds="square:6", agent="model",
                                           step_type="revisit")).all()
-    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1)
+    rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     assert rep.skipped == [good] and rep.ran == [bad]  # failed runs are retried
 
 

@@ -48,7 +48,7 @@ def test_run_folder_contents(trained):
     rows = (trained / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("iteration,")
     assert len(rows) > 5
-    payload = torch.load(trained / "checkpoint.pt", weights_only=False)
+    payload = torch.load(trained / "checkpoint.pt", weights_only=True)
     for key in ("config", "model_state", "optimizer_state", "torch_rng_state", "step",
                 "package_version"):
         assert key in payload
@@ -58,7 +58,7 @@ def test_run_folder_contents(trained):
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
     cfg = tiny()
     T.train(cfg, tmp_path / "a", progress=False)
-    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["model_state"]
+    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
 
     real_step = T.Trainer.step
 
@@ -70,10 +70,10 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
     monkeypatch.setattr(T.Trainer, "step", interrupted)
     with pytest.raises(KeyboardInterrupt):
         T.train(cfg, tmp_path / "b", progress=False)
-    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 13
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["step"] == 13
     monkeypatch.setattr(T.Trainer, "step", real_step)
     T.train(cfg, tmp_path / "b", resume=True, progress=False)
-    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["model_state"]
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model_state"]
     for k in ref:
         torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)
     iters = [int(r.split(",")[0]) for r in
@@ -85,7 +85,7 @@ def test_same_seed_same_weights_and_different_seed_differs(tmp_path):
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
         T.train(tiny("train.iterations=5", f"train.seed={seed}"), tmp_path / name,
                 progress=False)
-    w = {n: torch.load(tmp_path / n / "checkpoint.pt", weights_only=False)["model_state"]
+    w = {n: torch.load(tmp_path / n / "checkpoint.pt", weights_only=True)["model_state"]
          for n in "abc"}
     assert torch.equal(w["a"]["W_a"], w["b"]["W_a"])
     assert not torch.equal(w["a"]["W_a"], w["c"]["W_a"])
@@ -210,8 +210,9 @@ def test_hex_model_on_square_world(tmp_path, capsys):
 
 def test_checkpoint_of_other_model_shape(tmp_path, capsys):
     T.train(tiny("train.iterations=1"), tmp_path, progress=False)
-    payload = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    payload = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     payload["model_state"]["W_a"] = torch.zeros(2, 2)
+    del payload["weights_sha256"]  # a shape mismatch, not a hash mismatch
     torch.save(payload, tmp_path / "edited.pt")
     rc, err = run_cli(capsys, "evaluate", tmp_path / "edited.pt")
     assert rc == 2 and "edited.pt" in err and "weights" in err
@@ -259,8 +260,8 @@ def test_init_from_starts_from_another_runs_weights(trained, tmp_path):
     src = trained / "checkpoint.pt"
     T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}"]), tmp_path,
             progress=False)
-    a = torch.load(src, weights_only=False)
-    b = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    a = torch.load(src, weights_only=True)
+    b = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     for k in a["model_state"]:
         torch.testing.assert_close(a["model_state"][k], b["model_state"][k])
     assert b["extra"]["init_from_sha256"] == file_sha256(src)
@@ -274,8 +275,8 @@ def test_init_from_a_full_run_into_a_fam_variant(trained, tmp_path):
     T.train(load_config("tiny", ["train.iterations=0", f"train.init_from={src}",
                                  "model.memory=fam", "model.fam_slots=3"]), tmp_path,
             progress=False)
-    a = torch.load(src, weights_only=False)["model_state"]
-    b = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["model_state"]
+    a = torch.load(src, weights_only=True)["model_state"]
+    b = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model_state"]
     for k in a:
         torch.testing.assert_close(a[k], b[k])
     assert b["fam_init"].shape == (3, load_config("tiny").model.n_g)
@@ -285,10 +286,10 @@ def test_stop_at_then_resume_equals_uninterrupted(tmp_path):
     cfg = tiny()
     T.train(cfg, tmp_path / "a", progress=False)
     T.train(cfg, tmp_path / "b", progress=False, stop_at=8)
-    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 8
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["step"] == 8
     T.train(cfg, tmp_path / "b", resume=True, progress=False)
-    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["model_state"]
-    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["model_state"]
+    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model_state"]
     for k in ref:
         torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)
     with pytest.raises(T.TrainingError, match="before the checkpoint"):
@@ -300,10 +301,10 @@ def test_transition_lr_scale(tmp_path, scale):
     cfg = tiny("train.iterations=4", f"train.transition_lr_scale={scale}")
     init = T.build_model(cfg.model, 5, cfg.world.n_obs, seed=cfg.train.seed).W_a.detach()
     T.train(cfg, tmp_path / "s", progress=False)
-    W = torch.load(tmp_path / "s" / "checkpoint.pt", weights_only=False)["model_state"]["W_a"]
+    W = torch.load(tmp_path / "s" / "checkpoint.pt", weights_only=True)["model_state"]["W_a"]
     T.train(tiny("train.iterations=4"), tmp_path / "full", progress=False)
     W_full = torch.load(tmp_path / "full" / "checkpoint.pt",
-                        weights_only=False)["model_state"]["W_a"]
+                        weights_only=True)["model_state"]["W_a"]
     moved, moved_full = (W - init).abs().max(), (W_full - init).abs().max()
     if scale == 0:
         assert moved == 0

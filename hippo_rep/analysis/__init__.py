@@ -7,30 +7,36 @@ from +x towards +y; unvisited bins are NaN, never 0.
 Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
 :func:`smooth`, :func:`autocorrelogram`, :func:`grid_scores`, :func:`band_scores`,
 :func:`place_fields`, :func:`place_score`, :func:`spatial_information`, :func:`sparsity`,
-:func:`selectivity`. Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
+:func:`selectivity`, :func:`plane_waves` (how many plane waves, hexagonal or not).
+Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
+:func:`class_fractions` (the one definition of every reported fraction),
 :func:`remapping`, :func:`population`, and :func:`analyse` (everything, dask-parallel over
 units) with :func:`write_analysis` / :func:`open_analysis`.
 """
 
 from .autocorr import autocorrelogram
+from .classes import CLASSES, class_fractions
 from .fields import place_fields, place_score
 from .gridscore import band_scores, grid_scores
 from .pipeline import analyse, open_analysis, write_analysis
+from .planewaves import plane_waves
 from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
 from .recordings import AnalysisError, rate_maps, unit_activity
 from .remapping import remapping
 from .shuffle import classify, shuffle_null
 from .spatial import selectivity, sparsity, spatial_information
-from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map
+from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map, two_wave_map
 from .synthetic_recording import synthetic_recording
 
 __all__ = [
     "AnalysisError",
+    "CLASSES",
     "analyse",
     "autocorrelogram",
     "band_map",
     "band_scores",
+    "class_fractions",
     "classify",
     "grid_scores",
     "hex_grid_map",
@@ -38,6 +44,7 @@ __all__ = [
     "place_field_map",
     "place_fields",
     "place_score",
+    "plane_waves",
     "population",
     "rate_maps",
     "rate_maps_from_nodes",
@@ -50,6 +57,7 @@ __all__ = [
     "spatial_information",
     "square_grid_map",
     "synthetic_recording",
+    "two_wave_map",
     "unit_activity",
     "write_analysis",
 ]

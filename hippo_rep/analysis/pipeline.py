@@ -3,8 +3,9 @@
 :func:`analyse` computes, for every unit of every population (``g``, ``g_pi``,
 ``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
-place score, spatial information, sparsity, selectivity, circular-shift nulls of gridness-60
-and spatial information, the grid/place classification; then remapping between environments
+place score, spatial information, sparsity, selectivity, the plane-wave decomposition,
+circular-shift nulls of gridness-60, plane-wave share and spatial information, the
+grid/band/two-wave/square/place classification; then remapping between environments
 and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
 dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
 :data:`DEFAULT_UNIT_CHUNK` units computes every score of those units, calling the same code
@@ -49,6 +50,10 @@ from .gridscore import (
     grid_scores,
     grid_scores_array,
 )
+from .planewaves import MAX_WAVES, WAVE_DIM, plane_waves_array
+from .planewaves import REASONS as WAVE_REASONS
+from .planewaves import VARIABLE_ATTRS as WAVE_ATTRS
+from .planewaves import method_attrs as wave_method_attrs
 from .population import (
     DECODE_MAX_STEPS_PER_ENV,
     assemble,
@@ -87,6 +92,7 @@ from .shuffle import (
     circular_shifts,
     classify,
     score_gridness_60,
+    score_plane_wave_share,
     score_spatial_info,
 )
 from .spatial import selectivity, sparsity, spatial_information
@@ -125,6 +131,32 @@ SUFFIXES = (".nc", ".zarr")
 
 #: The analysis dataset's kind attr.
 ANALYSIS_KIND = "analysis"
+
+#: What :func:`open_analysis` requires of an analysis dataset: variable → (dims, dtype kinds).
+ANALYSIS_REQUIRED = {
+    "rate_map": (("env", "unit", "y", "x"), "f"),
+    "occupancy": (("env", "y", "x"), "f"),
+    "gridness_60": (("env", "unit"), "f"),
+    "gridness_90": (("env", "unit"), "f"),
+    "spacing": (("env", "unit"), "f"),
+    "orientation": (("env", "unit"), "f"),
+    "spatial_info": (("env", "unit"), "f"),
+    "place_score": (("env", "unit"), "f"),
+    "n_fields": (("env", "unit"), "iu"),
+    "is_grid": (("env", "unit"), "b"),
+    "is_place": (("env", "unit"), "b"),
+    "variable": (("unit",), "UOT"),
+    "unit_index": (("unit",), "iu"),
+}
+#: Optional variables whose dims are checked when present (figures read them).
+ANALYSIS_OPTIONAL = {
+    "is_grid_threshold": (("env", "unit"), "b"),
+    "node_rate": (("env", "unit", "world_node"), "f"),
+    "gridness_60_null_q": (("quantile", "env", "unit"), "f"),
+    "spatial_info_null_q": (("quantile", "env", "unit"), "f"),
+    "remap_corr": (("unit", "env_pair"), "f"),
+    "pv_corr": (("population", "env_pair"), "f"),
+}
 
 #: Recording attrs copied to the analysis (provenance); ``seed`` and ``package_version``
 #: become ``recording_seed`` and ``recording_package_version``.
@@ -231,15 +263,20 @@ def analyse(
     Returns
     -------
     xarray.Dataset
-        Dims ``env``, ``unit``, ``y``, ``x``, ``world_node``, ``quantile``, ``field``,
+        Dims ``env``, ``unit``, ``y``, ``x``, ``world_node``, ``quantile``, ``field``, ``wave``,
         ``env_pair``, ``population``, ``axis``, ``component``. Per (env, unit): everything of
         :func:`~hippo_rep.analysis.grid_scores` (``grid_nan_reason``), ``spacing_nodes``,
         :func:`~hippo_rep.analysis.band_scores` (``band_nan_reason``), ``n_fields`` and
         per-field ``field_*`` (env, unit, field), ``place_score``, ``spatial_info``,
-        ``sparsity``, ``selectivity`` (per node), ``gridness_60_null_q``,
-        ``spatial_info_null_q`` (quantile, env, unit), ``*_percentile``, ``is_grid``,
-        ``is_grid_threshold``, ``is_place``; ``rate_map`` (env, unit, y, x), ``occupancy``
-        (env, y, x), ``node_rate`` (env, unit, world_node), ``node_occupancy``,
+        ``sparsity``, ``selectivity`` (per node), the plane-wave decomposition
+        (:func:`~hippo_rep.analysis.plane_waves`: ``n_waves``, ``hexagonal``, ``square``,
+        ``plane_wave_share``, ``plane_wave_explained``, ``plane_wave_reason`` and
+        ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave)),
+        ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
+        (quantile, env, unit), ``*_percentile``, the classes of
+        :mod:`~hippo_rep.analysis.classes` (``is_grid``, ``is_grid_threshold``,
+        ``is_band``, ``is_two_wave``, ``is_square``, ``is_place``); ``rate_map`` (env, unit, y, x),
+        ``occupancy`` (env, y, x), ``node_rate`` (env, unit, world_node), ``node_occupancy``,
         ``node_map``; ``shuffle_shift`` (env, shuffle); the remapping variables
         (:func:`~hippo_rep.analysis.remapping`) and the population variables
         (:func:`~hippo_rep.analysis.population`). Attrs: every method and parameter, the
@@ -322,7 +359,7 @@ def analyse(
             bare[2].chunk({"env": -1, "time": -1, UNIT_DIM: c}),
         ]
     sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
-             PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles}
+             PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles, WAVE_DIM: MAX_WAVES}
     packed = xr.apply_ufunc(
         spec,
         *inputs,
@@ -356,11 +393,14 @@ def analyse(
     reasons = np.asarray(NAN_REASONS)
     for k in ("grid_nan_reason", "band_nan_reason"):
         out[k] = out[k].copy(data=reasons[out[k].values])
+    out["plane_wave_reason"] = out["plane_wave_reason"].copy(
+        data=np.asarray(WAVE_REASONS)[out["plane_wave_reason"].values])
+    out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
     out["spacing_nodes"] = out["spacing"] * float(first.attrs["resolution"])
     out = out.transpose("env", UNIT_DIM, ...)
     out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
-    for k in ("gridness_60_null_q", "spatial_info_null_q"):
-        out[k] = out[k].transpose("quantile", ...)
+    for k in _NULL_SCORES:
+        out[f"{k}_null_q"] = out[f"{k}_null_q"].transpose("quantile", ...)
     gs, bs, pf = _describe(out, rate_map, grid_method, spec.min_field_area)
     cls = classify(out)
     out.update(cls)
@@ -435,11 +475,14 @@ class _UnitBlock:
                                                       "field_centroid_x", "field_centroid_y")]
         out += [(k, env, f8) for k in ("place_score", "spatial_info", "sparsity",
                                        "selectivity")]
-        for k in ("gridness_60", "spatial_info"):
+        out += [("n_waves", env, i8), ("hexagonal", env, bool), ("square", env, bool),
+                ("plane_wave_share", env, f8), ("plane_wave_explained", env, f8),
+                ("plane_wave_reason", env, i8)]
+        out += [(k, ("env", WAVE_DIM), f8) for k in _WAVE_OUTPUTS[6:]]
+        for k in _NULL_SCORES:
             out += [(f"{k}_null_q", ("env", "quantile"), f8), (f"{k}_percentile", env, f8)]
         if self.keep_null:
-            out += [(f"{k}_null", ("env", SHUFFLE_DIM), f8)
-                    for k in ("gridness_60", "spatial_info")]
+            out += [(f"{k}_null", ("env", SHUFFLE_DIM), f8) for k in _NULL_SCORES]
         out += [("remap_corr", (PAIR_DIM,), f8)]
         return out
 
@@ -475,13 +518,14 @@ class _UnitBlock:
         rates_eu = np.swapaxes(rates, 0, 1)
         res["spatial_info"], res["sparsity"], res["selectivity"] = _node_scores(
             rates_eu, occ[:, None, :])
+        res.update(zip(_WAVE_OUTPUTS, plane_waves_array(maps_eu), strict=True))
         scorers = [functools.partial(score_gridness_60, method=self.grid_method),
-                   score_spatial_info]
+                   score_plane_wave_share, score_spatial_info]
         nulls = _null_core(np.swapaxes(act, 0, 1), node, shifts, node_map=self.node_map,
                            n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
-                           names=["gridness_60", "spatial_info"])
+                           names=list(_NULL_SCORES))
         qs = np.asarray(self.quantiles)
-        for k, null in zip(("gridness_60", "spatial_info"), nulls, strict=True):
+        for k, null in zip(_NULL_SCORES, nulls, strict=True):
             res[f"{k}_null_q"], res[f"{k}_percentile"] = _summary_core(res[k], null, qs)
             res[f"{k}_null"] = null
         res["remap_corr"] = _unit_corr_core(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
@@ -509,6 +553,14 @@ class _UnitBlock:
             out[name] = ((UNIT_DIM, *dims), block.astype(dtype))
             start += n
         return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
+
+
+#: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers.
+_NULL_SCORES = ("gridness_60", "plane_wave_share", "spatial_info")
+
+#: Outputs of :func:`~hippo_rep.analysis.planewaves.plane_waves_array`, in order.
+_WAVE_OUTPUTS = ("n_waves", "hexagonal", "square", "plane_wave_share", "plane_wave_explained",
+                 "plane_wave_reason", "wave_length", "wave_angle", "wave_share")
 
 
 def _min_field_bins(resolution: float) -> int:
@@ -591,7 +643,11 @@ def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Da
     out["spatial_info_null_q"].attrs = {
         "long_name": "quantiles of the spatial_info shuffle null",
         "units": "bits per unit activity"}
-    for k in ("gridness_60", "spatial_info"):
+    out["plane_wave_share_null_q"].attrs = {
+        "long_name": "quantiles of the plane_wave_share shuffle null", "units": "1"}
+    for k, v in WAVE_ATTRS.items():
+        out[k].attrs = dict(v)
+    for k in _NULL_SCORES:
         out[f"{k}_percentile"].attrs = {
             "long_name": f"percent of finite shuffle {k} scores below the observed one",
             "units": "percent"}
@@ -622,12 +678,13 @@ def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Da
         "min_shift_steps": int(shifts.values.min()),
         "null_method": "circular time shift of each environment's activity against its "
                        "trajectory (same shift for all units of an environment); scores "
-                       "gridness_60 and spatial_info",
+                       "gridness_60, plane_wave_share and spatial_info",
         "dask_chunk_units": -1 if p["chunk_units"] is None else int(p["chunk_units"]),
     }
     attrs.update(_prefixed(gs.attrs, "grid_"))
     attrs["grid_score_method"] = p["grid_method"]
     attrs.update(_prefixed(bs.attrs, "band_"))
+    attrs.update(wave_method_attrs())
     attrs.update(_prefixed(pf.attrs, "place_field_"))
     attrs["place_field_method"] = pf.attrs.get("place_field_method", "fraction")
     attrs.update(_prefixed(cls.attrs, "classify_"))
@@ -728,9 +785,13 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     AnalysisError
         For another suffix.
     """
+    from hippo_rep.fileio import clean_stale
+    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR
+
     path = check_output(path, overwrite)
     suffix = path.suffix.lower()
     path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     data = _storable(ds)
     if suffix == ".zarr":  # variable-length strings: zarr v3 has no spec for fixed-width
@@ -745,7 +806,8 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
             with warnings.catch_warnings():
                 # zarr v3: "consolidated metadata is not part of the specification" notice
                 warnings.simplefilter("ignore", UserWarning)
-                data.to_zarr(tmp, mode="w", consolidated=True)
+                data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
+                data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
             trash = None
             if path.exists():
                 trash = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
@@ -760,17 +822,78 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
 
 
 def open_analysis(path: str | os.PathLike) -> xr.Dataset:
-    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory)."""
+    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory) and
+    check it (:func:`validate_analysis`).
+
+    Raises
+    ------
+    FileNotFoundError
+        A missing path.
+    AnalysisError
+        Naming the file: not netCDF/zarr, unreadable or damaged (a missing, empty or corrupt
+        zarr chunk names its variable), or not an analysis dataset.
+    """
+    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
+
     path = Path(path)
     suffix = _check_suffix(path)
     if not path.exists():
         raise FileNotFoundError(f"analysis {str(path)!r} not found")
-    if suffix == ".nc":
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            return ds.load()
-    with xr.open_zarr(path) as ds:
-        ds = ds.load()
+    if suffix == ".nc" and not path.is_file():
+        raise AnalysisError(f"analysis {str(path)!r} is not a file")
+    if suffix == ".zarr" and not path.is_dir():
+        raise AnalysisError(f"analysis {str(path)!r} is not a zarr store (a folder)")
+    try:
+        if suffix == ".nc":
+            opened = xr.open_dataset(path, engine="h5netcdf")
+        else:
+            check_chunks(path, AnalysisError, "analysis")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                opened = xr.open_zarr(path)
+    except AnalysisError:
+        raise
+    except Exception as err:  # h5py/zarr raise many types for damaged files
+        raise AnalysisError(f"analysis {str(path)!r} is not a readable netCDF file or zarr "
+                            f"store ({type(err).__name__})") from None
+    with opened as ds:
+        ds = load_checked(ds, path, AnalysisError, "analysis")
+    ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
     for k in list(ds.variables):
         if ds[k].dtype.kind in "OT":  # variable-length strings back to numpy str
             ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
+    validate_analysis(ds, path)
     return ds
+
+
+def validate_analysis(ds: xr.Dataset, source=None) -> None:
+    """Check that ``ds`` is a hippo_rep analysis dataset (kind attr, the variables of
+    :data:`ANALYSIS_REQUIRED` with their dims and dtypes, optional ones' dims).
+
+    Raises
+    ------
+    AnalysisError
+        Listing every problem in one message, naming ``source``.
+    """
+    from hippo_rep.fileio import quote
+
+    where = f"{str(source)!r}" if source is not None else "dataset"
+    kind = ds.attrs.get("hippo_rep_kind")
+    if kind != ANALYSIS_KIND:
+        raise AnalysisError(f"{where} is not a hippo_rep analysis (attr hippo_rep_kind is "
+                            f"{quote(kind)}, expected {ANALYSIS_KIND!r})")
+    problems = []
+    missing = [n for n in ANALYSIS_REQUIRED if n not in ds.variables]
+    if missing:
+        problems.append(f"missing variable(s) {', '.join(missing)}")
+    for name, (dims, kinds) in {**ANALYSIS_REQUIRED, **ANALYSIS_OPTIONAL}.items():
+        if name not in ds.variables:
+            continue
+        var = ds.variables[name]
+        if tuple(var.dims) != dims:
+            problems.append(f"{name} has dims {quote(tuple(var.dims))}, expected {dims}")
+        elif var.dtype.kind not in kinds:
+            problems.append(f"{name} has dtype {var.dtype}")
+    if problems:
+        raise AnalysisError(f"{where} is not a valid hippo_rep analysis: "
+                            + "; ".join(problems))

@@ -10,10 +10,15 @@ real alignment. The shuffled rate maps of all shifts are accumulated at once (a 
 one-hot matrix of (shift, node) against time, multiplied by the activity), then scored; a
 unit's null distribution is its score over the shuffles, per environment.
 
-Classification (:func:`classify`) follows REFERENCES.md: a grid cell has gridness-60 above
-the 95th percentile of its own null; separately, the field's rule of thumb gridness > 0.3
-(TEM-t quotes 0.3-0.5); a place cell has spatial information above the 99th percentile of
-its own null and one to three place fields.
+Classification (:func:`classify`) follows REFERENCES.md: a grid cell is a hexagonal
+plane-wave pattern (:func:`~hippo_rep.analysis.planewaves.plane_waves`: three waves of
+near-equal length ~60 degrees apart) with gridness-60 above the 95th percentile of its own
+null (gridness alone cannot tell a grid from two plane waves 55-75 degrees apart);
+separately, the field's rule of thumb gridness > 0.3 (TEM-t quotes 0.3-0.5), reported but
+not a grid classification; band, two-wave and square patterns are their own classes (one
+or two plane waves whose plane-wave share beats the 95th percentile of its own null); a
+place cell has spatial information above the 99th percentile of its own null and one to
+three place fields. Class names are defined once, in :mod:`hippo_rep.analysis.classes`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from ._checks import MAP_DIMS, blockwise, check_maps
 from .autocorr import _autocorr_block
+from .classes import IS_BAND, IS_GRID, IS_GRID_THRESHOLD, IS_PLACE, IS_SQUARE, IS_TWO_WAVE
 from .fields import place_score
 from .gridscore import (
     DEEPMIND_MIN_OVERLAP,
@@ -42,6 +48,7 @@ from .gridscore import (
     _rotate_points,
     grid_scores,
 )
+from .planewaves import plane_waves_array
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 from .recordings import (
     NODE_DIM,
@@ -73,6 +80,10 @@ GRID_MIN_SCORE = 0.0
 
 #: :func:`classify`: the field's rule-of-thumb gridness-60 threshold (TEM-t quotes 0.3-0.5).
 GRID_THRESHOLD = 0.3
+
+#: :func:`classify`: band, two-wave and square patterns beat this quantile of their
+#: plane-wave-share null.
+WAVE_QUANTILE = 0.95
 
 #: :func:`classify`: a place cell beats this quantile of its spatial-information null.
 PLACE_QUANTILE = 0.99
@@ -192,9 +203,31 @@ def score_place_score(maps: xr.Dataset) -> xr.DataArray:
     return out
 
 
+def _plane_wave_share_array(maps: np.ndarray) -> np.ndarray:
+    return plane_waves_array(maps)[3]
+
+
+def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
+    """Variance share of ``maps.rate_map`` explained by its counted plane waves
+    (``plane_waves(rate_map).plane_wave_share``; NaN for constant, all-NaN or tiny maps)."""
+    rm = check_maps(maps["rate_map"], "rate_map")
+    out = xr.apply_ufunc(
+        _plane_wave_share_array,
+        rm,
+        input_core_dims=[list(MAP_DIMS)],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+    )
+    out.name = "plane_wave_share"
+    out.attrs = {"long_name": "share of the map's variance explained by its counted plane "
+                 "waves", "units": "1"}
+    return out
+
+
 #: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
 SCORES: dict[str, ScoreFn] = {
     "gridness_60": score_gridness_60,
+    "plane_wave_share": score_plane_wave_share,
     "spatial_info": score_spatial_info,
     "place_score": score_place_score,
 }
@@ -607,16 +640,18 @@ def classify(
     grid_threshold: float = GRID_THRESHOLD,
     grid_min_score: float = GRID_MIN_SCORE,
     place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
+    wave_quantile: float = WAVE_QUANTILE,
 ) -> xr.Dataset:
-    """Grid and place cells from observed scores and their shuffle nulls.
+    """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
 
     Parameters
     ----------
     scores : xarray.Dataset
-        With ``gridness_60`` and ``gridness_60_null_q`` (quantile, ...) for grid cells, and
-        ``spatial_info``, ``spatial_info_null_q`` and ``n_fields`` for place cells (as in
-        the output of :func:`~hippo_rep.analysis.analyse`, or :func:`shuffle_null` merged
-        with :func:`~hippo_rep.analysis.place_fields`). Either set may be missing.
+        With ``gridness_60``, ``gridness_60_null_q`` (quantile, ...) and ``hexagonal`` for
+        grid cells; ``n_waves``, ``square``, ``plane_wave_share`` and
+        ``plane_wave_share_null_q`` for the plane-wave classes; ``spatial_info``,
+        ``spatial_info_null_q`` and ``n_fields`` for place cells (as in the output of
+        :func:`~hippo_rep.analysis.analyse`). Any set may be missing, but not all.
     grid_quantile : float
         A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
         ``quantile`` coords).
@@ -628,20 +663,29 @@ def classify(
         Floor on gridness-60 for the shuffle rule: a grid cell must also score above it.
     place_n_fields : (int, int)
         Allowed number of place fields of a place cell, inclusive.
+    wave_quantile : float
+        Band, two-wave and square patterns have a plane-wave share above this quantile of
+        their own null.
 
     Returns
     -------
     xarray.Dataset
-        Bool, dims of the scores: ``is_grid`` (gridness-60 > its null's ``grid_quantile`` and >
-        ``grid_min_score``),
-        ``is_grid_threshold`` (gridness-60 > ``grid_threshold``), ``is_place`` (spatial
-        information > its null's ``place_quantile`` and ``place_n_fields[0] <= n_fields <=
-        place_n_fields[1]``). A NaN score or threshold gives False. Attrs record the rules.
+        Bool, dims of the scores (names from :mod:`~hippo_rep.analysis.classes`):
+        ``is_grid`` (hexagonal, gridness-60 > its null's ``grid_quantile`` and >
+        ``grid_min_score``), ``is_grid_threshold`` (gridness-60 > ``grid_threshold`` alone:
+        the rule of thumb, not a grid classification), ``is_band`` (one plane wave),
+        ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
+        ~90 degrees apart), each of the three with a plane-wave share > its null's
+        ``wave_quantile``; ``is_place`` (spatial information > its null's ``place_quantile``
+        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``). A NaN score or threshold
+        gives False. Attrs record the rules.
 
     Raises
     ------
     AnalysisError
-        If neither set of inputs is present or a quantile was not computed.
+        If no set of inputs is present, gridness is given without ``hexagonal`` (the
+        gridness threshold alone no longer makes a grid cell), or a quantile was not
+        computed.
     """
     out = xr.Dataset()
 
@@ -656,34 +700,60 @@ def classify(
         return da.isel(quantile=int(hit[0]), drop=True)
 
     attrs: dict[str, object] = {}
-    if "gridness_60" in scores and "gridness_60_null_q" in scores:
+    have = set(scores.variables)
+    if {"gridness_60", "gridness_60_null_q"} <= have:
+        if "hexagonal" not in have:
+            raise AnalysisError(
+                "classify needs 'hexagonal' (plane_waves) with gridness_60: the gridness "
+                "threshold alone cannot tell a grid from two plane waves"
+            )
         g = scores["gridness_60"]
         beats_null = (g > threshold("gridness_60", grid_quantile)).fillna(False)
-        out["is_grid"] = g.notnull() & beats_null & (g > grid_min_score)
-        out["is_grid_threshold"] = g.notnull() & (g > grid_threshold)
-        out["is_grid"].attrs = {
-            "long_name": f"grid cell: gridness_60 above the {grid_quantile:g} quantile of its "
-            f"shuffle null and above {grid_min_score:g}"
+        hexagonal = scores["hexagonal"].fillna(False).astype(bool)
+        out[IS_GRID] = g.notnull() & beats_null & (g > grid_min_score) & hexagonal
+        out[IS_GRID_THRESHOLD] = g.notnull() & (g > grid_threshold)
+        out[IS_GRID].attrs = {
+            "long_name": f"grid cell: hexagonal plane-wave pattern and gridness_60 above the "
+            f"{grid_quantile:g} quantile of its shuffle null and above {grid_min_score:g}"
         }
-        out["is_grid_threshold"].attrs = {
-            "long_name": f"grid cell by the rule of thumb gridness_60 > {grid_threshold:g}"
+        out[IS_GRID_THRESHOLD].attrs = {
+            "long_name": f"gridness_60 > {grid_threshold:g} (the field's rule of thumb alone; "
+            "not a grid classification: two plane waves pass it)"
         }
         attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold,
                      grid_min_score=grid_min_score)
-    if {"spatial_info", "spatial_info_null_q", "n_fields"} <= set(scores.variables):
+    if {"n_waves", "square", "plane_wave_share", "plane_wave_share_null_q"} <= have:
+        share = scores["plane_wave_share"]
+        sig = share.notnull() & (
+            share > threshold("plane_wave_share", wave_quantile)).fillna(False)
+        n = scores["n_waves"]
+        square = scores["square"].fillna(False).astype(bool)
+        out[IS_BAND] = sig & (n == 1)
+        out[IS_TWO_WAVE] = sig & (n == 2) & ~square
+        out[IS_SQUARE] = sig & (n == 2) & square
+        rule = (f"plane_wave_share above the {wave_quantile:g} quantile of its shuffle null "
+                "and")
+        out[IS_BAND].attrs = {"long_name": f"band cell: {rule} one plane wave"}
+        out[IS_TWO_WAVE].attrs = {"long_name": f"two-wave (oblique plane-wave) pattern: {rule} "
+                                  "two plane waves, not square"}
+        out[IS_SQUARE].attrs = {"long_name": f"square grid: {rule} two plane waves of "
+                                "near-equal length ~90 degrees apart"}
+        attrs.update(wave_quantile=wave_quantile)
+    if {"spatial_info", "spatial_info_null_q", "n_fields"} <= have:
         si = scores["spatial_info"]
         nf = scores["n_fields"]
         lo, hi = (int(v) for v in place_n_fields)
         sig = si.notnull() & (si > threshold("spatial_info", place_quantile)).fillna(False)
-        out["is_place"] = sig & (nf >= lo) & (nf <= hi)
-        out["is_place"].attrs = {
+        out[IS_PLACE] = sig & (nf >= lo) & (nf <= hi)
+        out[IS_PLACE].attrs = {
             "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
             f"its shuffle null and {lo}-{hi} place fields"
         }
         attrs.update(place_quantile=place_quantile, place_n_fields=np.array([lo, hi]))
     if not out.data_vars:
         raise AnalysisError(
-            "classify needs gridness_60 and gridness_60_null_q, or spatial_info, "
+            "classify needs gridness_60, gridness_60_null_q and hexagonal; or n_waves, "
+            "square, plane_wave_share and plane_wave_share_null_q; or spatial_info, "
             "spatial_info_null_q and n_fields"
         )
     out.attrs = attrs

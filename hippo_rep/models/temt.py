@@ -2,7 +2,8 @@
 
 Per environment, at step t with action a_t (taken from the previous node) and observation x_t:
 
-1. path integration   g_pi_t = norm(f(g_{t-1} W_{a_t}))            (recurrent positional encoding)
+1. path integration   g_pi_t = norm(f(g_{t-1} W_{a_t}))            (recurrent positional encoding;
+                      norm = unit RMS, or none: ``config.g_norm``)
 2. prediction         softmax(β_t z(g_pi_t) W_e (z(G) W_e)^T) X W_x → MLP → logits over x_t,
                       β_t = β · log(#memories)                      (the memory neurons)
 3. landmark           g_ret = MLP(softmax(β'_t (x_t X^T ⊙ z(g_pi) z(G)^T)) G)     (seed A.2)
@@ -259,7 +260,11 @@ class TEMt(nn.Module):
         return int(old.min()) if old.numel() else 0
 
     def _g0(self, batch_size: int) -> torch.Tensor:
-        return _rescale(self._activation(self.g_init)).expand(batch_size, -1)
+        return self._norm(self._activation(self.g_init)).expand(batch_size, -1)
+
+    def _norm(self, g: torch.Tensor) -> torch.Tensor:
+        """``config.g_norm``: unit RMS after every step ("rms"), or as is ("none", the paper)."""
+        return _rescale(g) if self.config.g_norm == "rms" else g
 
     def _activation(self, g: torch.Tensor) -> torch.Tensor:
         act = self.config.transition_activation
@@ -286,7 +291,21 @@ class TEMt(nn.Module):
         # One matmul against all actions, then pick: faster than gathering (B, d, d) matrices.
         all_next = (g @ W.transpose(0, 1).reshape(d, -1)).view(-1, self.n_actions, d)
         nxt = all_next.gather(1, action.view(-1, 1, 1).expand(-1, 1, d)).squeeze(1)
-        return _rescale(self._activation(nxt))
+        return self._norm(self._activation(nxt))
+
+    def move_pairs(self) -> list[tuple[int, int]]:
+        """Opposite move actions (a, ā), a < ā: moves k and k + n_moves/2 point opposite ways
+        (action 0 is stay; see :data:`hippo_rep.worlds.DIRECTIONS`)."""
+        half = (self.n_actions - 1) // 2
+        return [(a, a + half) for a in range(1, half + 1)]
+
+    def inverse_error(self) -> torch.Tensor:
+        """Mean over opposite move pairs of ||W_a W_ā − I||²_F / n_g (0 when every move is
+        undone by its opposite in the linear part of the transition); ``train.loss_inverse``."""
+        W = self.transition_matrices()
+        eye = torch.eye(W.shape[-1], device=W.device)
+        errs = [(W[a] @ W[b] - eye).pow(2).sum() / W.shape[-1] for a, b in self.move_pairs()]
+        return torch.stack(errs).mean()
 
     # ---------------------------------------------------------------- forward
     def forward(self, obs: torch.Tensor, actions: torch.Tensor, state: MemoryState | None = None,
@@ -302,7 +321,8 @@ class TEMt(nn.Module):
         state : MemoryState, optional
             Carried from the previous chunk of the same walks; None starts fresh walks.
         context : (B, L) long, optional
-            Third input stream (``config.n_context > 0``).
+            A third input stream (seed A.2's option): integer context labels; a memory then
+            stores (g, x, context) and the conjunction needs the context to match too.
         return_activity : bool
             Also return the memory-neuron activity in slot order (for recording).
         """
@@ -434,8 +454,8 @@ class TEMt(nn.Module):
         weight, or the Hebbian read-out's probability of x_t); ``has_memory`` (B, 1) zeroes
         the gate while there is nothing to correct with. Returns (g_t, gate).
         """
-        # Rescaled like every position, so that the MLP cannot inflate g (it did).
-        g_ret = _rescale(g_ret_raw + self.retrieval_mlp(g_ret_raw))
+        # Normalised like every position, so that the MLP cannot inflate g (it did).
+        g_ret = self._norm(g_ret_raw + self.retrieval_mlp(g_ret_raw))
         agree = (_z(g_ret_raw) * zq).mean(-1, keepdim=True)
         feats = torch.cat([g_ret, g_pi, agree, confidence], -1)
         gate = torch.sigmoid(self.gate_mlp(feats)) * has_memory

@@ -132,15 +132,6 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     return ax
 
 
-def fraction_note(flags, label: str) -> str:
-    """``"label: k / n = p %"`` of a boolean array (any dims; NaN counted as False)."""
-    f = np.asarray(flags).ravel()
-    n = f.size
-    k = int(np.nansum(f.astype(float))) if n else 0
-    pct = 100.0 * k / n if n else float("nan")
-    return f"{label}: {k}/{n} = {pct:.0f}%"
-
-
 def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None):
     """A text panel listing one unit's scores (``name: value`` lines, no axes drawn).
 
@@ -160,6 +151,86 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
     ax.text(0.0, 1.0, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
             fontsize=7, family="monospace")
     ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=7)
+    return ax
+
+
+def class_fraction_bars(fractions, ax=None, title: str | None = None):
+    """Fractions classified per class and population, as bars labelled ``k/n``.
+
+    Parameters
+    ----------
+    fractions : xarray.Dataset
+        :func:`hippo_rep.analysis.classes.class_fractions`: ``numerator``, ``denominator``
+        and ``fraction``, dims (population, cell_class).
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        X axis: fraction classified (0–1); one group of bars per class, one bar per
+        population.
+    """
+    ax = _ax(ax)
+    pop_dim, cls_dim = fractions["fraction"].dims
+    pops = [str(p) for p in fractions[pop_dim].values]
+    classes = [str(c) for c in fractions[cls_dim].values]
+    k = np.asarray(fractions["numerator"].values)
+    n = np.asarray(fractions["denominator"].values)
+    frac = np.asarray(fractions["fraction"].values, dtype=float)
+    height = 0.8 / max(len(pops), 1)
+    colors = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+    y0 = np.arange(len(classes))
+    for i, pop in enumerate(pops):
+        y = y0 + (i - (len(pops) - 1) / 2) * height
+        ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9,
+                color=colors[i % len(colors)], label=pop)
+        for yy, f, kk, nn in zip(y, frac[i], k[i], n[i], strict=True):
+            ax.text((0 if not np.isfinite(f) else f) + 0.01, yy,
+                    f"{int(kk)}/{int(nn)}", va="center", fontsize=5.5)
+    ax.set_yticks(y0, classes)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel("fraction classified (of the unit × environment pairs that exist)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(pops), fontsize=5.5,
+              frameon=False)
+    if title:
+        ax.set_title(title, fontsize=7)
+    return ax
+
+
+def count_distribution(values, ax=None, xlabel: str = "count", title: str | None = None,
+                       color: str = OBSERVED_COLOR):
+    """Fraction of values at each integer count (e.g. place fields per map); NaN dropped.
+
+    Parameters
+    ----------
+    values : array-like or xarray.DataArray
+        Integer counts, any dims (pooled).
+    ax : matplotlib Axes, optional
+    xlabel, title : str
+    color : str
+
+    Returns
+    -------
+    matplotlib Axes
+        One bar per count from the smallest to the largest, height the fraction of values.
+    """
+    ax = _ax(ax)
+    v = _finite(values).astype(int)
+    if v.size:
+        ks = np.arange(v.min(), v.max() + 1)
+        frac = np.bincount(v - v.min(), minlength=ks.size) / v.size
+        ax.bar(ks, frac, color=color, alpha=0.8, label=f"n = {v.size}")
+        ax.set_xticks(ks)
+        ax.legend(loc="upper right", fontsize=5.5)
+    else:
+        ax.text(0.5, 0.5, "no finite value", transform=ax.transAxes, ha="center",
+                va="center", fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of values")
     if title:
         ax.set_title(title, fontsize=7)
     return ax

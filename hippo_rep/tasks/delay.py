@@ -301,14 +301,22 @@ def write_delay(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
 
 def read_delay(path) -> xr.Dataset:
     """Read what :func:`write_delay` wrote; checks for the ``accuracy`` variable."""
+    from hippo_rep.fileio import read_json
+
     path = Path(path)
+    if not path.is_file():
+        raise DelayTaskError(f"delay result {str(path)!r} not found" if not path.exists()
+                             else f"delay result {str(path)!r} is not a file")
     try:
         if path.suffix == ".json":
-            ds = xr.Dataset.from_dict(json.loads(path.read_text()))
+            ds = xr.Dataset.from_dict(read_json(path, DelayTaskError, "delay result"))
         else:
             ds = xr.load_dataset(path)
-    except (OSError, ValueError, KeyError) as err:
-        raise DelayTaskError(f"cannot read delay result {str(path)!r}: {err}") from None
+    except DelayTaskError:
+        raise
+    except Exception as err:  # xarray/netCDF raise many types for damaged files
+        raise DelayTaskError(f"cannot read delay result {str(path)!r} "
+                             f"({type(err).__name__})") from None
     if "accuracy" not in ds or "delay" not in ds.dims:
         raise DelayTaskError(f"{str(path)!r} is not a delay result (needs accuracy(delay))")
     return ds

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import atomic_write, quote, read_json
 from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
 from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
 
@@ -324,10 +324,12 @@ def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
     """Write a PassKey checkpoint atomically (temporary file, then ``os.replace``); the
     config is stored inside, so :func:`load_checkpoint` rebuilds the model alone."""
     from hippo_rep import __version__
+    from hippo_rep.training.checkpoint import WEIGHTS_SHA256_KEY, weights_sha256
 
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "package_version": __version__, "config": cfg.to_dict(), "step": step,
                "model_state": model.state_dict(),
+               WEIGHTS_SHA256_KEY: weights_sha256(model.state_dict()),
                "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
                "history": history or []}
     atomic_write(path, lambda tmp: torch.save(payload, tmp))
@@ -342,22 +344,28 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
         Naming the file: missing, corrupt, another kind of checkpoint (e.g. TEM-t's), or a
         state that does not fit its config.
     """
-    from hippo_rep.training.checkpoint import load_torch_file
+    from hippo_rep.training.checkpoint import (
+        WEIGHTS_SHA256_KEY,
+        check_state,
+        load_torch_file,
+    )
 
     path = Path(path)
     payload = load_torch_file(path, PassKeyError)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
         raise PassKeyError(f"checkpoint {str(path)!r} is not a PassKey checkpoint (format "
-                           f"{got!r}, expected {FORMAT!r}); train one with "
+                           f"{quote(got)}, expected {FORMAT!r}); train one with "
                            "`hippo-rep passkey train`")
     if payload.get("format_version") != FORMAT_VERSION:
         raise PassKeyError(f"checkpoint {str(path)!r} has format version "
-                           f"{payload.get('format_version')!r}; this hippo_rep reads "
+                           f"{quote(payload.get('format_version'))}; this hippo_rep reads "
                            f"{FORMAT_VERSION}")
     for key in ("config", "model_state"):
         if key not in payload:
             raise PassKeyError(f"checkpoint {str(path)!r} lacks {key!r}")
+    check_state(payload["model_state"], f"checkpoint {str(path)!r}", PassKeyError,
+                payload.get(WEIGHTS_SHA256_KEY))
     cfg = PassKeyConfig.from_dict(payload["config"], f"checkpoint {str(path)!r}")
     model = FAMTransformer(cfg.model)
     try:
@@ -438,9 +446,9 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
             meta_path = run_dir / "eval.json"
             result = None
             if reuse and meta_path.is_file():
-                old = json.loads(meta_path.read_text())
-                if old.get("config") == cfg.to_dict() and old.get("fillers") == fillers \
-                        and old.get("n_samples") == n_samples:
+                old = read_json(meta_path, PassKeyError, "sweep run result")
+                if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
+                        and old.get("fillers") == fillers and old.get("n_samples") == n_samples:
                     result = old
                     say(f"{variant} seed {seed}: reusing {meta_path}")
             if result is None:
@@ -480,10 +488,14 @@ def read_sweep(path: str | Path) -> list[dict]:
         path = path / "sweep.json"
     if not path.is_file():
         raise PassKeyError(f"sweep table {str(path)!r} not found")
-    try:
-        return json.loads(path.read_text())["rows"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table ({err})") from None
+    data = read_json(path, PassKeyError, "sweep table")
+    rows = data.get("rows") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and {"variant", "filler", "accuracy", "std"} <= set(r)
+            for r in rows):
+        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table (needs rows of "
+                           "variant, filler, accuracy, std)")
+    return rows
 
 
 def plot_sweep(rows: list[dict], ax=None):

@@ -39,10 +39,28 @@ def run_model(model, obs: np.ndarray, actions: np.ndarray, chunk: int = EVAL_CHU
     return outs
 
 
-def predictions(model, obs, actions, chunk: int = EVAL_CHUNK) -> np.ndarray:
-    """Predicted observation (argmax of the g_pi prediction) at every step, (B, T)."""
+def predictions(model, obs, actions, chunk: int = EVAL_CHUNK,
+                return_written: bool = False):
+    """Predicted observation (argmax of the g_pi prediction) at every step, (B, T); with
+    ``return_written`` also whether each step wrote a new memory, (B, T) bool."""
     outs = run_model(model, obs, actions, chunk)
-    return torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
+    pred = torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
+    if not return_written:
+        return pred
+    return pred, torch.cat([o.written for o in outs], 1).cpu().numpy()
+
+
+def memories_per_node(written: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Memories written per distinct node visited, per walk: 1 is add-if-novel's ideal (one
+    memory per (node, observation)); more means revisits were taken for new places.
+
+    Parameters
+    ----------
+    written : (B, T) bool, step t wrote a memory
+    nodes : (B, T) int, node visited at step t
+    """
+    distinct = np.array([len(np.unique(n)) for n in nodes])
+    return written.sum(1) / distinct
 
 
 def summarise(correct: dict[str, np.ndarray], types: dict[str, np.ndarray],
@@ -83,19 +101,21 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
     dict
         ``model``, ``node_agent``, ``edge_agent``: accuracy (fraction in [0, 1]) for each of
         :data:`REPORTED`; ``curve``: accuracy against the proportion of nodes visited;
-        ``counts``: number of steps of each type.
+        ``counts``: number of steps of each type; ``memory``: memories written per distinct
+        node visited (mean and max over walks, :func:`memories_per_node`).
     """
     if n_envs < 1 or n_steps < 2:
         raise ValueError(f"need n_envs ≥ 1 and n_steps ≥ 2; got {n_envs}, {n_steps}")
     rng = eval_rng(seed)
     acc: dict[str, list] = {a: [] for a in AGENTS}
     kinds: dict[str, list] = {k: [] for k in REPORTED if k != "all"}
-    visited = []
+    visited, per_node = [], []
     model.eval()
     for start in range(0, n_envs, batch_size):
         b = min(batch_size, n_envs - start)
         ep = sample_episodes(worlds, b, n_steps, n_obs, rng, keep_heading, stay_prob)
-        pred = predictions(model, ep.observations, ep.actions)
+        pred, written = predictions(model, ep.observations, ep.actions, return_written=True)
+        per_node.append(memories_per_node(written, ep.nodes))
         for i in range(b):
             types = step_types(ep.nodes[i], ep.actions[i])
             ideal = ideal_agents(ep.nodes[i], ep.actions[i], n_obs)
@@ -106,8 +126,13 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
                 kinds[k].append(types[k])
             visited.append(proportion_visited(ep.nodes[i], ep.worlds[i].n_nodes))
     cat = {a: np.concatenate(v) for a, v in acc.items()}
-    return summarise(cat, {k: np.concatenate(v) for k, v in kinds.items()},
-                     np.concatenate(visited))
+    result = summarise(cat, {k: np.concatenate(v) for k, v in kinds.items()},
+                       np.concatenate(visited))
+    per_node = np.concatenate(per_node)
+    result["memory"] = {"memories_per_node": float(per_node.mean()),
+                        "memories_per_node_max": float(per_node.max()),
+                        "steps": int(n_steps)}
+    return result
 
 
 def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
@@ -115,23 +140,33 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     """Evaluate a checkpoint on held-out environments (see :func:`evaluate`).
 
     ``world`` is a spec (``square:8``, ``hex:6``, …); by default the training worlds.
-    Adds ``meta`` (checkpoint, world, envs, steps, seed, package version, config).
+    Adds ``meta`` (checkpoint, world, envs, steps, seed, package version, config) and, for
+    TEM-t, ``transitions`` (:func:`hippo_rep.models.transitions.transition_diagnostics`).
     """
     from hippo_rep import __version__
     from hippo_rep.config import world_kind
     from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
     from hippo_rep.worlds import parse_world
 
+    if n_steps is not None and (isinstance(n_steps, bool) or n_steps < 1):
+        raise CheckpointError(f"n_steps must be ≥ 1 (None: the training walk); got {n_steps!r}")
+    if n_envs < 1:
+        raise CheckpointError(f"n_envs must be ≥ 1; got {n_envs!r}")
     model, cfg, payload = load_checkpoint(path)
-    worlds = [parse_world(world)] if world else [parse_world(s) for s in cfg.world.worlds]
+    worlds = ([parse_world(world)] if world is not None
+              else [parse_world(s) for s in cfg.world.worlds])
     if worlds[0].n_actions != payload["n_actions"]:
         raise CheckpointError(
             f"world {worlds[0].spec!r} has {worlds[0].n_actions} actions but checkpoint "
             f"{str(path)!r} was trained on {world_kind(cfg)} worlds "
             f"({payload['n_actions']} actions)")
-    n_steps = n_steps or cfg.world.walk_steps
+    n_steps = cfg.world.walk_steps if n_steps is None else n_steps
     result = evaluate(model, worlds, n_envs, n_steps, cfg.world.n_obs, seed=seed,
                       keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob)
+    if getattr(model, "recurrent", False):
+        from hippo_rep.models.transitions import transition_diagnostics
+
+        result["transitions"] = transition_diagnostics(model, worlds[0].kind, seed=seed)
     result["meta"] = {"checkpoint": str(path), "world": ",".join(w.spec for w in worlds),
                       "envs": n_envs, "steps": n_steps, "seed": seed,
                       "model_kind": cfg.model.kind, "training_step": payload["step"],

@@ -26,7 +26,7 @@ from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes, step_t
 #: Seed of the fixed held-out environments evaluated during training.
 TRAINING_EVAL_SEED = 10_000
 METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "loss_g_pi",
-                 "loss_l2_g", "acc_revisit", "acc_new_edge", "n_memories",
+                 "loss_l2_g", "loss_inverse", "acc_revisit", "acc_new_edge", "n_memories",
                  "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
 
 
@@ -48,6 +48,10 @@ class TrainingError(RuntimeError):
 
 
 def resolve_device(name: str) -> torch.device:
+    from hippo_rep.config import _DEVICE, DEVICES
+
+    if not isinstance(name, str) or not _DEVICE.fullmatch(name):
+        raise TrainingError(f"device must be one of {DEVICES} or cuda:N; got {name!r:.200}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
@@ -112,6 +116,8 @@ class Trainer:
         self.n_actions = n_actions_for(world_kind(config))
         self.start = 0
         self.init_sha256 = None
+        self.saved_step = None  # iteration of the checkpoint on disk (None: none exists)
+        self.created_out = not self.out.exists()  # a failed fresh run removes what it made
         if resume:
             if not self.ckpt_path.is_file():
                 raise TrainingError(f"--resume: no checkpoint at {str(self.ckpt_path)!r}")
@@ -122,11 +128,9 @@ class Trainer:
                                     f"checkpoint in {str(self.ckpt_path)!r}; only "
                                     f"{', '.join(sorted(_RESUMABLE_CHANGES))} may change")
             self.model = model.train()
-            self.start = payload["step"]
+            self.start = self.saved_step = payload["step"]
             self.optim = self._optimizer()
-            if payload.get("optimizer_state"):
-                self.optim.load_state_dict(payload["optimizer_state"])
-            torch.random.set_rng_state(payload["torch_rng_state"])
+            self._restore_state(payload)
             _drop_rows_after(self.metrics_path, self.start)
         else:
             if self.ckpt_path.exists():
@@ -142,6 +146,33 @@ class Trainer:
                          lambda tmp: Path(tmp).write_text(to_toml(config)))
             atomic_write(self.metrics_path, lambda tmp: _write_csv_header(tmp))
         self.tb = _tensorboard(self.out)
+
+    def _restore_state(self, payload: dict) -> None:
+        """Optimizer and torch RNG state of a checkpoint being resumed, checked first."""
+        where = f"--resume: checkpoint {str(self.ckpt_path)!r}"
+        rng = payload.get("torch_rng_state")
+        if not isinstance(rng, torch.Tensor) or rng.dtype != torch.uint8 or rng.dim() != 1:
+            raise TrainingError(f"{where}: torch_rng_state is not a byte tensor")
+        state = payload.get("optimizer_state")
+        if state:
+            if not isinstance(state, dict):
+                raise TrainingError(f"{where}: optimizer_state is not a table")
+            tensors = [t for s in (state.get("state") or {}).values() if isinstance(s, dict)
+                       for t in s.values() if isinstance(t, torch.Tensor)]
+            if any(t.is_floating_point() and not bool(torch.isfinite(t).all())
+                   for t in tensors):
+                raise TrainingError(f"{where}: optimizer_state holds NaN or Inf")
+            try:
+                self.optim.load_state_dict(state)
+            except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as err:
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise TrainingError(f"{where}: optimizer_state does not fit the model "
+                                    f"({first[:200]})") from None
+        try:
+            torch.random.set_rng_state(rng)
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise TrainingError(f"{where}: torch_rng_state is unusable "
+                                f"({type(err).__name__})") from None
 
     def _init_from(self, path: str) -> None:
         """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11, or a
@@ -173,8 +204,25 @@ class Trainer:
         return torch.optim.AdamW(groups, lr=tc.lr, weight_decay=tc.weight_decay)
 
     def save(self, step: int) -> None:
+        """Checkpoint the model, unless a weight is non-finite (then stop, keeping the old one)."""
+        self._check_finite(step)
         extra = {"init_from_sha256": self.init_sha256} if self.init_sha256 else {}
         save_checkpoint(self.ckpt_path, self.model, self.cfg, step, self.optim, extra)
+        self.saved_step = step
+
+    def kept(self) -> str:
+        """What a stopped run leaves behind, truthfully."""
+        if self.saved_step is None:
+            return "No checkpoint was saved before this (none exists)"
+        return (f"The last good checkpoint (iteration {self.saved_step}, finite weights) is "
+                f"kept at {str(self.ckpt_path)!r}")
+
+    def _check_finite(self, iteration: int) -> None:
+        for name, p in self.model.named_parameters():
+            if not bool(torch.isfinite(p).all()):
+                raise TrainingError(f"weights became non-finite ({name} holds NaN or Inf) at "
+                                    f"iteration {iteration}; stopped (try a lower train.lr). "
+                                    f"{self.kept()}")
 
     def step(self, iteration: int) -> dict[str, float]:
         """One gradient step on a fresh batch of environments."""
@@ -206,15 +254,21 @@ class Trainer:
             parts = losses(out, obs[:, s:s + chunk], cfg)
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
-                    f"loss became {parts['loss'].item()} at iteration {iteration}; stopped. "
-                    f"The last good checkpoint is kept at {str(self.ckpt_path)!r}")
+                    f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "
+                    f"(try a lower train.lr). {self.kept()}")
             (parts["loss"] / n_chunks).backward()
             state = state.detach()
             preds.append(out.logits_pi.argmax(-1))
             for k, v in parts.items():
                 sums[k] = sums.get(k, 0.0) + v.item() / n_chunks
+        if self.model.recurrent and tc.loss_inverse > 0:
+            inv = self.model.inverse_error()  # once per iteration: it depends on W_a only
+            (tc.loss_inverse * inv).backward()
+            sums["loss_inverse"] = inv.item()
+            sums["loss"] += tc.loss_inverse * inv.item()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
         self.optim.step()
+        self._check_finite(iteration + 1)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.concatenate([t["revisit"] for t in types])
@@ -244,6 +298,7 @@ class Trainer:
         tc = self.cfg.train
         end = tc.iterations if stop_at is None else min(tc.iterations, stop_at)
         if end < self.start:
+            self.discard_if_new()
             raise TrainingError(f"stop_at {stop_at} is before the checkpoint's iteration "
                                 f"{self.start}")
         bar = _progress(self.start, end, self.progress)
@@ -270,11 +325,27 @@ class Trainer:
             # Save the weights of the last finished iteration, then let the caller stop.
             self.save(done)
             raise
+        except BaseException as err:
+            if self.discard_if_new() and isinstance(err, TrainingError):
+                raise TrainingError(f"{err}; the new run folder {str(self.out)!r} was "
+                                    "removed") from None
+            raise
         finally:
             if bar is not None:
                 bar.close()
         self.save(end)
         return self.ckpt_path
+
+    def discard_if_new(self) -> bool:
+        """Remove the run folder when this run created it and saved no checkpoint in it."""
+        if not self.created_out or self.saved_step is not None or not self.out.exists():
+            return False
+        import shutil
+
+        if self.tb is not None:
+            self.tb.close()
+        shutil.rmtree(self.out, ignore_errors=True)
+        return True
 
     def _log(self, row: dict) -> None:
         with open(self.metrics_path, "a", newline="") as f:

@@ -3,6 +3,7 @@ import pytest
 import xarray as xr
 
 from hippo_rep.analysis import (
+    CLASSES,
     AnalysisError,
     analyse,
     band_scores,
@@ -11,6 +12,7 @@ from hippo_rep.analysis import (
     open_analysis,
     pipeline,
     place_fields,
+    plane_waves,
     spatial_information,
     synthetic_recording,
     write_analysis,
@@ -21,7 +23,9 @@ PER_UNIT = ["gridness_60", "gridness_90", "spacing", "orientation", "best_radius
             "grid_nan_reason", "spacing_nodes", "band_score", "band_orientation",
             "band_wavelength", "n_fields", "place_score", "spatial_info", "sparsity",
             "selectivity", "gridness_60_percentile", "spatial_info_percentile", "is_grid",
-            "is_grid_threshold", "is_place"]
+            "is_grid_threshold", "is_place", "n_waves", "hexagonal", "square",
+            "plane_wave_share", "plane_wave_reason", "plane_wave_share_percentile", "is_band",
+            "is_two_wave", "is_square"]
 
 
 def test_contents(small_rec, small_analysis):
@@ -59,7 +63,13 @@ def test_scores_equal_the_building_blocks(small_analysis):
     xr.testing.assert_equal(an.n_fields, place_fields(an.rate_map, min_area=min_area).n_fields)
     si = spatial_information(an.node_rate, an.node_occupancy, dims=("world_node",))
     xr.testing.assert_allclose(an.spatial_info, si.transpose("env", "unit"))
-    cls = classify(an.drop_vars(["is_grid", "is_grid_threshold", "is_place"]))
+    pw = plane_waves(an.rate_map)
+    for k in ("n_waves", "hexagonal", "square", "plane_wave_share", "plane_wave_reason",
+              "wave_length", "wave_angle", "wave_share"):
+        xr.testing.assert_allclose(an[k], pw[k].transpose("env", "unit", ...))
+    assert an.plane_wave_share_null_q.dims == ("quantile", "env", "unit")
+    assert an.attrs["plane_wave_min_share"] == pw.attrs["plane_wave_min_share"]
+    cls = classify(an.drop_vars(list(CLASSES)))
     for k in cls.data_vars:
         xr.testing.assert_equal(an[k], cls[k])
     # unused memory slots: NaN scores with a reason

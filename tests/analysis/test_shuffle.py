@@ -41,8 +41,8 @@ def test_circular_shifts_bad(n_time, frac, match):
         circular_shifts(n_time, 2, 3, np.random.default_rng(0), frac)
 
 
-def _null(rec, variable, shifts, names=("gridness_60", "spatial_info", "place_score"),
-          sigma=None):
+def _null(rec, variable, shifts,
+          names=("gridness_60", "spatial_info", "place_score", "plane_wave_share"), sigma=None):
     maps = rate_maps(rec, variable, smooth_sigma=sigma)
     scorers = [SCORES[k] for k in names]
     sh = xr.DataArray(np.asarray(shifts), dims=("env", "shuffle"))
@@ -162,7 +162,11 @@ def test_planted_units_are_classified(small_rec, small_analysis):
         grid = sub.isel(unit=np.flatnonzero(planted == "grid"))
         place = sub.isel(unit=np.flatnonzero(planted == "place"))
         rand = sub.isel(unit=np.flatnonzero(planted == "random"))
-        assert grid.is_grid.all() and grid.is_grid_threshold.all()
+        assert grid.is_grid.all() and grid.is_grid_threshold.all() and grid.hexagonal.all()
+        assert not (grid.is_band | grid.is_two_wave | grid.is_square).any()
+        # planted grids are plane waves far beyond what shuffled activity makes
+        assert (grid.plane_wave_share_percentile >= 95).all()
+        assert float(rand.plane_wave_share_percentile.median()) < 95
         assert place.is_place.all()
         assert float(rand.is_grid.mean()) <= 0.25
         assert float(rand.is_place.mean()) <= 0.1
@@ -181,6 +185,7 @@ def test_classify_rules():
         "spatial_info": ("unit", [1.0, 1.0, 1.0, np.nan, 0.1]),
         "spatial_info_null_q": q,
         "n_fields": ("unit", [1, 4, 3, 1, 2]),
+        "hexagonal": ("unit", [True, True, True, True, True]),
     })
     out = classify(scores)
     xr.testing.assert_equal(out.is_grid, xr.DataArray([True, True, False, False, False],
@@ -198,6 +203,30 @@ def test_classify_rules():
         classify(scores[["n_fields"]])
     only_grid = classify(scores.drop_vars("n_fields"))
     assert set(only_grid.data_vars) == {"is_grid", "is_grid_threshold"}
+    # a grid needs a hexagonal plane-wave pattern: gridness (however high) is not enough
+    not_hex = classify(scores.assign(hexagonal=("unit", [False, True, True, True, True])))
+    assert not_hex.is_grid.values.tolist() == [False, True, False, False, False]
+    assert not_hex.is_grid_threshold.values.tolist() == [True, True, False, False, True]
+    with pytest.raises(AnalysisError, match="needs 'hexagonal'"):
+        classify(scores.drop_vars("hexagonal"))
+
+
+def test_classify_plane_wave_classes():
+    q = xr.DataArray([[0.5] * 6, [0.6] * 6], dims=("quantile", "unit"),
+                     coords={"quantile": [0.95, 0.99]})
+    scores = xr.Dataset({
+        "n_waves": ("unit", [1, 2, 2, 3, 1, 0]),
+        "square": ("unit", [False, False, True, False, False, False]),
+        "plane_wave_share": ("unit", [0.9, 0.9, 0.9, 0.9, 0.4, np.nan]),
+        "plane_wave_share_null_q": q,
+    })
+    out = classify(scores)
+    assert out.is_band.values.tolist() == [True, False, False, False, False, False]
+    assert out.is_two_wave.values.tolist() == [False, True, False, False, False, False]
+    assert out.is_square.values.tolist() == [False, False, True, False, False, False]
+    assert "is_grid" not in out and out.attrs["wave_quantile"] == 0.95
+    strict = classify(scores, wave_quantile=0.99)
+    assert strict.is_band.values.tolist() == [True, False, False, False, False, False]
 
 
 @pytest.mark.parametrize("floor, expected", [(0.0, [False, False, True]),
@@ -207,7 +236,8 @@ def test_classify_grid_floor(floor, expected):
     # Unit 0 is anti-hexagonal but beats an even more negative null; unit 2 is a real grid.
     q = xr.DataArray([[-0.6, 0.1, 0.2], [-0.5, 0.2, 0.3]], dims=("quantile", "unit"),
                      coords={"quantile": [0.95, 0.99]})
-    scores = xr.Dataset({"gridness_60": ("unit", [-0.3, 0.05, 0.45]), "gridness_60_null_q": q})
+    scores = xr.Dataset({"gridness_60": ("unit", [-0.3, 0.05, 0.45]), "gridness_60_null_q": q,
+                         "hexagonal": ("unit", [True, True, True])})
     out = classify(scores, grid_min_score=floor)
     assert out.is_grid.values.tolist() == expected
     assert out.attrs["grid_min_score"] == floor

@@ -1,0 +1,139 @@
+"""Issue 11's comparison of TEM-t settings, one ``hippo-rep sweep`` per setting.
+
+Each setting × seed is trained on the ``small`` preset (8×8 worlds), evaluated on held-out
+11×11 worlds (1,500-step walks: loop closure, zero-shot, memories per node), recorded on
+20×20 worlds (so a map holds several grid periods) and analysed. ``--table`` prints the
+comparison from finished sweeps (per seed, and the mean over seeds).
+
+    python benchmarks/grid_settings.py run OUT [--seeds 3] [--only NAME ...]
+    python benchmarks/grid_settings.py reanalyse OUT   # finished runs, with this version
+    python benchmarks/grid_settings.py table OUT
+
+Rerunning ``run`` on the same OUT skips finished runs (the sweep's manifest must match).
+``reanalyse`` re-runs only the analysis stage of finished runs from their recordings (same
+shuffles and seed) with the installed hippo_rep, e.g. after the analysis gained a statistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+#: Setting name → config overrides on the ``small`` preset.
+SETTINGS = {
+    # today's default: orthogonal W_a = exp(S − Sᵀ), linear σ, g rescaled to unit RMS
+    "orth_linear": [],
+    # the paper's free W_a, linear σ (g still rescaled)
+    "free_linear": ["model.transition_param=free"],
+    # free W_a, ReLU σ (g still rescaled)
+    "free_relu": ["model.transition_param=free", "model.transition_activation=relu"],
+    # the paper's setting in full: free W_a, ReLU σ, no rescaling (e = σ(e W_a)), values X·W_x
+    # with a learned readout, L2 on g live (loss 5), and opposite moves pulled to inverses
+    "paper_relu": ["model.transition_param=free", "model.transition_activation=relu",
+                   "model.g_norm=none", "model.readout=mlp", "train.loss_l2_g=0.01",
+                   "train.loss_inverse=0.1"],
+}
+#: Base preset of every setting.
+PRESET = "small"
+#: What each run evaluates and records (see hippo_rep.sweep.SweepSettings).
+SWEEP_SETTINGS = dict(eval_world="square:11", eval_steps=1500, eval_envs=16,
+                      record_world="square:20", record_steps=2000, record_envs=8, shuffles=20)
+
+
+def run(out: Path, seeds: int, names: list[str]) -> None:
+    from hippo_rep.sweep import SweepSettings, run_sweep
+
+    for name in names:
+        rep = run_sweep(PRESET, [], seeds, out / name, overrides=SETTINGS[name],
+                        settings=SweepSettings(**SWEEP_SETTINGS), progress=False)
+        print(f"{name}: {len(rep.done)} done, {len(rep.skipped)} already done, "
+              f"{len(rep.failed)} failed ({rep.wall_s:.0f} s)", flush=True)
+
+
+def reanalyse(out: Path) -> None:
+    import json
+
+    from hippo_rep.analysis.pipeline import analyse, write_analysis
+    from hippo_rep.recording import open_recording
+    from hippo_rep.sweep import ANALYSIS_FILE, ANALYSIS_SCHEDULER, RECORDING_FILE, RUNS_DIR
+
+    for name in SETTINGS:
+        if not (out / name / "sweep.json").is_file():
+            continue
+        st = json.loads((out / name / "sweep.json").read_text())["settings"]
+        for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
+            if not (run_dir / "done.json").is_file():
+                continue
+            with open_recording(run_dir / RECORDING_FILE) as ds:
+                rec = ds.load()
+            res = analyse(rec, shuffles=st["shuffles"], seed=st["analysis_seed"],
+                          remap_shuffles=st["remap_shuffles"], decode=st["decode"],
+                          scheduler=ANALYSIS_SCHEDULER)
+            write_analysis(res, run_dir / ANALYSIS_FILE, overwrite=True)
+            print(f"reanalysed {name}/{run_dir.name}", flush=True)
+
+
+#: Columns of the table: (header, sweep variable, step type for accuracy).
+COLUMNS = [("loop closure", "accuracy", "revisit_new_edge"),
+           ("zero-shot", "accuracy", "revisit_unseen_edge"),
+           ("mem/node", "memories_per_node", None), ("loop cos", "loop_cosine", None)]
+#: Optional analysis columns, shown when the sweep has them.
+ANALYSIS_COLUMNS = [("hexagonal", "hexagonal_fraction"), ("grid", "grid_fraction"),
+                    ("two-wave", "two_wave_fraction"), ("band", "band_fraction"),
+                    ("square", "square_fraction"), ("g60 median", "gridness_median"),
+                    ("wavelength", "wavelength_median")]
+
+
+def table(out: Path) -> None:
+    from hippo_rep.sweep import open_sweep
+
+    rows = []
+    for name in SETTINGS:
+        if not (out / name / "sweep.json").is_file():
+            continue
+        ds = open_sweep(out / name)
+        cols = []
+        for head, var, st in COLUMNS:
+            v = ds[var].sel(agent="model", step_type=st) if st else ds[var]
+            cols.append((head, v.values.ravel()))
+        for head, var in ANALYSIS_COLUMNS:
+            if var in ds:
+                cols.append((head, ds[var].values.ravel()))
+        rows.append((name, cols, ds["status"].values.ravel()))
+    if not rows:
+        raise SystemExit(f"no finished sweeps under {out}")
+    heads = [h for h, _ in rows[0][1]]
+    print(f"{'setting':13s}{'seed':>6s}" + "".join(f"{h:>12s}" for h in heads))
+    for name, cols, status in rows:
+        for s in range(len(status)):
+            vals = "".join(f"{c[s]:12.3f}" if math.isfinite(c[s]) else f"{'-':>12s}"
+                           for _, c in cols)
+            print(f"{name:13s}{s:6d}{vals}  {status[s]}")
+        mean = "".join(f"{np.nanmean(c):12.3f}" if np.isfinite(c).any() else f"{'-':>12s}"
+                       for _, c in cols)
+        print(f"{name:13s}{'mean':>6s}{mean}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("out", type=Path)
+    r.add_argument("--seeds", type=int, default=3)
+    r.add_argument("--only", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    for cmd in ("reanalyse", "table"):
+        sub.add_parser(cmd).add_argument("out", type=Path)
+    args = p.parse_args()
+    if args.cmd == "run":
+        run(args.out, args.seeds, args.only)
+    elif args.cmd == "reanalyse":
+        reanalyse(args.out)
+    else:
+        table(args.out)
+
+
+if __name__ == "__main__":
+    main()

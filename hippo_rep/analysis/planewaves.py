@@ -1,0 +1,535 @@
+"""Plane-wave decomposition of rate maps: how many waves, their lengths and angles.
+
+Gridness-60 cannot tell a hexagonal grid (three plane waves of equal length 60 degrees
+apart) from two equal waves 55-75 degrees apart, which also score 0.6-0.9 (REFERENCES.md).
+:func:`plane_waves` answers the question directly, as Krupic, Burgess & O'Keefe (2012,
+Science) decomposed entorhinal rate maps into plane waves: per map,
+
+1. subtract the mean of the finite bins; unvisited (NaN) bins get weight 0 (set to 0 after
+   the subtraction) and take no part in any fit;
+2. matching pursuit, :data:`MAX_COMPONENTS` times: the strongest peak of the residual's 2D
+   power spectrum (``scipy.fft.rfft2`` zero-padded to :data:`PAD_FACTOR` times the map size),
+   among wavelengths from :data:`MIN_WAVELENGTH` to :data:`MAX_WAVELENGTH_FRACTION` times the
+   map's shorter side, is refined by least squares on the finite bins (Gauss-Newton on the
+   wave vector and the cosine/sine amplitudes, a step kept only when it lowers the residual)
+   and subtracted;
+3. the :data:`JOINT_COMPONENTS` strongest components are refined jointly by the same least
+   squares (so that waves whose spectral peaks overlap on small maps do not bias each other);
+4. a component's variance share is its variance as a plane wave, amplitude² / 2, divided by
+   the map's variance over the finite bins (so equal waves have equal shares even where,
+   on small maps, they are far from orthogonal and the variance they explain together
+   cannot be split between them); the counted waves' share together
+   (``plane_wave_share``) is the variance their fitted sum explains;
+5. components are taken in order of decreasing share and *counted* as fundamental waves when
+   their share is at least :data:`MIN_WAVE_SHARE`, at least :data:`CHANCE_SHARE_FACTOR` times
+   4 / (finite bins) (what a fitted wave explains of white noise) and at least
+   :data:`MIN_RELATIVE_SHARE` of
+   the strongest counted wave's, their wavelength (after refinement) is still within the
+   searched range, and they are neither a duplicate of a counted wave (wave
+   vector within :data:`DUPLICATE_TOL` of it) nor a harmonic: an integer combination
+   ``m k_i + n k_j`` (``|m|, |n| <=`` :data:`HARMONIC_MAX_ORDER`, ``|m| + |n| >= 2``) of
+   counted waves, within :data:`HARMONIC_TOL`, whose wave number is at least
+   :data:`HARMONIC_MIN_RATIO` times theirs. (The third wave of a hexagonal grid is the
+   difference of the other two but just as long, so it is counted; the harmonics that
+   rectification adds, ``k_i + k_j`` at sqrt(3) and ``2 k_i`` at 2 times the wave number of
+   a hexagonal grid, and ``k_1 + k_2`` at sqrt(2) of a square one, are not.) At most
+   :data:`MAX_WAVES` are counted.
+
+A map is ``hexagonal`` when it has three counted waves whose wavelengths differ by at most a
+factor :data:`EQUAL_WAVELENGTH_RATIO` and whose directions are pairwise
+60 ± :data:`HEXAGONAL_ANGLE_TOL` degrees apart; ``square`` when it has two such waves
+90 ± :data:`SQUARE_ANGLE_TOL` degrees apart.
+
+Conventions: maps ``[row = y, col = x]``; position (x, y) = (col, row) index; wavelengths in
+bins (the plane wave's period, not the peak-to-peak spacing of a grid, which for a hexagonal
+grid is ``wavelength * 2 / sqrt(3)``); angles of the wave vector in degrees from +x towards +y,
+in [0, 180).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import xarray as xr
+from scipy import fft
+
+from ._checks import MAP_DIMS, blockwise, check_maps, leading_coords
+
+#: Fundamental waves reported per map (the ``wave`` dim) and the cap on ``n_waves``.
+MAX_WAVES = 3
+
+#: Matching-pursuit components fitted per map: room for three fundamentals and the strongest
+#: harmonic of a rectified grid (5 found the same waves on the tests' maps, 25% slower).
+MAX_COMPONENTS = 4
+
+#: The spectrum is zero-padded to this many times the map's longer side (finer initial
+#: wave vectors for the least-squares refinement).
+PAD_FACTOR = 2
+
+#: Shortest wavelength searched, bins (the Nyquist limit of one bin).
+MIN_WAVELENGTH = 2.0
+
+#: Longest wavelength searched, as a fraction of the map's shorter side: at least one full
+#: period must fit in the map, otherwise a "wave" is only a gradient or a single field.
+MAX_WAVELENGTH_FRACTION = 1.0
+
+#: The joint least-squares refinement fits the wave vectors and amplitudes of this many
+#: strongest components together (the weaker ones, harmonics, are held fixed): the cost
+#: grows with the square of it.
+JOINT_COMPONENTS = 3
+
+#: Gauss-Newton iterations of the joint refinement.
+GN_ITERATIONS = 5
+
+#: Gauss-Newton iterations of each single-wave refinement during the pursuit (the joint
+#: refinement finishes the job; without this step it did not always converge for two waves
+#: 55 degrees apart).
+PURSUIT_ITERATIONS = 1
+
+#: Levenberg damping of the Gauss-Newton steps, relative to the mean diagonal of the
+#: normal matrix.
+GN_DAMPING = 1e-3
+
+#: A counted wave explains at least this share of the map's variance.
+MIN_WAVE_SHARE = 0.1
+
+#: ... and at least this many times 4 / (finite bins), the share a wave's four fitted
+#: parameters explain of white noise on average: on white-noise maps of 11 x 11 the
+#: strongest fitted wave's share has its 95th percentile at 4.3 times that (0.143; 99th:
+#: 0.156; measured with this code, 300 maps), on 16 x 16 to 40 x 40 at 4.7-5.3 times
+#: (below :data:`MIN_WAVE_SHARE` there).
+CHANCE_SHARE_FACTOR = 4.0
+
+#: ... and at least this fraction of the strongest counted wave's share.
+MIN_RELATIVE_SHARE = 0.25
+
+#: A component whose wave vector is within this fraction of a counted wave's wave number of
+#: it (or of its negative) is a duplicate of it.
+DUPLICATE_TOL = 0.15
+
+#: A component within this fraction of its own wave number of an integer combination of
+#: counted waves is a harmonic of them (when also :data:`HARMONIC_MIN_RATIO` shorter).
+HARMONIC_TOL = 0.12
+
+#: A harmonic's wave number is at least this many times that of the waves it combines
+#: (sqrt(2) for the first harmonic of a square grid, sqrt(3) of a hexagonal one, 2 of a band).
+HARMONIC_MIN_RATIO = 1.25
+
+#: Largest integer coefficient in the harmonic test.
+HARMONIC_MAX_ORDER = 2
+
+#: Waves of a hexagonal or square pattern have wavelengths within this ratio (longest /
+#: shortest).
+EQUAL_WAVELENGTH_RATIO = 1.2
+
+#: Hexagonal: every pair of the three waves is 60 degrees apart within this tolerance.
+HEXAGONAL_ANGLE_TOL = 10.0
+
+#: Square: the two waves are 90 degrees apart within this tolerance.
+SQUARE_ANGLE_TOL = 10.0
+
+#: Maps need at least this many bins along y and x (smaller ones get reason "too small").
+MIN_SIZE = 5
+
+#: ... and at least this many finite bins (else reason "too few finite bins").
+MIN_FINITE_BINS = 16
+
+#: A map whose finite bins vary by less than this (relative to its largest absolute value,
+#: or absolutely for a map of zeros) is constant.
+CONSTANT_RTOL = 1e-10
+
+#: Why a map's decomposition is NaN/0 (index = the ``plane_wave_reason`` code).
+REASONS = ("", "too small", "all NaN", "too few finite bins", "constant")
+
+#: The dim of the per-wave outputs.
+WAVE_DIM = "wave"
+
+#: Output names of the per-map scalars and the per-wave arrays.
+_SCALARS = ("n_waves", "hexagonal", "square", "plane_wave_share", "plane_wave_explained",
+            "plane_wave_reason")
+_PER_WAVE = ("wave_length", "wave_angle", "wave_share")
+
+
+@functools.lru_cache(maxsize=32)
+def _geometry(ny: int, nx: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Bin coordinates (N,), the padded FFT size and the search mask of the rfft2 grid."""
+    y, x = np.meshgrid(np.arange(ny, dtype=np.float64), np.arange(nx, dtype=np.float64),
+                       indexing="ij")
+    p = fft.next_fast_len(PAD_FACTOR * max(ny, nx), real=True)
+    ky = 2 * np.pi * fft.fftfreq(p)[:, None]
+    kx = 2 * np.pi * fft.rfftfreq(p)[None, :]
+    kk = np.hypot(kx, ky)
+    k_min = 2 * np.pi / (MAX_WAVELENGTH_FRACTION * min(ny, nx))
+    k_max = 2 * np.pi / MIN_WAVELENGTH
+    search = (kk >= k_min * (1 - 1e-9)) & (kk <= k_max * (1 + 1e-9))
+    return x.ravel(), y.ravel(), p, search
+
+
+def _waves(kx, ky, amp, x, y):
+    """cos/sin design (B, C, N) and the fitted waves (B, C, N) of components (B, C).
+
+    ``x`` and ``y`` are the bins' column and row indices of a full (ny, nx) raster (as
+    :func:`_geometry` returns them); the phases are separable, so the cosines and sines are
+    products of per-row and per-column ones (cheaper than a cos/sin per bin).
+    """
+    ny, nx = int(y[-1]) + 1, int(x[-1]) + 1
+    xs, ys = x[:nx], y[::nx]
+    px, py = kx[..., None] * xs, ky[..., None] * ys
+    cx, sx, cy, sy = np.cos(px), np.sin(px), np.cos(py), np.sin(py)
+    shape = (*kx.shape, ny * nx)
+    c = (cy[..., :, None] * cx[..., None, :] - sy[..., :, None] * sx[..., None, :]).reshape(shape)
+    s = (sy[..., :, None] * cx[..., None, :] + cy[..., :, None] * sx[..., None, :]).reshape(shape)
+    fit = amp[..., 0, None] * c + amp[..., 1, None] * s
+    return c, s, fit
+
+
+def _refine(kx, ky, amp, r, w, x, y, iterations=None):
+    """Joint Gauss-Newton of C waves (B, C) fitted to r (B, N) with weights w (B, N).
+
+    Parameters per wave: kx, ky, cos and sin amplitudes. A step is kept per map only when
+    it lowers the weighted residual sum of squares.
+    """
+    b, n_c = kx.shape
+    c, s, fit = _waves(kx, ky, amp, x, y)
+    cur = ((r - fit.sum(axis=1)) ** 2 * w).sum(axis=1)
+    eye = np.eye(4 * n_c)
+    for _ in range(GN_ITERATIONS if iterations is None else iterations):
+        res = (r - fit.sum(axis=1)) * w  # (B, N)
+        dph = -amp[..., 0, None] * s + amp[..., 1, None] * c  # d fit / d phase
+        jac = np.stack([dph * x, dph * y, c, s], axis=2).reshape(b, 4 * n_c, -1)
+        jw = jac * w[:, None, :]
+        a = jw @ jac.transpose(0, 2, 1)  # (B, 4C, 4C)
+        g = jw @ res[..., None]  # (B, 4C, 1)
+        diag = np.einsum("bii->bi", a).mean(axis=1)
+        a = a + (GN_DAMPING * diag + 1e-12)[:, None, None] * eye
+        try:
+            step = np.linalg.solve(a, g)[..., 0].reshape(b, n_c, 4)
+        except np.linalg.LinAlgError:
+            break
+        nkx, nky = kx + step[..., 0], ky + step[..., 1]
+        namp = amp + step[..., 2:]
+        nc, ns, nfit = _waves(nkx, nky, namp, x, y)
+        new = ((r - nfit.sum(axis=1)) ** 2 * w).sum(axis=1)
+        ok = np.isfinite(new) & (new < cur)
+        if not ok.any():
+            break
+        kx = np.where(ok[:, None], nkx, kx)
+        ky = np.where(ok[:, None], nky, ky)
+        amp = np.where(ok[:, None, None], namp, amp)
+        okn = ok[:, None, None]
+        c, s, fit = (np.where(okn, new_, old) for new_, old in ((nc, c), (ns, s), (nfit, fit)))
+        cur = np.where(ok, new, cur)
+    return kx, ky, amp
+
+
+def _amplitudes(kx, ky, r, w, x, y):
+    """Least-squares cos/sin amplitudes (B, 2) of one wave (B,) per map."""
+    ph = kx[:, None] * x + ky[:, None] * y
+    c, s = np.cos(ph) * w, np.sin(ph) * w
+    a = np.stack([np.stack([(c * c).sum(1), (c * s).sum(1)], -1),
+                  np.stack([(c * s).sum(1), (s * s).sum(1)], -1)], -2)
+    g = np.stack([(c * r).sum(1), (s * r).sum(1)], -1)
+    a = a + 1e-12 * np.eye(2)
+    return np.linalg.solve(a, g[..., None])[..., 0]
+
+
+def _interpolate_peak(spec, iy, ix, p):
+    """Wave vector (kx, ky) of the spectral peak at rfft2 index (iy, ix), refined by a
+    parabola through the log power of the peak and its neighbours along each axis."""
+    b = np.arange(spec.shape[0])
+    ny_s, nx_s = spec.shape[1:]
+    logp = np.log(np.maximum(spec, 1e-300))
+
+    def offset(lo, mid, hi):
+        den = lo - 2 * mid + hi
+        with np.errstate(all="ignore"):
+            d = np.where(den < 0, 0.5 * (lo - hi) / den, 0.0)
+        return np.clip(np.nan_to_num(d), -0.5, 0.5)
+
+    mid = logp[b, iy, ix]
+    dy = offset(logp[b, (iy - 1) % ny_s, ix], mid, logp[b, (iy + 1) % ny_s, ix])
+    inner = (ix > 0) & (ix < nx_s - 1)
+    dx = np.where(inner, offset(logp[b, iy, np.maximum(ix - 1, 0)], mid,
+                                logp[b, iy, np.minimum(ix + 1, nx_s - 1)]), 0.0)
+    fy = np.where(iy < (p + 1) // 2, iy, iy - p) + dy  # signed frequency index
+    return 2 * np.pi * (ix + dx) / p, 2 * np.pi * fy / p
+
+
+def _reasons(maps: np.ndarray, ny: int, nx: int) -> np.ndarray:
+    fin = np.isfinite(maps)
+    n_fin = fin.sum(axis=(1, 2))
+    code = np.zeros(maps.shape[0], dtype=np.int64)
+    if ny < MIN_SIZE or nx < MIN_SIZE:
+        code[:] = REASONS.index("too small")
+        return code
+    with np.errstate(all="ignore"):
+        hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))
+        lo = np.where(fin, maps, np.inf).min(axis=(1, 2))
+        scale = np.where(fin, np.abs(maps), 0.0).max(axis=(1, 2))
+    const = (hi - lo) <= CONSTANT_RTOL * np.maximum(scale, 1.0)
+    code[const] = REASONS.index("constant")
+    code[n_fin < MIN_FINITE_BINS] = REASONS.index("too few finite bins")
+    code[n_fin == 0] = REASONS.index("all NaN")
+    return code
+
+
+def _count(kx, ky, share, k_min, floor):
+    """Which components (B, C), in order of decreasing share, are counted fundamentals
+    (a wave number below ``k_min``, a wavelength longer than searched, is never counted;
+    ``floor`` (B,) is each map's smallest material share)."""
+    b, n_c = kx.shape
+    kn = np.hypot(kx, ky)
+    counted = np.zeros((b, n_c), dtype=bool)
+    best = np.zeros(b)
+    n = np.zeros(b, dtype=np.int64)
+    orders = np.arange(-HARMONIC_MAX_ORDER, HARMONIC_MAX_ORDER + 1)
+    mm, nn = np.meshgrid(orders, orders, indexing="ij")
+    keep = (np.abs(mm) + np.abs(nn)) >= 2
+    mm, nn = mm[keep].astype(np.float64), nn[keep].astype(np.float64)  # (M,)
+    for c in range(n_c):
+        ok = (share[:, c] >= floor) & (share[:, c] >= MIN_RELATIVE_SHARE * best)
+        ok &= n < MAX_WAVES
+        ok &= np.isfinite(kn[:, c]) & (kn[:, c] >= k_min) & (kn[:, c] <= np.pi * (1 + 1e-6))
+        kc = np.stack([kx[:, c], ky[:, c]], -1)  # (B, 2)
+        for i in range(c):
+            ki = np.stack([kx[:, i], ky[:, i]], -1)
+            ci = counted[:, i]
+            for sign in (1.0, -1.0):
+                dup = np.hypot(*(kc - sign * ki).T) <= DUPLICATE_TOL * kn[:, i]
+                ok &= ~(ci & dup)
+            for j in range(i, c):
+                kj = np.stack([kx[:, j], ky[:, j]], -1)
+                cj = counted[:, j]
+                comb = mm[None, :, None] * ki[:, None, :] + nn[None, :, None] * kj[:, None, :]
+                dist = np.hypot(*(kc[:, None, :] - comb).transpose(2, 0, 1))  # (B, M)
+                # a combination of one wave with itself (i == j) is m k_i: only |m + n| >= 2
+                if i == j:
+                    valid = np.abs(mm + nn) >= 2
+                    kmax = kn[:, i]
+                else:
+                    valid = np.ones_like(mm, dtype=bool)
+                    kmax = np.maximum(kn[:, i], kn[:, j])
+                close = (dist <= HARMONIC_TOL * kn[:, c, None]) & valid[None, :]
+                harm = close.any(axis=1) & (kn[:, c] >= HARMONIC_MIN_RATIO * kmax)
+                ok &= ~(ci & cj & harm)
+        counted[:, c] = ok
+        best = np.where(ok & (best == 0), share[:, c], best)
+        n += ok
+    return counted
+
+
+def _fold(d):
+    """Angle differences (degrees, mod 180) folded into [0, 90]."""
+    d = np.mod(d, 180.0)
+    return np.minimum(d, 180.0 - d)
+
+
+def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Plane-wave decomposition of (B, ny, nx) maps (see the module doc)."""
+    b, ny, nx = maps.shape
+    code = _reasons(maps, ny, nx)
+    out_n = np.zeros(b, dtype=np.int64)
+    out_hex = np.zeros(b, dtype=bool)
+    out_sq = np.zeros(b, dtype=bool)
+    out_share = np.full(b, np.nan)
+    out_expl = np.full(b, np.nan)
+    out_len = np.full((b, MAX_WAVES), np.nan)
+    out_ang = np.full((b, MAX_WAVES), np.nan)
+    out_wshare = np.full((b, MAX_WAVES), np.nan)
+    good = np.flatnonzero(code == 0)
+    if good.size:
+        x, y, p, search = _geometry(ny, nx)
+        m = maps[good].reshape(good.size, -1)
+        w = np.isfinite(m).astype(np.float64)
+        mean = np.where(w > 0, m, 0.0).sum(1) / w.sum(1)
+        r0 = np.where(w > 0, m - mean[:, None], 0.0)
+        ss = (r0**2).sum(1)
+        r = r0.copy()
+        n_c = MAX_COMPONENTS
+        kx = np.zeros((good.size, n_c))
+        ky = np.zeros((good.size, n_c))
+        amp = np.zeros((good.size, n_c, 2))
+        for c in range(n_c):
+            spec = np.abs(fft.rfft2(r.reshape(-1, ny, nx), s=(p, p))) ** 2
+            spec = np.where(search, spec, -1.0).reshape(good.size, -1)
+            iy, ix = np.unravel_index(spec.argmax(axis=1), search.shape)
+            k0x, k0y = _interpolate_peak(spec.reshape(-1, *search.shape), iy, ix, p)
+            a0 = _amplitudes(k0x, k0y, r, w, x, y)
+            k1x, k1y, a1 = _refine(k0x[:, None], k0y[:, None], a0[:, None, :], r, w, x, y,
+                                   PURSUIT_ITERATIONS)
+            kx[:, c], ky[:, c], amp[:, c] = k1x[:, 0], k1y[:, 0], a1[:, 0]
+            r = r - _waves(k1x, k1y, a1, x, y)[2][:, 0] * w
+        # a component next to an earlier (stronger) one is the same wave split in two by
+        # noise: drop it before the joint refinement, which would otherwise fit noise with it
+        kn = np.hypot(kx, ky)
+        for c in range(1, n_c):
+            for i in range(c):
+                for sign in (1.0, -1.0):
+                    d = np.hypot(kx[:, c] - sign * kx[:, i], ky[:, c] - sign * ky[:, i])
+                    amp[d <= DUPLICATE_TOL * kn[:, i], c] = 0.0
+        # joint refinement of the JOINT_COMPONENTS strongest (the others held fixed)
+        fits = _waves(kx, ky, amp, x, y)[2] * w[:, None, :]
+        top = np.argsort(-(fits**2).sum(2), axis=1)[:, :JOINT_COMPONENTS]
+        rest = np.ones((good.size, n_c), dtype=bool)
+        np.put_along_axis(rest, top, False, axis=1)
+        fixed = (fits * rest[..., None]).sum(1)
+        tk = [np.take_along_axis(a, top, 1) for a in (kx, ky)]
+        ta = np.take_along_axis(amp, top[..., None], 1)
+        tk[0], tk[1], ta = _refine(tk[0], tk[1], ta, r0 - fixed, w, x, y)
+        np.put_along_axis(kx, top, tk[0], 1)
+        np.put_along_axis(ky, top, tk[1], 1)
+        np.put_along_axis(amp, top[..., None], ta, 1)
+        fits = _waves(kx, ky, amp, x, y)[2] * w[:, None, :]
+        share = (amp**2).sum(2) / 2 * w.sum(1)[:, None] / ss[:, None]
+        resid = ((r0 - fits.sum(1)) ** 2).sum(1)
+        out_expl[good] = 1.0 - resid / ss
+        order = np.argsort(-share, axis=1)
+        kx, ky, share = (np.take_along_axis(a, order, 1) for a in (kx, ky, share))
+        fits = np.take_along_axis(fits, order[..., None], 1)
+        floor = np.maximum(MIN_WAVE_SHARE, CHANCE_SHARE_FACTOR * 4.0 / w.sum(1))
+        counted = _count(kx, ky, share, 2 * np.pi / (MAX_WAVELENGTH_FRACTION * min(ny, nx)),
+                         floor)
+        # counted components first (stable: in order of share)
+        rank = np.argsort(~counted, axis=1, kind="stable")[:, :MAX_WAVES]
+        sel = np.take_along_axis(counted, rank, 1)
+        kxs, kys, shs = (np.take_along_axis(a, rank, 1) for a in (kx, ky, share))
+        lam = 2 * np.pi / np.hypot(kxs, kys)
+        ang = np.mod(np.rad2deg(np.arctan2(kys, kxs)), 180.0)
+        ang = np.where(ang >= 180.0 - 1e-9, 0.0, ang)
+        out_len[good] = np.where(sel, lam, np.nan)
+        out_ang[good] = np.where(sel, ang, np.nan)
+        out_wshare[good] = np.where(sel, shs, np.nan)
+        n = sel.sum(1)
+        out_n[good] = n
+        fit_counted = (fits * counted[..., None]).sum(1)
+        out_share[good] = 1.0 - ((r0 - fit_counted) ** 2).sum(1) / ss
+        lg = out_len[good]
+        ratio = (np.where(sel, lg, 0.0).max(1)
+                 / np.where(sel, lg, np.inf).min(1))  # inf / nan-free: 0 when none
+        equal = np.isfinite(ratio) & (ratio <= EQUAL_WAVELENGTH_RATIO)
+        a = out_ang[good]
+        d01, d02, d12 = (_fold(a[:, i] - a[:, j]) for i, j in ((0, 1), (0, 2), (1, 2)))
+        hex_ang = ((np.abs(d01 - 60) <= HEXAGONAL_ANGLE_TOL) & (np.abs(d02 - 60)
+                   <= HEXAGONAL_ANGLE_TOL) & (np.abs(d12 - 60) <= HEXAGONAL_ANGLE_TOL))
+        out_hex[good] = (n == 3) & equal & hex_ang
+        out_sq[good] = (n == 2) & equal & (np.abs(d01 - 90) <= SQUARE_ANGLE_TOL)
+    return out_n, out_hex, out_sq, out_share, out_expl, code, out_len, out_ang, out_wshare
+
+
+def plane_waves_array(maps: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`plane_waves` on a numpy array (..., ny, nx): the outputs as numpy arrays.
+
+    Returns ``n_waves``, ``hexagonal``, ``square``, ``plane_wave_share``,
+    ``plane_wave_explained``, the reason code (index into :data:`REASONS`), then
+    ``wave_length``, ``wave_angle``, ``wave_share`` with a trailing wave axis.
+    """
+    arr = np.asarray(maps, dtype=np.float64)
+    if arr.ndim < 2:
+        raise ValueError(f"maps must have at least 2 dims (y, x); got shape {arr.shape}")
+    with np.errstate(all="ignore"):
+        return blockwise(_plane_waves_block, arr, 2)
+
+
+def plane_waves(maps: xr.DataArray) -> xr.Dataset:
+    """Decompose rate maps into plane waves (matching pursuit on the 2D power spectrum).
+
+    See the module doc for the method and :data:`REASONS` for maps that cannot be
+    decomposed. Never raises on the map values: constant, all-NaN, mostly-NaN and tiny maps
+    (< :data:`MIN_SIZE` bins along y or x) give ``n_waves`` 0, NaN shares and a reason.
+
+    Parameters
+    ----------
+    maps : xarray.DataArray, dims (..., y, x)
+        Rate maps, indexed ``[row = y, col = x]``; NaN = unvisited bin (square maps or
+        rasterised hexagonal ones with a NaN border).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (...) and ``wave`` (length :data:`MAX_WAVES`, counted waves in order of
+        decreasing share, NaN where fewer):
+
+        - ``n_waves`` (...) int: counted fundamental plane waves, 0-3;
+        - ``hexagonal`` (...) bool: three waves of near-equal length pairwise ~60 deg apart;
+        - ``square`` (...) bool: two waves of near-equal length ~90 deg apart;
+        - ``plane_wave_share`` (...) float: variance share of the counted waves together
+          (0 when none; NaN with a reason);
+        - ``plane_wave_explained`` (...) float: variance share of all
+          :data:`MAX_COMPONENTS` fitted components (harmonics included);
+        - ``plane_wave_reason`` (...) str: why the outputs are NaN/0 ('' = decomposed);
+        - ``wave_length`` (..., wave) float, bins: the wave's period;
+        - ``wave_angle`` (..., wave) float, degrees in [0, 180): direction of the wave
+          vector from +x towards +y;
+        - ``wave_share`` (..., wave) float: the wave's share of the map's variance.
+
+        Attrs record every threshold.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Only if ``maps`` is not a numeric DataArray with dims (..., "y", "x").
+    """
+    maps = check_maps(maps, "maps")
+    lead = maps.dims[:-2]
+    res = plane_waves_array(maps.values)
+    coords = leading_coords(maps, MAP_DIMS)
+    data = {}
+    for name, a in zip(_SCALARS, res[:6], strict=True):
+        data[name] = (lead, a)
+    data["plane_wave_reason"] = (lead, np.asarray(REASONS)[res[5]])
+    for name, a in zip(_PER_WAVE, res[6:], strict=True):
+        data[name] = ((*lead, WAVE_DIM), a)
+    out = xr.Dataset(data, coords={**coords, WAVE_DIM: np.arange(MAX_WAVES)})
+    for k, v in VARIABLE_ATTRS.items():
+        out[k].attrs = dict(v)
+    out.attrs = method_attrs()
+    return out
+
+
+#: Attrs of the output variables.
+VARIABLE_ATTRS: dict[str, dict[str, str]] = {
+    "n_waves": {"long_name": "fundamental plane waves explaining a material share of the "
+                "map's variance (harmonics excluded, at most 3)", "units": "1"},
+    "hexagonal": {"long_name": "three plane waves of near-equal length pairwise ~60 degrees "
+                  "apart"},
+    "square": {"long_name": "two plane waves of near-equal length ~90 degrees apart"},
+    "plane_wave_share": {"long_name": "share of the map's variance explained by its counted "
+                         "plane waves", "units": "1"},
+    "plane_wave_explained": {"long_name": "share of the map's variance explained by all "
+                             "fitted plane-wave components (harmonics included)",
+                             "units": "1"},
+    "plane_wave_reason": {"long_name": "why the plane-wave decomposition is NaN/0 "
+                          "('' = decomposed)"},
+    "wave_length": {"long_name": "plane-wave wavelength (period; a hexagonal grid's "
+                    "peak spacing is wavelength * 2/sqrt(3))", "units": "bins"},
+    "wave_angle": {"long_name": "wave-vector direction from +x towards +y, in [0, 180)",
+                   "units": "degrees"},
+    "wave_share": {"long_name": "share of the map's variance explained by the wave",
+                   "units": "1"},
+}
+
+
+def method_attrs() -> dict[str, object]:
+    """The method and every threshold of :func:`plane_waves`, as attrs."""
+    return {
+        "plane_wave_method": "matching pursuit on the zero-padded 2D power spectrum of the "
+                             "mean-subtracted map, least-squares (Gauss-Newton) refinement on "
+                             "the finite bins, joint refinement, harmonics excluded "
+                             "(Krupic et al. 2012)",
+        "plane_wave_max_waves": MAX_WAVES,
+        "plane_wave_max_components": MAX_COMPONENTS,
+        "plane_wave_joint_components": JOINT_COMPONENTS,
+        "plane_wave_pad_factor": PAD_FACTOR,
+        "plane_wave_min_wavelength_bins": MIN_WAVELENGTH,
+        "plane_wave_max_wavelength_fraction": MAX_WAVELENGTH_FRACTION,
+        "plane_wave_min_share": MIN_WAVE_SHARE,
+        "plane_wave_chance_share_factor": CHANCE_SHARE_FACTOR,
+        "plane_wave_min_relative_share": MIN_RELATIVE_SHARE,
+        "plane_wave_duplicate_tol": DUPLICATE_TOL,
+        "plane_wave_harmonic_tol": HARMONIC_TOL,
+        "plane_wave_harmonic_min_ratio": HARMONIC_MIN_RATIO,
+        "plane_wave_equal_wavelength_ratio": EQUAL_WAVELENGTH_RATIO,
+        "plane_wave_hexagonal_angle_tol_deg": HEXAGONAL_ANGLE_TOL,
+        "plane_wave_square_angle_tol_deg": SQUARE_ANGLE_TOL,
+    }

@@ -1,0 +1,187 @@
+"""What the learned transition matrices W_a do: inverses, loop returns and wave vectors.
+
+Diagnostics of TEM-t's recurrent positional encoding, computed from the weights (and, for the
+loop returns, from the states a walk visits). They say why a model writes more than one memory
+per node (opposite moves that do not undo each other break add-if-novel) and, for a linear σ,
+which plane waves the encoding is made of: with g_{t+1} = g_t W_a and commuting W_a, every unit
+is a sum of plane waves exp(i k·r) whose wave vectors k are set by the eigenvalue phases of the
+W_a (a property of the weights, not a finding about the representation).
+
+Pure torch/numpy, no I/O. Angles in degrees from +x towards +y; lengths in lattice units
+(nodes); wave vectors in radians per lattice unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from hippo_rep.worlds import DIRECTIONS
+
+#: Steps of path integration from the learned initial g whose states the loop returns start
+#: from (a walk long enough to visit states far from g0).
+LOOP_STATES = 256
+#: Eigenvalues whose phase is below this (rad) are the constant (k = 0) component.
+DC_PHASE = 1e-3
+#: Waves whose wave vectors differ by less than this (rad per node) are reported once.
+SAME_WAVE = 1e-3
+#: Weight of W_2 in the generic combination W_1 + c·W_2 whose eigenvectors are the joint
+#: eigenvectors of commuting W_1, W_2 (an irrational c splits W_1's degenerate eigenvalues).
+_MIX = 0.6180339887
+
+
+def _unit_vectors(kind: str) -> np.ndarray:
+    """(n_moves, 2) displacement of each move action (action k + 1), lattice units."""
+    ang = np.deg2rad(DIRECTIONS[kind])
+    return np.stack([np.cos(ang), np.sin(ang)], 1)
+
+
+def smallest_loop(kind: str) -> list[int]:
+    """Move actions of the smallest closed loop: right-up-left-down on a square lattice, a
+    triangle (0°, 120°, 240°) on a hexagonal one."""
+    return [1, 2, 3, 4] if kind == "square" else [1, 3, 5]
+
+
+@torch.no_grad()
+def _states(model, n_steps: int, rng: np.random.Generator) -> torch.Tensor:
+    """(n_steps, d) path-integrated states from g0 along random move actions."""
+    g = model._g0(1)
+    W = model.transition_matrices()
+    out = []
+    for a in rng.integers(1, model.n_actions, size=n_steps):
+        g = model.transition(g, torch.tensor([int(a)]), W)
+        out.append(g[0])
+    return torch.stack(out)
+
+
+def _cosine_z(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity of z-scored vectors: the add-if-novel test's similarity."""
+    za = torch.nn.functional.layer_norm(a, a.shape[-1:])
+    zb = torch.nn.functional.layer_norm(b, b.shape[-1:])
+    return (za * zb).mean(-1)
+
+
+@torch.no_grad()
+def loop_returns(model, kind: str, seed: int = 0, n_states: int = LOOP_STATES) -> dict:
+    """How close path integration comes back after loops that return to the start node.
+
+    From ``n_states`` states visited by path integration along a random walk, apply each
+    opposite pair (a then ā) and the smallest loop (:func:`smallest_loop`), and compare the
+    end state with the start by the z-scored cosine that add-if-novel uses
+    (``model.config.write_threshold``): below the threshold, a revisit through that loop writes
+    a second memory of the same node.
+
+    Returns
+    -------
+    dict
+        ``pair_cosine`` {"a,ā": mean cosine}, ``pair_cosine_min`` (worst pair's mean),
+        ``loop_cosine`` (mean over states of the smallest loop), ``loop_cosine_p05``
+        (its 5th percentile), ``write_threshold``.
+    """
+    rng = np.random.default_rng(seed)
+    g = _states(model, n_states, rng)
+    W = model.transition_matrices()
+    n = g.shape[0]
+
+    def walk(acts):
+        h = g
+        for a in acts:
+            h = model.transition(h, torch.full((n,), a, dtype=torch.long), W)
+        return _cosine_z(g, h)
+
+    pairs = {f"{a},{b}": float(walk([a, b]).mean()) for a, b in model.move_pairs()}
+    loop = walk(smallest_loop(kind))
+    return {"pair_cosine": pairs, "pair_cosine_min": min(pairs.values()),
+            "loop_cosine": float(loop.mean()),
+            "loop_cosine_p05": float(torch.quantile(loop, 0.05)),
+            "write_threshold": float(model.config.write_threshold)}
+
+
+def _axial_angle(k: np.ndarray) -> float:
+    """Direction of a wave vector in degrees, folded to [0, 180) (k and −k are one wave)."""
+    ang = float(np.degrees(np.arctan2(k[1], k[0])) % 180.0)
+    return 0.0 if ang > 180.0 - 1e-6 else ang
+
+
+@torch.no_grad()
+def wave_vectors(model, kind: str) -> dict:
+    """Plane waves of a linear recurrence from the eigen-spectrum of two move matrices.
+
+    With g_{t+1} = g_t W_a, a position r reached by n_1 moves of the first basis action and
+    n_2 of the second has g(r) = g0 W_1^{n_1} W_2^{n_2}. For a right eigenvector v of W_1 with
+    eigenvalue λ = ρ e^{iθ_1}, μ = v^H W_2 v / v^H v = ρ_2 e^{iθ_2} (exact when the matrices
+    commute, which ``commutator`` measures), the component along v is a plane wave with
+    k·u_1 = θ_1 and k·u_2 = θ_2 (u the moves' displacements), i.e. wavelength 2π/|k|.
+
+    Returns
+    -------
+    dict
+        ``commutator``: ||W_1 W_2 − W_2 W_1||_F / (||W_1||_F ||W_2||_F) (0 = commuting);
+        ``waves``: list of {``wavelength`` (nodes), ``angle`` (deg in [0, 180)),
+        ``modulus`` (|λ_1|·|μ_2|, growth per step pair), ``count`` (eigenvalues)}, strongest
+        first (under g_norm = "rms" the components of largest modulus dominate after a few
+        steps); ``n_constant``: eigenvalues with k = 0 (no spatial variation).
+    """
+    W = model.transition_matrices().double()
+    u = _unit_vectors(kind)
+    w1, w2 = W[1], W[2]
+    comm = float(torch.linalg.norm(w1 @ w2 - w2 @ w1)
+                 / (torch.linalg.norm(w1) * torch.linalg.norm(w2)))
+    # Row-vector recurrence g W: right eigenvectors of W^T are left eigenvectors of W. The
+    # eigenvectors of a generic combination are joint ones (a degenerate eigenvalue of W_1
+    # alone, e.g. 1 on units that only W_2 moves, would leave them arbitrary).
+    _, vec = torch.linalg.eig((w1 + _MIX * w2).T)
+    norm2 = (vec.conj() * vec).sum(0)
+
+    def rayleigh(m):
+        return torch.einsum("ij,jk,ki->i", vec.conj().T, m.T.to(vec.dtype), vec) / norm2
+
+    lam, mu = rayleigh(w1), rayleigh(w2)
+    theta = np.stack([np.angle(lam.numpy()), np.angle(mu.numpy())], 1)  # (d, 2) rad per move
+    k = np.linalg.solve(u[:2], theta.T).T  # rows: k with k·u_1 = θ_1, k·u_2 = θ_2
+    modulus = np.abs(lam.numpy()) * np.abs(mu.numpy())
+    # k and −k (conjugate eigenvalues) are one real wave: fold to a half-plane.
+    flip = (k[:, 0] < -SAME_WAVE) | ((np.abs(k[:, 0]) <= SAME_WAVE) & (k[:, 1] < 0))
+    k[flip] *= -1
+    norm = np.linalg.norm(k, axis=1)
+    constant = norm < DC_PHASE
+    waves: list[dict] = []
+    for i in np.argsort(-modulus, kind="stable"):
+        if constant[i]:
+            continue
+        for wv in waves:
+            if np.linalg.norm(wv["_k"] - k[i]) < SAME_WAVE:
+                wv["count"] += 1
+                break
+        else:
+            waves.append({"_k": k[i], "wavelength": float(2 * math.pi / norm[i]),
+                          "angle": _axial_angle(k[i]),
+                          "modulus": float(modulus[i]), "count": 1})
+    for wv in waves:
+        del wv["_k"]
+    return {"commutator": comm, "waves": waves, "n_constant": int(constant.sum())}
+
+
+@torch.no_grad()
+def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
+    """Everything above for one model, as plain JSON-ready data.
+
+    ``inverse_error`` (per opposite pair ||W_a W_ā − I||_F / √d, of the linear part),
+    ``loop_returns`` (:func:`loop_returns`), and for a linear σ ``wave_vectors``
+    (:func:`wave_vectors`; None for a nonlinear σ, whose states are not sums of waves).
+    """
+    if not model.recurrent:
+        return {"recurrent": False}
+    W = model.transition_matrices()
+    eye = torch.eye(W.shape[-1])
+    inv = {f"{a},{b}": float(torch.linalg.norm(W[a] @ W[b] - eye) / math.sqrt(W.shape[-1]))
+           for a, b in model.move_pairs()}
+    linear = model.config.transition_activation == "linear"
+    return {"recurrent": True, "inverse_error": inv,
+            "loop_returns": loop_returns(model, kind, seed),
+            "wave_vectors": wave_vectors(model, kind) if linear else None,
+            "transition_activation": model.config.transition_activation,
+            "transition_param": model.config.transition_param,
+            "g_norm": model.config.g_norm}

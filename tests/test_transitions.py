@@ -1,0 +1,78 @@
+"""Transition diagnostics on models with known weights: exact 2D rotations (known waves, exact
+inverses, one memory per node) and the same rotations spoiled (opposite moves no longer undo
+each other, so revisits write new memories)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hippo_rep.models.transitions import smallest_loop, transition_diagnostics, wave_vectors
+from hippo_rep.training.evaluate import evaluate, memories_per_node
+from hippo_rep.worlds import parse_world
+from tests.test_delay import exact_path_integrator
+
+#: Frequencies (rad per edge) of the exact integrator of tests/test_delay.py.
+FREQS = [0.37, 0.71, 1.13, 1.61, 2.03, 2.57]
+
+
+def spoiled(scale: float):
+    """The exact integrator with the "left" and "down" rotations scaled: the moves' opposites
+    rotate by a different angle, so a→ā no longer returns to the start."""
+    m = exact_path_integrator()
+    with torch.no_grad():
+        m.W_a[3] *= scale
+        m.W_a[4] *= scale
+    return m
+
+
+def test_wave_vectors_of_exact_rotations_are_the_known_waves():
+    res = wave_vectors(exact_path_integrator(), "square")
+    assert res["commutator"] < 1e-9 and res["n_constant"] == 0
+    found = sorted((w["wavelength"], w["angle"]) for w in res["waves"])
+    expected = sorted((2 * math.pi / f, a) for f in FREQS for a in (0.0, 90.0))
+    # float32 weights: wavelengths to ~1e-6 relative
+    np.testing.assert_allclose(found, expected, rtol=1e-5, atol=1e-6)
+    assert all(w["count"] == 2 and abs(w["modulus"] - 1) < 1e-5 for w in res["waves"])
+
+
+@pytest.mark.parametrize("scale, returns", [(1.0, True), (0.7, False)])
+def test_loop_returns_tell_exact_inverses_from_broken_ones(scale, returns):
+    d = transition_diagnostics(spoiled(scale), "square")
+    lr = d["loop_returns"]
+    assert set(lr["pair_cosine"]) == {"1,3", "2,4"}
+    if returns:
+        assert lr["pair_cosine_min"] > 0.9999 and lr["loop_cosine"] > 0.9999
+        assert max(d["inverse_error"].values()) < 1e-5
+    else:
+        assert lr["pair_cosine_min"] < lr["write_threshold"]
+        assert min(d["inverse_error"].values()) > 0.1
+
+
+def test_smallest_loops_return_to_the_start_node():
+    for kind in ("square", "hex"):
+        w = parse_world(f"{kind}:6")
+        node = int(np.flatnonzero((w.transitions[:, 1:] >= 0).all(1))[0])
+        start = node
+        for a in smallest_loop(kind):
+            node = int(w.transitions[node, a])
+            assert node >= 0
+        assert node == start
+
+
+def test_memories_per_node_counts_writes_over_distinct_nodes():
+    written = np.array([[1, 1, 0, 1, 0], [1, 1, 1, 1, 1]], bool)
+    nodes = np.array([[0, 1, 0, 2, 1], [0, 1, 0, 1, 0]])
+    np.testing.assert_allclose(memories_per_node(written, nodes), [1.0, 2.5])
+
+
+@pytest.mark.parametrize("scale, one_per_node", [(1.0, True), (0.7, False)])
+def test_add_if_novel_holds_exactly_when_moves_invert(scale, one_per_node):
+    res = evaluate(spoiled(scale), parse_world("square:6"), n_envs=2, n_steps=150, n_obs=45,
+                   seed=0)
+    per_node = res["memory"]["memories_per_node"]
+    if one_per_node:
+        assert per_node == pytest.approx(1.0)
+    else:
+        assert per_node > 1.5
