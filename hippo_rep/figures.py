@@ -8,6 +8,7 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,16 +204,21 @@ def grid_cells_figure(inputs: FigureInputs):
 
 @register("place_cells")
 def place_cells_figure(inputs: FigureInputs):
-    """Memory-neuron rate maps with their fields outlined (most place-like per environment)."""
+    """Memory-neuron rate maps with their fields outlined (most place-like per environment),
+    and the place metric of memory neurons against positional units."""
     import matplotlib.pyplot as plt
 
     from hippo_rep.plotting.maps import rate_map
+    from hippo_rep.plotting.place import place_score_by_population
 
-    ds = _units_of(inputs.need("analysis", "rate_map", "place_score", "n_fields"),
-                   "memory_activity")
+    full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
+    ds = _units_of(full, "memory_activity")
     envs = ds["env"].values[:2]
-    fig, axes = plt.subplots(len(envs), N_UNITS_SHOWN, figsize=(FULL_WIDTH, 1.35 * len(envs)),
-                             squeeze=False)
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
+    grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
+                            height_ratios=[1.0] * len(envs) + [1.5])
+    axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
+                     for i in range(len(envs))]).reshape(len(envs), N_UNITS_SHOWN)
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
         # ties in place score (1 = all mass in one field) broken by spatial information
@@ -224,9 +230,14 @@ def place_cells_figure(inputs: FigureInputs):
                      cmap="magma",
                      title=f"env {env}, memory {int(ds['unit_index'].sel(unit=u))}\n"
                            f"place score {float(score.sel(unit=u)):.2f}")
+    dist = fig.add_subplot(grid[len(envs), :])
+    place_score_by_population(full["place_score"], ax=dist)
+    ny, nx = full.sizes["y"], full.sizes["x"]
+    dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
+                   "maps large enough for a grid unit to show several fields)", fontsize=7)
     fig.suptitle("memory neurons (softmax units), fields outlined at 20% of the peak; "
-                 "white = unvisited", fontsize=8, y=1.03)
-    fig.subplots_adjust(hspace=0.45)
+                 "white = unvisited", fontsize=8, y=1.01)
+    fig.subplots_adjust(hspace=0.6)
     return fig
 
 
@@ -330,39 +341,56 @@ def _median(values) -> float:
 
 @register("remapping")
 def remapping_figure(inputs: FigureInputs):
-    """Spatial correlation across environments of positional units vs memory neurons (per
-    unit and population vectors), and the grid–place relationship (the TEM test)."""
+    """The paper's remapping claim tested: cell-pair structure across environments of
+    positional units vs memory neurons against permutation nulls (top), with per-unit and
+    population-vector correlations and the TEM grid–place test as secondary panels."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.analysis.remapping import tem_points
+    from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
     from hippo_rep.plotting.remapping import (
+        PER_UNIT_NOTE,
+        pair_scatter,
+        pair_structure_test,
         pv_by_population,
         remap_by_population,
-        tem_scatter,
         tem_test,
     )
 
     ds = inputs.need("analysis", "remap_corr", "pv_corr", "tem_corr", "tem_null_mean",
-                     "tem_null_q95", "tem_p", "node_rate")
+                     "tem_null_q95", "tem_p", "node_rate", "pair_structure_r",
+                     "pair_structure_p")
     if ds.sizes.get("env_pair", 0) == 0:
         raise MissingInput("the analysis dataset has no env_pair (remapping needs at least "
                            "2 environments)")
     grid_var = str(ds.attrs.get("remap_tem_grid_variable", "g"))
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", "memory_activity"))
-    grid_rate = _units_of(ds, grid_var)["node_rate"]
-    mem_rate = _units_of(ds, mem_var)["node_rate"]
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
-    fig, axes = plt.subplots(2, 2, figsize=(FULL_WIDTH, 5.2), layout="constrained")
-    remap_by_population(ds["remap_corr"], ax=axes[0, 0])
-    pv_by_population(ds["pv_corr"], ax=axes[0, 1])
-    tem_scatter(tem_points(grid_rate, mem_rate, a, b), ax=axes[1, 0],
-                title=f"grid–place relationship, env {a} vs env {b}\n"
-                      f"({grid_var} units at the peaks of {mem_var} units)")
-    tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 1])
-    fig.suptitle(f"remapping across {ds.sizes['env']} environments "
-                 f"({ds.sizes['env_pair']} pairs): per-unit and population-vector correlations, "
-                 "and the TEM test of whether memory neurons remap with the grid code",
-                 fontsize=8)
+    fig, axes = plt.subplots(2, 3, figsize=(FULL_WIDTH, 6.0), layout="constrained")
+    pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
+    pair = ds[pair_vars]
+    pair_structure_test(pair, ax=axes[0, 0])
+    axes[0, 0].set_title("cell-pair structure kept across environments?", fontsize=7)
+    if "pair_shift_match" in pair:
+        pair_structure_test(pair, ax=axes[0, 1], stat="pair_shift")
+        axes[0, 1].set_title("shift-tolerant: pair offsets kept?", fontsize=7)
+    else:
+        axes[0, 1].set_axis_off()
+    for v in (grid_var, mem_var):
+        if v in np.asarray(ds["population"].values).tolist():
+            rate = _units_of(ds, v)["node_rate"]
+            pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
+                         ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
+    remap_by_population(ds["remap_corr"], ax=axes[1, 0])
+    axes[1, 0].set_title(textwrap.fill(f"per-unit correlation (secondary): {PER_UNIT_NOTE}",
+                                       60), fontsize=5.5)
+    pv_by_population(ds["pv_corr"], ax=axes[1, 1])
+    axes[1, 1].set_title("population vectors (secondary)", fontsize=7)
+    tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
+    axes[1, 2].set_title(f"TEM test ({grid_var} at {mem_var} peaks)", fontsize=7)
+    title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
+             f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
+             f"Memory-neuron identity across environments: {MEMORY_IDENTITY}")
+    fig.suptitle(textwrap.fill(title, 150), fontsize=6.5)
     _label_panels(axes.ravel())
     return fig
 

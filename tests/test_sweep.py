@@ -209,14 +209,25 @@ def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
     xr.testing.assert_identical(_table(out), _table(seq[0]))
 
 
-def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path):
+def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkeypatch):
+    import hippo_rep.analysis.pipeline as pipeline
+
     out = tmp_path / "sweep"
-    # 4x4 worlds train, evaluate and record, but are too small for grid scores (5 bins)
+    # the 4x4 run trains, evaluates and records; its analysis is made to fail (4x4 worlds
+    # themselves analyse fine: scores too small for them are NaN with a reason)
+    real = pipeline.analyse
+
+    def analyse(recording, *args, **kwargs):
+        if recording.sizes["world_node"] == 16:
+            raise ValueError("planted failure: analysis of a 4x4 world")
+        return real(recording, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "analyse", analyse)
     own_worlds = dataclasses.replace(SETTINGS, eval_world=None, record_world=None)
     rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"
     assert rep.done == [good] and list(rep.failed) == [bad]
-    assert "at least 5 bins" in rep.failed[bad]
+    assert "planted failure" in rep.failed[bad]
     assert "Traceback" in (out / RUNS_DIR / bad / "error.txt").read_text()
     ds = open_sweep(out)
     assert ds["status"].sel(worlds="square:4", seed=0) == "failed"

@@ -10,6 +10,7 @@ angles in degrees from +x towards +y; NaN = unvisited bin.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,22 +41,40 @@ DEEPMIND_VARIANCE_EPS = 1e-5
 #: "deepmind": spline order of the SAC rotation (cubic, scipy.ndimage.rotate's default).
 DEEPMIND_ROTATION_ORDER = 3
 
-#: "bnt": Gaussian smoothing of the rate map before the autocorrelogram, in bins.
-BNT_SMOOTH_SIGMA = 2.0
+#: "bnt": Gaussian smoothing of the rate map before the autocorrelogram, in bins. 0, as
+#: opexebo's ``grid_score`` takes the map as given (opexebo and BNT smooth, by 2 bins by
+#: default, when they make the rate map: do that with ``rate_maps(..., smooth_sigma=2)``).
+BNT_SMOOTH_SIGMA = 0.0
 
-#: "bnt": the central field is the connected region (4-connectivity) around lag 0 where the
-#: autocorrelogram exceeds this value; its radius is the distance from lag 0 to the nearest
-#: lag outside it.
-BNT_CENTRE_THRESHOLD = 0.1
+#: "bnt": the autocorrelogram is cropped (as opexebo's ``autocorrelation`` does) to
+#: ``round(N (1 + this))`` lags per axis (made odd); the largest outer radius tried is half
+#: of that side, ~0.9 N.
+BNT_CROP_OVERLAP = 0.8
+
+#: "bnt": thresholds (fractions of the central peak) of the central field's expansion:
+#: (first, last, step), as opexebo's ``place_field`` with ``init_thresh=0.95``.
+BNT_FIELD_THRESHOLDS: tuple[float, float, float] = (0.95, 0.2, 0.02)
+
+#: "bnt": a central field needs at least this many bins (opexebo's ``min_bins=5`` for it);
+#: its radius is ``floor(sqrt(area / pi))`` and a radius of 0 means no score.
+BNT_CENTRE_MIN_BINS = 5
 
 #: "bnt": the smallest outer radius tried, in bins.
 BNT_MIN_RADIUS = 3
 
-#: "bnt": the largest outer radius tried, as a fraction of the map size N (bins).
-BNT_MAX_RADIUS_FRACTION = 0.5
-
 #: "bnt": the score is the maximum of the moving mean over this many consecutive radii.
 BNT_MOVING_WINDOW = 3
+
+#: Smallest map side (bins) for which a grid or band score is computed; smaller maps get
+#: NaN with reason "too_small".
+MIN_MAP_SIZE = 5
+
+#: "deepmind": default minimum overlap (finite bins) per SAC lag. 1, as the reference code
+#: (which computes every lag; a one-bin overlap has zero variance and gives 0).
+DEEPMIND_MIN_OVERLAP = 1
+
+#: "bnt": default minimum overlap per SAC lag: 1, as opexebo (``REQUIRED_OVERLAP_PIXELS = 0``).
+BNT_MIN_OVERLAP = 1
 
 #: "bnt": spline order of the SAC rotation (bilinear, as in BNT).
 BNT_ROTATION_ORDER = 1
@@ -78,15 +97,29 @@ BAND_HALF_WIDTH = 15.0
 BAND_FFT_PAD = 2
 
 #: Per-map reasons for a NaN score, in the ``nan_reason`` variable ("" = score defined).
-NAN_REASONS: tuple[str, ...] = ("", "all_nan", "constant", "too_few_bins", "no_annulus")
+NAN_REASONS: tuple[str, ...] = (
+    "",
+    "all_nan",
+    "constant",
+    "too_few_bins",
+    "no_annulus",
+    "no_central_field",
+    "too_small",
+)
 
 _METHODS = ("deepmind", "bnt")
 _REASON_DOC = (
     "'all_nan': no finite bin; 'constant': all finite bins equal; 'too_few_bins': fewer "
     "finite bins than min_overlap; 'no_annulus' (bnt only): the central field of the "
-    "autocorrelogram reaches beyond the largest radius, or fewer than "
-    f"{BNT_MOVING_WINDOW} usable radii"
+    "autocorrelogram reaches beyond the largest radius, or no radius gives a correlation; "
+    "'no_central_field' (bnt only): the autocorrelogram's central field has fewer than "
+    f"{BNT_CENTRE_MIN_BINS} bins (radius 0: opexebo returns NaN there too); 'too_small': "
+    f"the map has fewer than {MIN_MAP_SIZE} bins along y or x"
 )
+
+
+def _code(reason: str) -> int:
+    return NAN_REASONS.index(reason)
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,26 +217,25 @@ def _deepmind_geometry(ny: int, nx: int) -> _DeepmindGeometry:
 
 @dataclass(frozen=True)
 class _BntGeometry:
-    points: np.ndarray  # (P,) flat SAC indices with d <= r_max
+    points: np.ndarray  # (P,) flat SAC indices with d < outer_bound
     sq_dist: np.ndarray  # (U,) sorted unique squared distances of the points
     cumulative: np.ndarray  # (U, P) 0/1: point's squared distance <= sq_dist[u]
-    radii: np.ndarray  # (R,) integer outer radii 1..r_max
+    outer_bound: int  # largest outer radius: half the side of opexebo's SAC crop
     op: sparse.csr_matrix
 
 
 @functools.lru_cache(maxsize=16)
 def _bnt_geometry(ny: int, nx: int) -> _BntGeometry:
-    n = min(ny, nx)
-    r_max = int(np.floor(BNT_MAX_RADIUS_FRACTION * n))
+    outer = min(_bnt_crop_half(ny), _bnt_crop_half(nx))
     ly = np.arange(-(ny - 1), ny)[:, None]
     lx = np.arange(-(nx - 1), nx)[None, :]
     sq = (ly**2 + lx**2).ravel()
-    points = np.flatnonzero(sq <= r_max**2)
+    points = np.flatnonzero(sq < outer**2)
     sq_pts = sq[points]
     uniq = np.unique(sq_pts)
     cumulative = (sq_pts[None, :] <= uniq[:, None]).astype(np.float64)
     op = _rotation_operator((2 * ny - 1, 2 * nx - 1), GRID_ANGLES, BNT_ROTATION_ORDER, points)
-    return _BntGeometry(points, uniq, cumulative, np.arange(1, r_max + 1), op)
+    return _BntGeometry(points, uniq, cumulative, outer, op)
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,6 +364,78 @@ def _deepmind_block(
     return (*res, code)
 
 
+def _bnt_crop_half(n: int) -> int:
+    """Half-width (lags) of opexebo's autocorrelogram crop of a map n bins long."""
+    size = int(np.round(n * (1 + BNT_CROP_OVERLAP)))
+    if size % 2 == 0:
+        size -= 1
+    return size // 2
+
+
+def _bnt_thresholds() -> np.ndarray:
+    start, stop, step = BNT_FIELD_THRESHOLDS
+    return np.round(np.linspace(start, stop, int((start - stop) / step) + 1), 2)
+
+
+def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
+    """Area (bins) of the central field of each SAC, as opexebo's ``place_field`` finds it.
+
+    ``sac``: (B, H, W) with odd H, W, lag 0 at the centre, cropped as opexebo crops it, no
+    NaN. The SAC is normalised by its maximum and opened by reconstruction (erosion by a
+    3 x 3 cross, then greyscale reconstruction by dilation with a 3 x 3 square), as
+    opexebo does before field detection. The field is the 4-connected region around lag 0
+    above ``t x`` the (opened) centre value, for t from 0.95 down to 0.2 in steps of 0.02;
+    the expansion stops (keeping the last area) at the first threshold where the field
+    gets a hole, where its growth ratio exceeds 3x the ratio between the first two
+    thresholds, or after 3 successive decreases or 10 unchanged steps. Returns 0 where the
+    first two thresholds already give a hole or the field has fewer than 5 bins.
+    """
+    b, h, w = sac.shape
+    cy, cx = h // 2, w // 2
+    peak = sac.max(axis=(1, 2), keepdims=True)
+    img = sac / np.where(peak > 0, peak, 1.0)
+    cross = ndimage.generate_binary_structure(2, 1)[None]
+    square = np.ones((1, 3, 3), dtype=bool)
+    fmap = ndimage.grey_erosion(img, footprint=cross, mode="nearest")
+    for _ in range(h * w):  # greyscale reconstruction by dilation (converges long before)
+        nxt = np.minimum(ndimage.grey_dilation(fmap, footprint=square, mode="nearest"), img)
+        if np.array_equal(nxt, fmap):
+            break
+        fmap = nxt
+    centre_val = fmap[:, cy, cx][:, None, None]
+    lab_struct = np.zeros((3, 3, 3), dtype=bool)
+    lab_struct[1] = ndimage.generate_binary_structure(2, 1)
+
+    def field(t: float) -> tuple[np.ndarray, np.ndarray]:
+        lab, _ = ndimage.label(fmap >= t * centre_val, structure=lab_struct)
+        comp = lab == lab[:, cy, cx][:, None, None]
+        filled = ndimage.binary_fill_holes(comp, structure=lab_struct)
+        return comp.sum(axis=(1, 2)).astype(np.float64), (filled & ~comp).any(axis=(1, 2))
+
+    thresholds = _bnt_thresholds()
+    a1, bad1 = field(thresholds[0])
+    a2, bad2 = field(thresholds[0] - BNT_FIELD_THRESHOLDS[2])
+    initial = a2 / a1
+    alive = ~(bad1 | bad2)
+    last = np.where(alive, a2, 0.0)
+    n_dec = np.zeros(b, dtype=np.int64)
+    n_same = np.zeros(b, dtype=np.int64)
+    for t in thresholds:
+        if not alive.any():
+            break
+        area, hole = field(t)
+        alive &= ~hole
+        change = area / np.where(last > 0, last, 1.0)
+        n_dec = np.where(change < 1, n_dec + 1, 0)
+        ok = (np.floor(change / initial) <= 2) & (n_dec < 3)
+        n_same = np.where(ok & (change == 1), n_same + 1, np.where(ok, 0, n_same))
+        ok &= n_same < 10
+        grow = alive & ok
+        last = np.where(grow, area, last)
+        alive &= ok
+    return np.where(last >= BNT_CENTRE_MIN_BINS, last, 0.0)
+
+
 def _bnt_block(
     maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
 ) -> tuple[np.ndarray, ...]:
@@ -340,19 +444,12 @@ def _bnt_block(
     src = _smooth_core(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
     sac = np.nan_to_num(_autocorr_block(src, min_overlap), nan=0.0)
     geo = _bnt_geometry(ny, nx)
-    cy, cx = ny - 1, nx - 1
+    hy, hx = _bnt_crop_half(ny), _bnt_crop_half(nx)
+    crop = sac[:, ny - 1 - hy : ny + hy, nx - 1 - hx : nx + hx]
+    r_c = np.floor(np.sqrt(_bnt_central_area(crop) / np.pi))
+    outer = geo.outer_bound
 
-    # central field radius
-    structure = np.zeros((3, 3, 3), dtype=bool)
-    structure[1] = ndimage.generate_binary_structure(2, 1)
-    labels, _ = ndimage.label(sac > BNT_CENTRE_THRESHOLD, structure=structure)
-    central = labels[:, cy, cx]
-    in_field = (labels == central[:, None, None]) & (central[:, None, None] > 0)
-    dist = _lag_distance(ny, nx)
-    r_c = np.where(in_field, np.inf, dist[None]).min(axis=(1, 2))
-    r_c = np.where(central > 0, r_c, 0.0)
-
-    # annulus sums over r_c <= d <= R via cumulative sums over sorted squared distances
+    # annulus sums over r_c < d < R via cumulative sums over sorted squared distances
     n_a = len(GRID_ANGLES)
     rot = _rotate_points(sac, geo.op, BNT_ROTATION_ORDER, n_a)  # (P, A, B)
     n_p = rot.shape[0]
@@ -370,14 +467,12 @@ def _bnt_block(
     sy, syy = csum(rot), csum(rot * rot)
     sxy = csum(rot * x[:, None, :])
     cnt = np.concatenate([[0.0], cum.sum(axis=1)])[:, None, None]  # (U + 1, 1, 1)
-    radii = geo.radii
-    j_r = np.searchsorted(geo.sq_dist, radii**2, side="right")  # row of d^2 <= R^2
-    with np.errstate(invalid="ignore"):
-        j_c = np.searchsorted(geo.sq_dist, np.where(np.isfinite(r_c), r_c**2, 0.0), side="left")
-    j_c = np.where(np.isfinite(r_c), j_c, len(geo.sq_dist))  # row of d^2 < r_c^2
+    radii = np.arange(1, outer + 1)
+    j_r = np.searchsorted(geo.sq_dist, radii**2, side="left")  # rows with d^2 < R^2
+    j_c = np.searchsorted(geo.sq_dist, r_c**2, side="right")  # rows with d^2 <= r_c^2
 
     def ann(s: np.ndarray) -> np.ndarray:
-        # sums over the annulus r_c <= d <= R: (U + 1, A', B') -> (R, A', B)
+        # sums over the annulus r_c < d < R: (U + 1, A', B') -> (R, A', B)
         s = np.broadcast_to(s, s.shape[:2] + (b,))
         lo = np.take_along_axis(s, np.broadcast_to(j_c[None, None, :], (1,) + s.shape[1:]), 0)
         return s[j_r] - lo
@@ -387,28 +482,34 @@ def _bnt_block(
     with np.errstate(invalid="ignore", divide="ignore"):
         num = n * axy - ax * ay
         den = np.sqrt(np.clip(n * axx - ax**2, 0, None) * np.clip(n * ayy - ay**2, 0, None))
-        corr = np.where(den > 1e-12 * np.maximum(n, 1) ** 2, num / den, np.nan)
+        corr = np.where((n >= 2) & (den > 1e-12 * np.maximum(n, 1) ** 2), num / den, np.nan)
     corr = corr.transpose(2, 1, 0)  # (B, A, R)
-    n = n[:, 0, :].T  # (B, R)
-    usable = (radii[None, :] >= np.maximum(BNT_MIN_RADIUS, r_c[:, None] + 1)) & (n >= 2)
-    g60, g90 = _gridness(corr, min_max)  # (B, R)
-    g60 = np.where(usable, g60, np.nan)
-    g90 = np.where(usable, g90, np.nan)
+    g60, g90 = _gridness(corr, min_max)  # (B, R): index R - 1
+
+    out60, out90 = np.full(b, np.nan), np.full(b, np.nan)
+    rad60, rad90 = np.full(b, np.nan), np.full(b, np.nan)
     win = BNT_MOVING_WINDOW
-
-    def best(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if g.shape[1] < win:
-            return np.full(b, np.nan), np.full(b, np.nan)
-        mm = np.lib.stride_tricks.sliding_window_view(g, win, axis=1).mean(axis=-1)
-        has = np.isfinite(mm).any(axis=1)
-        k = np.argmax(np.where(np.isfinite(mm), mm, -np.inf), axis=1)
-        score = np.where(has, mm[np.arange(b), k], np.nan)
-        radius = np.where(has, radii[k + win // 2].astype(np.float64), np.nan)
-        return score, radius
-
-    out60, rad60 = best(g60)
-    out90, rad90 = best(g90)
-    code = np.where((code == 0) & ~np.isfinite(out60), 4, code)
+    for i in range(b):
+        c = int(r_c[i])
+        if c == 0 or outer < c or outer - c < 1:
+            continue
+        rs = np.linspace(max(BNT_MIN_RADIUS, c + 1), outer, outer - c).astype(int)
+        for g, out, rad in ((g60, out60, rad60), (g90, out90, rad90)):
+            gi = g[i, rs - 1]
+            if not np.isfinite(gi).any():
+                continue
+            steps = max(rs.size - win, 1)  # opexebo: windows starting at 0 .. n - win - 1
+            if steps == 1:
+                out[i], rad[i] = np.nanmean(gi), rs[rs.size // 2]
+                continue
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mm = np.array([np.nanmean(gi[k : k + win]) for k in range(steps)])
+            if np.isfinite(mm).any():
+                k = int(np.nanargmax(mm))
+                out[i], rad[i] = mm[k], rs[min(k + win // 2, rs.size - 1)]
+    code = np.where((code == 0) & (r_c == 0), _code("no_central_field"), code)
+    code = np.where((code == 0) & ~np.isfinite(out60), _code("no_annulus"), code)
     spacing, orientation = _sac_peaks(sac)
     bad = code != 0
     res = [out60, out90, spacing, orientation, rad60, rad90]
@@ -420,7 +521,7 @@ def grid_scores_array(
     maps: np.ndarray,
     method: str = "deepmind",
     min_max: bool | None = None,
-    min_overlap: int = MIN_OVERLAP,
+    min_overlap: int | None = None,
     smooth_sigma: float | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Numpy core of :func:`grid_scores`: ``(..., ny, nx)`` maps to seven ``(...)`` arrays.
@@ -435,9 +536,20 @@ def grid_scores_array(
         if smooth_sigma is None
         else float(smooth_sigma)
     )
+    if min_overlap is None:
+        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
     block = _bnt_block if method == "bnt" else _deepmind_block
     maps = np.asarray(maps, dtype=np.float64)
+    if min(maps.shape[-2:]) < MIN_MAP_SIZE:
+        block = _too_small_block
     return blockwise(lambda m: block(m, min_overlap, mm, sigma), maps, 2)
+
+
+def _too_small_block(maps: np.ndarray, *_: object) -> tuple[np.ndarray, ...]:
+    b = maps.shape[0]
+    code = _nan_reasons(maps, 1)
+    code = np.where(code == 0, _code("too_small"), code)
+    return (*[np.full(b, np.nan) for _ in range(6)], code)
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,7 +561,7 @@ def grid_scores(
     maps: xr.DataArray,
     method: str = "deepmind",
     min_max: bool | None = None,
-    min_overlap: int = MIN_OVERLAP,
+    min_overlap: int | None = None,
     smooth_sigma: float | None = None,
 ) -> xr.Dataset:
     """Gridness (60 and 90 degrees), grid spacing and orientation of rate maps.
@@ -469,28 +581,47 @@ def grid_scores(
     ``mean(r60, r120) - mean(r30, r90, r150)``, gridness-90 = ``r90 - mean(r45, r135)``
     (``min_max=True``: ``min(r60, r120) - max(r30, r90, r150)`` and ``r90 - max(r45, r135)``);
     each is maximised over rings separately. Deviation from the reference code: NaN bins are
-    excluded from the SAC's overlap statistics (the reference zeroes them) and low-overlap
-    lags are 0, so a finite, non-constant map never gets a NaN score.
+    excluded from the SAC's overlap statistics (the reference zeroes them), and a lag whose
+    overlap has zero variance is 0, where the reference divides round-off by 0 and returns
+    a NaN score (e.g. bands along an axis); so a finite, non-constant map never gets a NaN
+    score. On NaN-free maps the scores equal the reference's to 1e-5 wherever it is finite
+    (tested on grids, bands and fields of 5-40 bins).
 
-    ``method="bnt"`` (adaptive radius, after the BNT toolbox / opexebo; not a replica):
-    the map is first smoothed (``smooth_sigma``, default 2 bins); the central field is the
-    4-connected region around lag 0 where the SAC > 0.1, of radius ``r_c`` (distance to the
-    nearest lag outside it); for every integer outer radius R from ``max(3, r_c + 1)`` to
-    ``floor(N / 2)``, the lags with ``r_c <= distance <= R`` are Pearson-correlated with the
-    bilinearly rotated SAC (the whole SAC is rotated, then masked; BNT's crop of the SAC to
-    ~1.8 N changes nothing as long as R <= N / 2); score
+    ``method="bnt"`` (BNT's ``gridnessScore`` as opexebo 0.7 implements it; tested against
+    opexebo on hexagonal grids of spacing 4-16, square grids, bands, place fields, noise and
+    maps with NaN holes of 11-40 bins: same NaNs, mean |difference| < 0.01): the SAC is
+    normalised by its maximum and cropped to ``round(1.8 N)`` lags per axis (odd); the
+    central field is found with opexebo's adaptive threshold (opening by reconstruction,
+    then the 4-connected region around lag 0 above 0.95, 0.93, ... 0.2 of the centre value,
+    stopping when the area jumps, a hole appears or 10 steps change nothing; at least 5
+    bins), its radius ``r_c = floor(sqrt(area / pi))`` (0: NaN, reason
+    "no_central_field"); outer radii ``R = int(linspace(max(3, r_c + 1), R_max, R_max -
+    r_c))`` with ``R_max`` half the crop's side (~0.9 N); for each R the lags with ``r_c <
+    distance < R`` are Pearson-correlated with the bilinearly rotated SAC; score
     ``min(r60, r120) - max(r30, r90, r150)`` (gridness-90: ``r90 - max(r45, r135)``; with
-    ``min_max=False`` the means instead); the score is the maximum of the moving mean over 3
-    consecutive radii.
+    ``min_max=False`` the means instead); the grid score is the maximum of the mean over 3
+    consecutive radii (opexebo's windows, which leave out the last one; with 4 radii or
+    fewer, the mean of all). Deviations from opexebo: NaN bins are excluded from the SAC's
+    overlap statistics (opexebo sets them to 0 first, which can give a noise map with
+    unvisited bins a central field and a score where the same map fully visited has none;
+    here it stays NaN, "no_central_field"), a window's mean ignores NaN
+    correlations, and the map is not smoothed unless ``smooth_sigma`` says so (opexebo's
+    ``grid_score`` does not smooth either: BNT smooths, by 2 bins, when it makes the rate
+    map).
 
     Spacing and orientation (both methods) come from the six local maxima (3 x 3
     neighbourhood, value > 0) of the SAC nearest to lag 0, refined to sub-bin precision by
     parabolas: spacing is their median distance from lag 0 (= distance between neighbouring
     grid peaks), orientation the circular mean of their angles modulo 60 degrees. Both assume
-    a hexagonal grid; NaN when fewer than 3 peaks are found. For "bnt" the peaks are those of
-    the smoothed map's SAC (as in BNT); smoothing by 2 bins biases the spacing upwards by
-    ~2-3% on 40 x 40 maps and ~5% on 20 x 20 maps (spacing 8-12 bins), and wipes out grids
-    with spacing below ~6 bins (use ``smooth_sigma=1`` or 0 for those).
+    a hexagonal grid; NaN when fewer than 3 peaks are found. They agree with opexebo's to
+    within its whole-bin precision (1 bin, 3 degrees) where opexebo finds the six fields;
+    opexebo often does not on grids finer than ~10 bins or maps under ~30 bins, and then
+    reports the SAC crop's corner as the spacing (``R_max * sqrt(2)`` at -15 degrees) where
+    these report the grid's. For smoothed maps (``smooth_sigma``) the peaks are those of the
+    smoothed map's SAC; smoothing by 2 bins biases the spacing upwards by ~2-5% and wipes
+    out grids with spacing below ~6 bins.
+
+    Maps smaller than 5 bins along y or x get NaN (reason "too_small").
 
     Parameters
     ----------
@@ -501,11 +632,12 @@ def grid_scores(
         Score family; never compare scores across families.
     min_max : bool, optional
         Use the min/max form of the gridness. Default: False for "deepmind", True for "bnt".
-    min_overlap : int
-        Minimum number of overlapping finite bins per SAC lag (default 20).
+    min_overlap : int, optional
+        Minimum number of overlapping finite bins per SAC lag; lags with fewer get 0.
+        Default 1 for both methods, as the references (the DeepMind code and opexebo
+        compute every lag).
     smooth_sigma : float, optional
-        Gaussian smoothing of the maps before the SAC, in bins (NaN-aware). Default: 0 for
-        "deepmind", 2 for "bnt".
+        Gaussian smoothing of the maps before the SAC, in bins (NaN-aware). Default 0.
 
     Returns
     -------
@@ -523,11 +655,12 @@ def grid_scores(
     Raises
     ------
     ValueError
-        On bad dims, an unknown method, ``min_overlap < 1``, negative ``smooth_sigma``, or
-        maps smaller than 5 x 5 bins.
+        On bad dims, an unknown method, ``min_overlap < 1`` or negative ``smooth_sigma``.
     """
-    maps = check_maps(maps, min_size=5)
+    maps = check_maps(maps)
     method = check_choice(method, "method", _METHODS)
+    if min_overlap is None:
+        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
     min_overlap = check_min_overlap(min_overlap)
     if smooth_sigma is not None:
         smooth_sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
@@ -566,9 +699,10 @@ def grid_scores(
         f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
         f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation"
         if method == "deepmind"
-        else f"annuli r_c <= d <= R, R = max({BNT_MIN_RADIUS}, r_c + 1)..floor("
-        f"{BNT_MAX_RADIUS_FRACTION} N), central field SAC > {BNT_CENTRE_THRESHOLD}, Pearson r, "
-        f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii"
+        else f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
+        f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area / "
+        f"pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
+        f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)"
     )
     form = "min/max" if mm else "mean"
     ds["gridness_60"].attrs = {
@@ -648,6 +782,9 @@ def _band_geometry(ny: int, nx: int) -> _BandGeometry:
 
 def _band_block(maps: np.ndarray, min_overlap: int, half_width: float) -> tuple[np.ndarray, ...]:
     b, ny, nx = maps.shape
+    if min(ny, nx) < MIN_MAP_SIZE:
+        small = _too_small_block(maps)
+        return (*small[:3], small[-1])
     code = _nan_reasons(maps, min_overlap)
     sac = np.nan_to_num(_autocorr_block(maps, min_overlap), nan=0.0)
     geo = _band_geometry(ny, nx)
@@ -721,10 +858,10 @@ def band_scores(
     Raises
     ------
     ValueError
-        On bad dims, maps smaller than 5 x 5, ``min_overlap < 1`` or ``half_width`` outside
-        [1, 29].
+        On bad dims, ``min_overlap < 1`` or ``half_width`` outside [1, 29]. (Maps smaller
+        than 5 bins along y or x get NaN, reason "too_small".)
     """
-    maps = check_maps(maps, min_size=5)
+    maps = check_maps(maps)
     min_overlap = check_min_overlap(min_overlap)
     half_width = check_positive_number(half_width, "half_width")
     if not 1 <= round(half_width) <= 29:

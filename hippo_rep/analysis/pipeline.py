@@ -244,7 +244,7 @@ def analyse(
     min_shift_fraction : float
         Smallest circular shift as a fraction of the walk.
     remap_shuffles : int
-        Permutations in the TEM remapping test.
+        Permutations in the TEM remapping test and in the cell-pair structure's nulls.
     decode : bool
         Run the population analyses (decoding and PCA).
     decode_max_steps_per_env : int
@@ -421,6 +421,8 @@ def analyse(
             n_shuffles=remap_shuffles,
             rng=np.random.default_rng(tem_ss),
             per_unit=False,
+            rate_maps={v: m["rate_map"] for v, m in maps.items()},
+            pair_shuffles=remap_shuffles,
         )
     out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
                                     "units": "1"}

@@ -34,13 +34,15 @@ from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from ._checks import MAP_DIMS, blockwise, check_maps
-from .autocorr import MIN_OVERLAP, _autocorr_block
+from .autocorr import _autocorr_block
 from .classes import IS_BAND, IS_GRID, IS_GRID_THRESHOLD, IS_PLACE, IS_SQUARE, IS_TWO_WAVE
 from .fields import place_score
 from .gridscore import (
+    DEEPMIND_MIN_OVERLAP,
     DEEPMIND_ROTATION_ORDER,
     DEEPMIND_VARIANCE_EPS,
     GRID_ANGLES,
+    MIN_MAP_SIZE,
     _deepmind_geometry,
     _nan_reasons,
     _rotate_points,
@@ -125,8 +127,10 @@ def _gridness60_block(maps: np.ndarray) -> tuple[np.ndarray]:
     angles gridness-60 needs, without spacing/orientation (about twice as fast).
     """
     b, ny, nx = maps.shape
-    code = _nan_reasons(maps, MIN_OVERLAP)
-    sac = np.nan_to_num(_autocorr_block(maps, MIN_OVERLAP), nan=0.0)
+    code = _nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
+    if min(ny, nx) < MIN_MAP_SIZE:  # too small for a score (grid_scores: "too_small")
+        return (np.full(b, np.nan),)
+    sac = np.nan_to_num(_autocorr_block(maps, DEEPMIND_MIN_OVERLAP), nan=0.0)
     geo = _deepmind_geometry(ny, nx)
     n_a = len(_G60_ANGLES)
     rot = _rotate_points(sac, _g60_operator(ny, nx), DEEPMIND_ROTATION_ORDER, n_a)
@@ -162,9 +166,10 @@ def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArra
     Returns
     -------
     xarray.DataArray, dims (...)
-        Named ``gridness_60``; NaN for all-NaN or constant maps.
+        Named ``gridness_60``; NaN for all-NaN or constant maps and for maps smaller than
+        ``MIN_MAP_SIZE`` bins along y or x.
     """
-    rm = check_maps(maps["rate_map"], "rate_map", min_size=5)
+    rm = check_maps(maps["rate_map"], "rate_map")
     if method != "deepmind":
         out = grid_scores(rm, method=method)["gridness_60"]
     else:

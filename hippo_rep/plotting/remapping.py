@@ -194,3 +194,110 @@ def tem_test(tem, ax=None):
     ax.set_ylabel("TEM grid–place correlation\n(Pearson r, unitless)")
     ax.legend(loc="lower right", fontsize=5.5)
     return ax
+
+
+#: Significance level summarised by :func:`pair_structure_test`.
+PAIR_ALPHA = 0.05
+
+#: Why per-unit correlations are no test of the grid claim (written on that panel).
+PER_UNIT_NOTE = ("r ≈ 0 for grid maps that translate between environments: each map "
+                 "moves, the pairs keep their offsets (see a, b)")
+
+
+def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
+    """Cell-pair structure across environments per population, against its null.
+
+    Parameters
+    ----------
+    pair : xarray.Dataset
+        ``{stat}_r`` (or ``pair_shift_match``), ``{stat}_p``, ``{stat}_null_mean`` and, for
+        the correlation, ``{stat}_null_q95``, dims (population, env_pair).
+    ax : matplotlib Axes, optional
+    stat : {"pair_structure", "pair_shift"}
+        The correlation of the unit x unit correlation matrices, or the shift-tolerant
+        fraction of unit pairs keeping their cross-correlogram offset.
+
+    Returns
+    -------
+    matplotlib Axes
+        One column per population: every environment pair's observed value (points), its
+        null mean (grey bars) and, for the correlation, the null's 95th percentile (red
+        bars); the number of pairs with p < :data:`PAIR_ALPHA` written above.
+    """
+    ax = _ax(ax)
+    obs_name = "pair_structure_r" if stat == "pair_structure" else "pair_shift_match"
+    pops = np.asarray(pair["population"].values).tolist()
+    rng = np.random.default_rng(JITTER_SEED)
+    for i, v in enumerate(pops):
+        sub = pair.sel(population=v)
+        obs = np.asarray(sub[obs_name].values, dtype=float)
+        null = np.asarray(sub[f"{stat}_null_mean"].values, dtype=float)
+        p = np.asarray(sub[f"{stat}_p"].values, dtype=float)
+        fin = np.isfinite(obs)
+        ax.scatter(i + rng.uniform(-JITTER, JITTER, int(fin.sum())), obs[fin], s=8,
+                   color=POPULATION_COLORS.get(v, "0.3"), zorder=3,
+                   label="observed (each env pair)" if i == 0 else None)
+        ax.hlines(np.nanmean(null), i - 0.3, i + 0.3, color="0.4", lw=2,
+                  label="null mean (units relabelled)" if i == 0 else None)
+        if f"{stat}_null_q95" in sub:
+            ax.hlines(np.nanmean(sub[f"{stat}_null_q95"].values), i - 0.3, i + 0.3,
+                      color="#D55E00", lw=1.2, label="null 95th pct" if i == 0 else None)
+        pf = p[np.isfinite(p)]
+        ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
+                ha="center", va="bottom", fontsize=5)
+    ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
+    ax.set_xlim(-0.6, len(pops) - 0.4)
+    if stat == "pair_structure":
+        ax.set_ylim(-0.3, 1.25)
+        ax.set_ylabel("r of unit × unit correlation\nmatrices, env a vs b (unitless)")
+    else:
+        ax.set_ylim(0, 1.25)
+        ax.set_ylabel("unit pairs keeping their\ncross-correlogram offset (fraction)")
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.legend(loc="center right", fontsize=4.5)
+    return ax
+
+
+def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = None):
+    """Unit-pair correlations in one environment against another (one point per pair).
+
+    Parameters
+    ----------
+    corr_a, corr_b : numpy.ndarray, (unit, unit)
+        The population's unit x unit correlation matrices in env a and env b (NaN =
+        undefined); the pairs i < j are drawn.
+    population : str
+        Recording variable (colour and label).
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        Axes in Pearson r (unitless); the correlation of the points written in the panel.
+    """
+    ax = _ax(ax)
+    iu, ju = np.triu_indices(np.asarray(corr_a).shape[0], 1)
+    x, y = np.asarray(corr_a)[iu, ju], np.asarray(corr_b)[iu, ju]
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size > MAX_SCATTER_POINTS:
+        keep = np.random.default_rng(JITTER_SEED).choice(x.size, MAX_SCATTER_POINTS,
+                                                         replace=False)
+        x, y = x[keep], y[keep]
+    alpha = SCATTER_ALPHA[0] if x.size <= DENSE_POINTS else SCATTER_ALPHA[1]
+    ax.scatter(x, y, s=2, alpha=alpha, lw=0, color=POPULATION_COLORS.get(population, "0.3"),
+               rasterized=True, label=_label(population).replace("\n", " "))
+    if x.size >= 3 and np.std(x) > 0 and np.std(y) > 0:
+        ax.text(0.03, 0.97 if population != "memory_activity" else 0.87,
+                f"{_label(population).replace(chr(10), ' ')}: r = "
+                f"{float(np.corrcoef(x, y)[0, 1]):.2f}",
+                transform=ax.transAxes, va="top", fontsize=6,
+                color=POPULATION_COLORS.get(population, "0.3"))
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("unit-pair r, env a (unitless)")
+    ax.set_ylabel("unit-pair r, env b (unitless)")
+    if title:
+        ax.set_title(title, fontsize=7)
+    return ax

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy import ndimage
+from scipy import ndimage, signal
 
 ANGLES = (30, 45, 60, 90, 120, 135, 150)
 
@@ -55,6 +55,58 @@ def direct_deepmind(
     return best60, best90, best_r
 
 
+def deepmind_reference_sac(a: np.ndarray) -> np.ndarray:
+    """The DeepMind scorer's SAC, re-stated: six 2-D convolutions, NaN -> 0, no overlap limit.
+
+    Like the reference (Banino et al. 2018, ``scores.py``): standard deviations from
+    ``E[x^2] - E[x]^2`` over each lag's overlap, ``x / 0`` left as +-inf and then turned
+    into +-1.8e308 by ``np.nan_to_num``, ``0 / 0`` into 0.
+    """
+
+    def filter2(b: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return signal.convolve2d(x, np.rot90(b, 2), mode="full")
+
+    s = np.nan_to_num(a)
+    ones = np.where(np.isnan(a), 0.0, 1.0)
+    with np.errstate(all="ignore"):
+        s_ab = filter2(s, s)
+        s_a, s_b = filter2(s, ones), filter2(ones, s)
+        s_aa, s_bb = filter2(s * s, ones), filter2(ones, s * s)
+        n = filter2(ones, ones)
+        std_a = np.power(s_aa / n - s_a**2 / n**2, 0.5)
+        std_b = np.power(s_bb / n - s_b**2 / n**2, 0.5)
+        r = (s_ab / n - s_a * s_b / n**2) / (std_a * std_b)
+    return np.nan_to_num(np.real(r))
+
+
+def deepmind_reference(a: np.ndarray, min_max: bool = False) -> tuple[float, float]:
+    """The DeepMind scorer (``GridScorer.get_scores``) re-stated for one square map.
+
+    Rings ``0.2 N < d <= outer`` (``circle_mask`` with ``<=``), ``outer`` in
+    ``linspace(0.4, 1.0, 10) N``, ``scipy.ndimage.rotate(sac, angle, reshape=False)``;
+    returns (gridness-60, gridness-90), NaN where the reference's SAC overflows.
+    """
+    n = a.shape[0]
+    sac = deepmind_reference_sac(a)
+    rot = {ang: ndimage.rotate(sac, ang, reshape=False) for ang in ANGLES}
+    lag = np.arange(-(n - 1), n)
+    d = np.sqrt(lag[:, None] ** 2 + lag[None, :] ** 2)
+    g60s, g90s = [], []
+    with np.errstate(all="ignore"):
+        for outer in np.linspace(0.4, 1.0, 10) * n:
+            ring = (d > 0.2 * n) & (d <= outer)
+            m = sac[ring].mean()
+            v = ((sac[ring] - m) ** 2).mean() + 1e-5
+            r = {ang: ((sac[ring] - m) * (rot[ang][ring] - m)).mean() / v for ang in ANGLES}
+            if min_max:
+                g60s.append(min(r[60], r[120]) - max(r[30], r[90], r[150]))
+                g90s.append(r[90] - max(r[45], r[135]))
+            else:
+                g60s.append((r[60] + r[120]) / 2 - (r[30] + r[90] + r[150]) / 3)
+                g90s.append(r[90] - (r[45] + r[135]) / 2)
+    return float(np.max(g60s)), float(np.max(g90s))
+
+
 def as_map(values: np.ndarray) -> xr.DataArray:
     """Wrap a (..., y, x) array as a DataArray with dims (d0, ..., y, x)."""
     dims = [f"d{i}" for i in range(values.ndim - 2)] + ["y", "x"]
@@ -82,3 +134,30 @@ def angle_diff(a: float, b: float, period: float) -> float:
     """Smallest absolute difference between two angles modulo ``period``."""
     d = (a - b) % period
     return min(d, period - d)
+
+
+def opexebo_grid_score(a: np.ndarray) -> tuple[float, float, float]:
+    """opexebo 0.7's gridness, spacing and orientation of one map, as experimental labs run it.
+
+    ``opexebo.analysis.autocorrelation`` then ``opexebo.analysis.grid_score``. opexebo 0.7.2
+    raises ``TypeError`` under numpy 2 (seen with 2.4: ``int()`` of its one-element central-radius
+    array); the central radius is passed on as a scalar, nothing else changes.
+    """
+    import importlib
+    import warnings
+
+    from opexebo.analysis import autocorrelation
+
+    mod = importlib.import_module("opexebo.analysis.grid_score")
+    if not getattr(mod, "_hippo_rep_scalar_radius", False):
+        orig = mod._findCentreRadius
+
+        def scalar_radius(acorr: np.ndarray, **kwargs: object) -> float:
+            return float(np.ravel(orig(acorr, **kwargs))[0])
+
+        mod._findCentreRadius = scalar_radius
+        mod._hippo_rep_scalar_radius = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        score, stats = mod.grid_score(autocorrelation(a))
+    return float(score), float(stats["grid_spacing"]), float(stats["grid_orientation"])
