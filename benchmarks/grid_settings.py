@@ -26,6 +26,9 @@ import numpy as np
 SETTINGS = {
     # today's default: orthogonal W_a = exp(S − Sᵀ), linear σ, g rescaled to unit RMS
     "orth_linear": [],
+    # the default plus the inverse-action loss: opposite moves pulled to undo each other, so
+    # that add-if-novel recognises revisited nodes
+    "orth_linear_inv": ["train.loss_inverse=1.0"],
     # the paper's free W_a, linear σ (g still rescaled)
     "free_linear": ["model.transition_param=free"],
     # free W_a, ReLU σ (g still rescaled)
