@@ -19,11 +19,12 @@ FIGURES=${FIGURES:-figures}
     --out "$RUNS/paper_baseline" --no-progress
 
 cp "$RUNS/paper/checkpoint.pt" data/temt_paper.pt
-hippo-rep evaluate data/temt_paper.pt --json data/eval.json
-hippo-rep evaluate "$RUNS/paper_baseline/checkpoint.pt" --json data/eval_baseline.json
-hippo-rep record data/temt_paper.pt --out data/recording.nc --envs 8 --steps 1500 \
-    --world square:11 --overwrite
-hippo-rep analyse data/recording.nc --out data/analysis.nc --shuffles 100 --overwrite
+hippo-rep evaluate data/temt_paper.pt --json data/eval.json --overwrite
+hippo-rep evaluate "$RUNS/paper_baseline/checkpoint.pt" --json data/eval_baseline.json --overwrite
+# 16x16 worlds: a map holds more than two periods of the positional units (wavelength ~7.5)
+hippo-rep record data/temt_paper.pt --out data/recording.nc --envs 6 --steps 1200 \
+    --world square:16 --overwrite
+hippo-rep analyse data/recording.nc --out data/analysis.nc --shuffles 50 --overwrite
 hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # The PassKey sweep (TransformerFAM) is trained separately (about 40 min on 2 cores):
 #   hippo-rep passkey sweep --out runs/passkey_sweep --samples 64 \

@@ -7,10 +7,6 @@ import torch
 
 import hippo_rep.training.evaluate  # noqa: F401  (the module, for monkeypatching)
 from hippo_rep import cli
-from hippo_rep.config import load_config
-from hippo_rep.models.temt import build_model
-from hippo_rep.training.checkpoint import save_checkpoint
-from hippo_rep.worlds import n_actions_for
 
 
 def run(capsys, *argv):
@@ -19,39 +15,30 @@ def run(capsys, *argv):
     return rc, cap.err.strip()
 
 
-@pytest.fixture(scope="module")
-def ckpt(tmp_path_factory):
-    cfg = load_config("tiny")
-    model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
-    path = tmp_path_factory.mktemp("ck") / "checkpoint.pt"
-    save_checkpoint(path, model, cfg, 0)
-    return path
-
-
-def test_unexpected_exception_is_one_line_and_debug_shows_traceback(monkeypatch, capsys, ckpt):
+def test_unexpected_exception_is_one_line_and_debug_shows_traceback(monkeypatch, capsys, tiny_ckpt):
     E = sys.modules["hippo_rep.training.evaluate"]
 
     def boom(*a, **k):
         raise ZeroDivisionError("division by zero somewhere deep")
 
     monkeypatch.setattr(E, "evaluate_checkpoint", boom)
-    rc, err = run(capsys, "evaluate", ckpt)
+    rc, err = run(capsys, "evaluate", tiny_ckpt)
     assert rc == 2 and len(err.splitlines()) == 1
     assert err.startswith("hippo-rep evaluate: error: ZeroDivisionError")
-    rc, err = run(capsys, "--debug", "evaluate", ckpt)
+    rc, err = run(capsys, "--debug", "evaluate", tiny_ckpt)
     assert rc == 2 and "Traceback" in err and err.splitlines()[-1].startswith("hippo-rep")
-    rc, err = run(capsys, "evaluate", ckpt, "--debug")
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--debug")
     assert rc == 2 and "Traceback" in err
 
 
-def test_os_error_names_the_file(monkeypatch, capsys, ckpt, tmp_path):
+def test_os_error_names_the_file(monkeypatch, capsys, tiny_ckpt, tmp_path):
     from hippo_rep import fileio
 
     def full(path, write):
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(fileio, "atomic_write", full)
-    rc, err = run(capsys, "evaluate", ckpt, "--envs", "1", "--steps", "5",
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--envs", "1", "--steps", "5",
                   "--json", tmp_path / "e.json")
     assert rc == 2 and len(err.splitlines()) == 1
     assert "e.json" in err and "No space left" in err
@@ -64,12 +51,12 @@ def test_usage_errors_are_one_line(capsys):
     assert info.value.code == 2 and len(err.splitlines()) == 1 and "--steps" in err
 
 
-def test_evaluate_json_is_not_overwritten_without_flag(capsys, ckpt, tmp_path):
+def test_evaluate_json_is_not_overwritten_without_flag(capsys, tiny_ckpt, tmp_path):
     js = tmp_path / "e.json"
     js.write_text("precious")
-    rc, err = run(capsys, "evaluate", ckpt, "--envs", "1", "--steps", "5", "--json", js)
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--envs", "1", "--steps", "5", "--json", js)
     assert rc == 2 and "--overwrite" in err and js.read_text() == "precious"
-    rc, _ = run(capsys, "evaluate", ckpt, "--envs", "1", "--steps", "5", "--json", js,
+    rc, _ = run(capsys, "evaluate", tiny_ckpt, "--envs", "1", "--steps", "5", "--json", js,
                 "--overwrite")
     assert rc == 0 and js.read_text().startswith("{")
 
@@ -79,12 +66,12 @@ def test_evaluate_json_is_not_overwritten_without_flag(capsys, ckpt, tmp_path):
     (["--world", ""], "--world"), (["--world", "  "], "--world"), (["--envs", "0"], "--envs"),
     (["--steps", "1000000000"], "--steps"), (["--world", "square:100000"], "MAX_NODES"),
 ])
-def test_evaluate_bad_arguments(capsys, ckpt, args, needle):
-    rc, err = run(capsys, "evaluate", ckpt, *args)
+def test_evaluate_bad_arguments(capsys, tiny_ckpt, args, needle):
+    rc, err = run(capsys, "evaluate", tiny_ckpt, *args)
     assert rc == 2 and needle in err and len(err.splitlines()) == 1
 
 
-def test_outputs_are_checked_before_work(capsys, ckpt, tmp_path, monkeypatch):
+def test_outputs_are_checked_before_work(capsys, tiny_ckpt, tmp_path, monkeypatch):
     E = sys.modules["hippo_rep.training.evaluate"]
 
     def never(*a, **k):
@@ -93,23 +80,23 @@ def test_outputs_are_checked_before_work(capsys, ckpt, tmp_path, monkeypatch):
     monkeypatch.setattr(E, "evaluate_checkpoint", never)
     folder = tmp_path / "dir.json"
     folder.mkdir()
-    rc, err = run(capsys, "evaluate", ckpt, "--json", folder, "--overwrite")
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--json", folder, "--overwrite")
     assert rc == 2 and "is a folder" in err
     afile = tmp_path / "file"
     afile.write_text("x")
-    rc, err = run(capsys, "evaluate", ckpt, "--json", afile / "e.json")
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--json", afile / "e.json")
     assert rc == 2 and "is not a folder" in err
-    rc, err = run(capsys, "evaluate", ckpt, "--json", ckpt, "--overwrite")
+    rc, err = run(capsys, "evaluate", tiny_ckpt, "--json", tiny_ckpt, "--overwrite")
     assert rc == 2 and "input" in err
-    assert ckpt.stat().st_size > 0
+    assert tiny_ckpt.stat().st_size > 0
 
 
-def test_record_and_analyse_refuse_their_own_input(capsys, ckpt, tmp_path):
-    before = ckpt.read_bytes()
-    rc, err = run(capsys, "record", ckpt, "--out", ckpt, "--overwrite")
-    assert rc == 2 and ckpt.read_bytes() == before
+def test_record_and_analyse_refuse_their_own_input(capsys, tiny_ckpt, tmp_path):
+    before = tiny_ckpt.read_bytes()
+    rc, err = run(capsys, "record", tiny_ckpt, "--out", tiny_ckpt, "--overwrite")
+    assert rc == 2 and tiny_ckpt.read_bytes() == before
     rec = tmp_path / "rec.nc"
-    assert run(capsys, "record", ckpt, "--out", rec, "--envs", "1", "--steps", "20")[0] == 0
+    assert run(capsys, "record", tiny_ckpt, "--out", rec, "--envs", "1", "--steps", "20")[0] == 0
     data = rec.read_bytes()
     rc, err = run(capsys, "analyse", rec, "--out", rec, "--overwrite", "--shuffles", "0")
     assert rc == 2 and "input" in err and rec.read_bytes() == data
@@ -129,8 +116,8 @@ def test_figures_out_that_is_a_file(capsys, tmp_path):
     assert rc == 2 and "is a file" in err
 
 
-def test_hostile_long_value_is_cut(capsys, ckpt, tmp_path):
-    payload = torch.load(ckpt, weights_only=True)
+def test_hostile_long_value_is_cut(capsys, tiny_ckpt, tmp_path):
+    payload = torch.load(tiny_ckpt, weights_only=True)
     payload["config"]["model"]["kind"] = "x" * 5_000_000
     torch.save(payload, tmp_path / "long.pt")
     rc, err = run(capsys, "evaluate", tmp_path / "long.pt")

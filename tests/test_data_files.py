@@ -13,28 +13,15 @@ from hippo_rep import cli
 from hippo_rep import recording as R
 from hippo_rep.analysis.pipeline import AnalysisError, open_analysis, write_analysis
 from hippo_rep.analysis.synthetic_recording import synthetic_recording
-from hippo_rep.config import load_config
 from hippo_rep.fileio import atomic_write, clean_stale
-from hippo_rep.models.temt import build_model
-from hippo_rep.training.checkpoint import save_checkpoint
-from hippo_rep.worlds import n_actions_for
 
 KW = dict(n_envs=2, n_steps=192, chunk=32, world="square:8")
 
 
 @pytest.fixture(scope="module")
-def ckpt(tmp_path_factory):
-    cfg = load_config("tiny")
-    model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
-    path = tmp_path_factory.mktemp("ck") / "checkpoint.pt"
-    save_checkpoint(path, model, cfg, 0)
-    return path
-
-
-@pytest.fixture(scope="module")
-def pristine(ckpt, tmp_path_factory):
+def pristine(tiny_ckpt, tmp_path_factory):
     out = tmp_path_factory.mktemp("rec") / "rec.zarr"
-    R.record_to_file(ckpt, out, **KW)
+    R.record_to_file(tiny_ckpt, out, **KW)
     return out
 
 
@@ -92,7 +79,7 @@ def test_truncated_chunk_is_an_error_naming_the_variable(store, capsys, tmp_path
     assert not (tmp_path / "a.nc").exists()
 
 
-def test_killed_overwrite_keeps_the_old_store(store, ckpt, monkeypatch):
+def test_killed_overwrite_keeps_the_old_store(store, tiny_ckpt, monkeypatch):
     before = snapshot(store)
     original = R.ZarrWriter._write
 
@@ -103,11 +90,11 @@ def test_killed_overwrite_keeps_the_old_store(store, ckpt, monkeypatch):
 
     monkeypatch.setattr(R.ZarrWriter, "_write", crash)
     with pytest.raises(KeyboardInterrupt):
-        R.record_to_file(ckpt, store, overwrite=True, **{**KW, "n_envs": 1})
+        R.record_to_file(tiny_ckpt, store, overwrite=True, **{**KW, "n_envs": 1})
     assert snapshot(store) == before
     assert sorted(p.name for p in store.parent.iterdir()) == ["rec.zarr"]
     monkeypatch.undo()
-    R.record_to_file(ckpt, store, overwrite=True, **{**KW, "n_envs": 1})
+    R.record_to_file(tiny_ckpt, store, overwrite=True, **{**KW, "n_envs": 1})
     with R.open_recording(store) as ds:
         assert ds.sizes["env"] == 1 and ds.sizes["time"] == KW["n_steps"]
 
@@ -127,12 +114,12 @@ def test_stale_temporaries_are_cleaned_and_an_old_store_put_back(tmp_path):
     assert (tmp_path / "r.zarr" / "zarr.json").read_text() == "{}"
 
 
-def test_zarr_recording_killed_before_swap_leaves_no_visible_output(ckpt, tmp_path):
+def test_zarr_recording_killed_before_swap_leaves_no_visible_output(tiny_ckpt, tmp_path):
     """A fresh .zarr killed in its first chunk leaves only a hidden .partial, removed by the
     next recording to the same path."""
     out = tmp_path / "rec.zarr"
     (tmp_path / ".rec.zarr.zz.partial").mkdir()
-    R.record_to_file(ckpt, out, **KW)
+    R.record_to_file(tiny_ckpt, out, **KW)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.zarr"]
 
 

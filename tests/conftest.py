@@ -1,0 +1,18 @@
+"""Fixtures shared by several test modules."""
+
+import pytest
+
+from hippo_rep.config import load_config
+from hippo_rep.models.temt import build_model
+from hippo_rep.training.checkpoint import save_checkpoint
+from hippo_rep.worlds import n_actions_for
+
+
+@pytest.fixture(scope="session")
+def tiny_ckpt(tmp_path_factory):
+    """A checkpoint of an untrained ``tiny`` TEM-t (seed 0, square worlds), step 0."""
+    cfg = load_config("tiny")
+    model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    path = tmp_path_factory.mktemp("tiny_ckpt") / "checkpoint.pt"
+    save_checkpoint(path, model, cfg, 0)
+    return path
