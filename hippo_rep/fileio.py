@@ -71,6 +71,16 @@ def clean_stale(path: str | Path) -> list[Path]:
     return stale
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: The process umask at import (reading it means setting it, so read it once).
+_UMASK = _current_umask()
+
+
 def atomic_write(path: str | Path, write) -> None:
     """Call ``write(tmp_path)`` then rename onto ``path``: a crash leaves the old file intact
     (and its temporary file is removed by the next write of ``path``)."""
@@ -81,6 +91,8 @@ def atomic_write(path: str | Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        # mkstemp creates 0600; give the file the permissions a plain open() would (umask)
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

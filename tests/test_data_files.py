@@ -172,3 +172,16 @@ def test_figures_on_a_recording_given_as_analysis(tmp_path, capsys):
     R.write_netcdf(rec, tmp_path / "rec.nc")
     rc, err = run(capsys, "figures", tmp_path / "rec.nc", "--out", tmp_path / "figs")
     assert rc == 2 and "not a hippo_rep analysis" in err
+
+
+def test_atomic_write_gives_the_permissions_of_a_plain_write(tmp_path):
+    import os
+    import stat
+
+    from hippo_rep.fileio import atomic_write
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    atomic = tmp_path / "atomic.txt"
+    atomic_write(atomic, lambda tmp: open(tmp, "w").write("x"))
+    assert stat.S_IMODE(os.stat(atomic).st_mode) == stat.S_IMODE(os.stat(plain).st_mode)
