@@ -45,10 +45,16 @@ def test_files_open_and_validate():
     assert cfg.world.worlds == ("square:10", "square:11")
     rec = open_recording(DATA / "recording.nc")  # validates
     assert rec.attrs["checkpoint_sha256"] == file_sha256(DATA / "temt_paper.pt")
+    # maps must hold more than two periods of the positional units (wavelength ~7.5 nodes)
+    assert rec.sizes["world_node"] >= 16 * 16
+    diag = json.loads(rec.attrs["transition_diagnostics"])
+    assert diag["loop_returns"]["write_threshold"] == cfg.model.write_threshold
     an = open_analysis(DATA / "analysis.nc")
     assert {"gridness_60", "is_grid", "is_place"} <= set(an.variables)
     for name in ("eval.json", "eval_baseline.json"):
         assert "model" in read_eval(DATA / name)
-    assert json.loads((DATA / "eval.json").read_text())["model"]["revisit"] > 0.9
+    ev = json.loads((DATA / "eval.json").read_text())
+    assert ev["model"]["revisit"] > 0.9
+    assert ev["memory"]["memories_per_node"] > 0 and ev["transitions"]["recurrent"]
     assert read_delay(DATA / "delay.nc").sizes["variant"] == 4
     assert read_sweep(DATA / "passkey")
