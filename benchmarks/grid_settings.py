@@ -139,15 +139,15 @@ def table(out: Path) -> None:
     if not rows:
         raise SystemExit(f"no finished sweeps under {out}")
     heads = [h for h, _ in rows[0][1]]
-    print(f"{'setting':13s}{'seed':>6s}" + "".join(f"{h:>13s}" for h in heads), flush=True)
+    print(f"{'setting':16s}{'seed':>6s}" + "".join(f"{h:>13s}" for h in heads), flush=True)
     for name, cols, status in rows:
         for s in range(len(status)):
             vals = "".join(f"{c[s]:13.3f}" if math.isfinite(c[s]) else f"{'-':>13s}"
                            for _, c in cols)
-            print(f"{name:13s}{s:6d}{vals}  {status[s]}")
+            print(f"{name:16s}{s:6d}{vals}  {status[s]}")
         mean = "".join(f"{np.nanmean(c):13.3f}" if np.isfinite(c).any() else f"{'-':>13s}"
                        for _, c in cols)
-        print(f"{name:13s}{'mean':>6s}{mean}")
+        print(f"{name:16s}{'mean':>6s}{mean}")
 
 
 def main() -> None:
