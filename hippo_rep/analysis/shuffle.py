@@ -170,19 +170,17 @@ def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArra
         ``MIN_MAP_SIZE`` bins along y or x.
     """
     rm = check_maps(maps["rate_map"], "rate_map")
-    if method != "deepmind":
-        out = grid_scores(rm, method=method)["gridness_60"]
-    else:
-        out = xr.apply_ufunc(
-            _gridness60_array,
-            rm,
-            input_core_dims=[list(MAP_DIMS)],
-            dask="parallelized",
-            output_dtypes=[np.float64],
-        )
+    out = (grid_scores(rm, method=method)["gridness_60"] if method != "deepmind"
+           else _per_map(_gridness60_array, rm))
     out.name = "gridness_60"
     out.attrs = {"long_name": f"gridness at 60 degrees ({method})", "units": "1"}
     return out
+
+
+def _per_map(fn, rate_map: xr.DataArray) -> xr.DataArray:
+    """``fn`` (maps (..., y, x) → scores (...)) over ``rate_map``, dask-parallel over maps."""
+    return xr.apply_ufunc(fn, rate_map, input_core_dims=[list(MAP_DIMS)],
+                          dask="parallelized", output_dtypes=[np.float64])
 
 
 def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
@@ -210,14 +208,7 @@ def _plane_wave_share_array(maps: np.ndarray) -> np.ndarray:
 def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
     """Variance share of ``maps.rate_map`` explained by its counted plane waves
     (``plane_waves(rate_map).plane_wave_share``; NaN for constant, all-NaN or tiny maps)."""
-    rm = check_maps(maps["rate_map"], "rate_map")
-    out = xr.apply_ufunc(
-        _plane_wave_share_array,
-        rm,
-        input_core_dims=[list(MAP_DIMS)],
-        dask="parallelized",
-        output_dtypes=[np.float64],
-    )
+    out = _per_map(_plane_wave_share_array, check_maps(maps["rate_map"], "rate_map"))
     out.name = "plane_wave_share"
     out.attrs = {"long_name": "share of the map's variance explained by its counted plane "
                  "waves", "units": "1"}
