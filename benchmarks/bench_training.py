@@ -75,7 +75,7 @@ def main() -> None:
             for kind, sets, label in runs]
     print(f"\npreset {args.preset}; held-out: {EVAL_ENVS} envs; target loop closure "
           f"{args.target}")
-    head = (f"{'model':13s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
+    head = (f"{'model':16s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
             f"{'revisit':>9s}{'new edge':>9s}{'unseen':>8s}{'edge agent (new)':>18s}")
     print(head)
     base = rows[0]["it_per_s"]
@@ -83,7 +83,7 @@ def main() -> None:
         f = r["final"]
         tgt = ("not reached" if r["reached"] is None else
                f"{r['reached'][0]} / {r['reached'][1]:.0f} / {r['reached'][2]:.0f}")
-        print(f"{r['kind']:13s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
+        print(f"{r['kind']:16s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
               f"{f['model']['revisit']:9.3f}{f['model']['revisit_new_edge']:9.3f}"
               f"{f['model']['revisit_unseen_edge']:8.3f}"
               f"{f['edge_agent']['revisit_new_edge']:18.3f}")
