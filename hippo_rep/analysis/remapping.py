@@ -78,7 +78,7 @@ from .recordings import (
     check_recording,
     rate_maps,
 )
-from .shuffle import as_rng
+from .shuffle import as_rng, check_n_shuffles
 
 #: A per-unit correlation needs at least this many nodes visited in both environments.
 REMAP_MIN_NODES = 5
@@ -333,10 +333,7 @@ def tem_remapping(
         ``tem_corr``, ``tem_null_mean``, ``tem_null_q95``, ``tem_p``, ``tem_n_memories``
         (env_pair); ``tem_corr_mean``, ``tem_p_mean`` (scalars).
     """
-    if isinstance(n_shuffles, bool) or not isinstance(n_shuffles, (int, np.integer)) or (
-        n_shuffles < 1
-    ):
-        raise AnalysisError(f"n_shuffles must be an int >= 1; got {n_shuffles!r}")
+    n_shuffles = check_n_shuffles(n_shuffles, "n_shuffles")
     gen, seed_attr = as_rng(rng)
     coords, pairs = env_pairs(grid_rate["env"])
     g = np.asarray(grid_rate.transpose("env", UNIT_DIM, NODE_DIM).values, dtype=np.float64)
@@ -584,10 +581,7 @@ def pair_structure(
         ``pair_shift_match``, ``pair_shift_p``, ``pair_shift_null_mean``. NaN where fewer
         than :data:`PAIR_MIN_UNITS` units are defined in both environments.
     """
-    if isinstance(n_shuffles, bool) or not isinstance(n_shuffles, (int, np.integer)) or (
-        n_shuffles < 1
-    ):
-        raise AnalysisError(f"n_shuffles must be an int >= 1; got {n_shuffles!r}")
+    n_shuffles = check_n_shuffles(n_shuffles, "n_shuffles")
     gen, seed_attr = as_rng(rng)
     coords, pairs = env_pairs(node_rate["env"])
     r = np.asarray(node_rate.transpose("env", UNIT_DIM, NODE_DIM).values, dtype=np.float64)

@@ -29,30 +29,41 @@ def direct_deepmind(
     a: np.ndarray, min_overlap: int = 20, min_max: bool = False
 ) -> tuple[float, float, float]:
     """The "deepmind" gridness written out: SAC, ndimage.rotate, ring masks, loops."""
-    ny, nx = a.shape
-    n = min(ny, nx)
     sac = np.nan_to_num(direct_sac(a, min_overlap), nan=0.0)
-    rot = {ang: ndimage.rotate(sac, ang, reshape=False) for ang in ANGLES}
-    ly = np.arange(-(ny - 1), ny)[:, None]
-    lx = np.arange(-(nx - 1), nx)[None, :]
-    d = np.sqrt(ly**2 + lx**2)
+    outers, g60s, g90s = _ring_gridness(sac, min_max)
     best60 = best90 = -np.inf
     best_r = np.nan
-    for outer in np.linspace(0.4, 1.0, 10) * n:
-        ring = (d > 0.2 * n) & (d <= outer)
-        m = sac[ring].mean()
-        v = ((sac[ring] - m) ** 2).mean() + 1e-5
-        r = {ang: ((sac[ring] - m) * (rot[ang][ring] - m)).mean() / v for ang in ANGLES}
-        if min_max:
-            g60 = min(r[60], r[120]) - max(r[30], r[90], r[150])
-            g90 = r[90] - max(r[45], r[135])
-        else:
-            g60 = (r[60] + r[120]) / 2 - (r[30] + r[90] + r[150]) / 3
-            g90 = r[90] - (r[45] + r[135]) / 2
+    for outer, g60, g90 in zip(outers, g60s, g90s, strict=True):  # first maximum, NaN skipped
         if g60 > best60:
             best60, best_r = g60, outer
         best90 = max(best90, g90)
     return best60, best90, best_r
+
+
+def _ring_gridness(sac: np.ndarray, min_max: bool) -> tuple[np.ndarray, list, list]:
+    """Per ring of the SAC (inner 0.2 N, outer in linspace(0.4, 1.0, 10) N): the DeepMind
+    ring statistic (centred on the unrotated ring mean, + 1e-5) → gridness-60 and -90."""
+    ny, nx = (sac.shape[0] + 1) // 2, (sac.shape[1] + 1) // 2
+    n = min(ny, nx)
+    rot = {ang: ndimage.rotate(sac, ang, reshape=False) for ang in ANGLES}
+    ly = np.arange(-(ny - 1), ny)[:, None]
+    lx = np.arange(-(nx - 1), nx)[None, :]
+    d = np.sqrt(ly**2 + lx**2)
+    outers = np.linspace(0.4, 1.0, 10) * n
+    g60s, g90s = [], []
+    with np.errstate(all="ignore"):
+        for outer in outers:
+            ring = (d > 0.2 * n) & (d <= outer)
+            m = sac[ring].mean()
+            v = ((sac[ring] - m) ** 2).mean() + 1e-5
+            r = {ang: ((sac[ring] - m) * (rot[ang][ring] - m)).mean() / v for ang in ANGLES}
+            if min_max:
+                g60s.append(min(r[60], r[120]) - max(r[30], r[90], r[150]))
+                g90s.append(r[90] - max(r[45], r[135]))
+            else:
+                g60s.append((r[60] + r[120]) / 2 - (r[30] + r[90] + r[150]) / 3)
+                g90s.append(r[90] - (r[45] + r[135]) / 2)
+    return outers, g60s, g90s
 
 
 def deepmind_reference_sac(a: np.ndarray) -> np.ndarray:
@@ -86,24 +97,7 @@ def deepmind_reference(a: np.ndarray, min_max: bool = False) -> tuple[float, flo
     ``linspace(0.4, 1.0, 10) N``, ``scipy.ndimage.rotate(sac, angle, reshape=False)``;
     returns (gridness-60, gridness-90), NaN where the reference's SAC overflows.
     """
-    n = a.shape[0]
-    sac = deepmind_reference_sac(a)
-    rot = {ang: ndimage.rotate(sac, ang, reshape=False) for ang in ANGLES}
-    lag = np.arange(-(n - 1), n)
-    d = np.sqrt(lag[:, None] ** 2 + lag[None, :] ** 2)
-    g60s, g90s = [], []
-    with np.errstate(all="ignore"):
-        for outer in np.linspace(0.4, 1.0, 10) * n:
-            ring = (d > 0.2 * n) & (d <= outer)
-            m = sac[ring].mean()
-            v = ((sac[ring] - m) ** 2).mean() + 1e-5
-            r = {ang: ((sac[ring] - m) * (rot[ang][ring] - m)).mean() / v for ang in ANGLES}
-            if min_max:
-                g60s.append(min(r[60], r[120]) - max(r[30], r[90], r[150]))
-                g90s.append(r[90] - max(r[45], r[135]))
-            else:
-                g60s.append((r[60] + r[120]) / 2 - (r[30] + r[90] + r[150]) / 3)
-                g90s.append(r[90] - (r[45] + r[135]) / 2)
+    _, g60s, g90s = _ring_gridness(deepmind_reference_sac(a), min_max)
     return float(np.max(g60s)), float(np.max(g90s))
 
 
