@@ -7,6 +7,7 @@ comparison from finished sweeps (per seed, and the mean over seeds).
 
     python benchmarks/grid_settings.py run OUT [--seeds 3] [--only NAME ...]
     python benchmarks/grid_settings.py reanalyse OUT   # finished runs, with this version
+    python benchmarks/grid_settings.py calibrate OUT   # calibrated write threshold, evaluated
     python benchmarks/grid_settings.py table OUT
 
 Rerunning ``run`` on the same OUT skips finished runs (the sweep's manifest must match).
@@ -38,7 +39,21 @@ SETTINGS = {
     "paper_relu": ["model.transition_param=free", "model.transition_activation=relu",
                    "model.g_norm=none", "model.readout=mlp", "train.loss_l2_g=0.01",
                    "train.loss_inverse=0.1"],
+    # the two ReLU settings trained 5x longer (2,000 iterations): whether they only needed time
+    "free_relu_long": ["model.transition_param=free", "model.transition_activation=relu",
+                       "train.iterations=2000"],
+    # orthogonal W_a (cannot contract, unlike the free ones) with a non-negative σ: the
+    # non-negativity that favours hexagonal over square lattices (Sorscher et al. 2019, 2023)
+    "orth_relu": ["model.transition_activation=relu"],
+    # today's default on hexagonal (6-connected) worlds, the paper's Fig. 10: a lattice with
+    # three axes 60 deg apart (evaluated on hex:11, recorded on hex:20)
+    "orth_linear_hexworld": ["world.worlds=hex:8"],
+    "paper_relu_long": ["model.transition_param=free", "model.transition_activation=relu",
+                        "model.g_norm=none", "model.readout=mlp", "train.loss_l2_g=0.01",
+                        "train.loss_inverse=0.1", "train.iterations=2000"],
 }
+#: Settings evaluated and recorded on other worlds than :data:`SWEEP_SETTINGS` says.
+SETTING_SWEEP = {"orth_linear_hexworld": dict(eval_world="hex:11", record_world="hex:20")}
 #: Base preset of every setting.
 PRESET = "small"
 #: What each run evaluates and records (see hippo_rep.sweep.SweepSettings).
@@ -51,7 +66,9 @@ def run(out: Path, seeds: int, names: list[str]) -> None:
 
     for name in names:
         rep = run_sweep(PRESET, [], seeds, out / name, overrides=SETTINGS[name],
-                        settings=SweepSettings(**SWEEP_SETTINGS), progress=False)
+                        settings=SweepSettings(**{**SWEEP_SETTINGS,
+                                                  **SETTING_SWEEP.get(name, {})}),
+                        progress=False)
         print(f"{name}: {len(rep.done)} done, {len(rep.skipped)} already done, "
               f"{len(rep.failed)} failed ({rep.wall_s:.0f} s)", flush=True)
 
@@ -78,6 +95,52 @@ def reanalyse(out: Path) -> None:
             write_analysis(res, run_dir / ANALYSIS_FILE, overwrite=True)
             print(f"reanalysed {name}/{run_dir.name}", flush=True)
 
+
+#: What ``calibrate`` writes into each finished run's folder.
+CALIBRATED_CHECKPOINT, CALIBRATED_EVAL = "calibrated.pt", "eval_calibrated.json"
+
+
+def calibrate(out: Path) -> None:
+    """Calibrate every finished run's write threshold (hippo_rep.training.calibrate) and
+    evaluate the calibrated copy on the same held-out walks as the run's own evaluation."""
+    import json
+
+    from hippo_rep.sweep import RUNS_DIR
+    from hippo_rep.training.calibrate import calibrate_checkpoint
+    from hippo_rep.training.evaluate import evaluate_checkpoint
+
+    for name in SETTINGS:
+        if not (out / name / "sweep.json").is_file():
+            continue
+        st = json.loads((out / name / "sweep.json").read_text())["settings"]
+        for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
+            if not (run_dir / "done.json").is_file() or (run_dir / CALIBRATED_EVAL).is_file():
+                continue
+            rep = calibrate_checkpoint(run_dir / "checkpoint.pt", run_dir / CALIBRATED_CHECKPOINT)
+            res = evaluate_checkpoint(run_dir / CALIBRATED_CHECKPOINT, n_envs=st["eval_envs"],
+                                      world=st["eval_world"], n_steps=st["eval_steps"],
+                                      seed=st["eval_seed"])
+            res["calibration"] = rep
+            (run_dir / CALIBRATED_EVAL).write_text(json.dumps(res, indent=1))
+            print(f"calibrated {name}/{run_dir.name}: threshold {rep['threshold']:.3f}, "
+                  f"{res['memory']['memories_per_node']:.2f} memories/node", flush=True)
+
+
+def calibrated_columns(run_dir: Path) -> list[float]:
+    """Threshold, loop closure, zero-shot and memories/node of the calibrated copy (NaN when
+    ``calibrate`` has not run)."""
+    import json
+
+    path = run_dir / CALIBRATED_EVAL
+    if not path.is_file():
+        return [math.nan] * len(CALIBRATED_COLUMNS)
+    res = json.loads(path.read_text())
+    return [res["calibration"]["threshold"], res["model"]["revisit_new_edge"],
+            res["model"]["revisit_unseen_edge"], res["memory"]["memories_per_node"]]
+
+
+#: Columns from :func:`calibrated_columns`.
+CALIBRATED_COLUMNS = ["cal thr", "cal loop", "cal 0-shot", "cal mem/node"]
 
 #: Columns of the table: (header, sweep variable, step type for accuracy).
 COLUMNS = [("loop closure", "accuracy", "revisit_new_edge"),
@@ -129,25 +192,29 @@ def table(out: Path) -> None:
             v = ds[var].sel(agent="model", step_type=st) if st else ds[var]
             cols.append((head, v.values.ravel()))
         pats = np.full((ds.sizes["seed"], len(PATTERN_COLUMNS)), np.nan)
+        cal = np.full((ds.sizes["seed"], len(CALIBRATED_COLUMNS)), np.nan)
         for i, (run, status) in enumerate(zip(ds["run"].values.ravel(),
                                               ds["status"].values.ravel(), strict=True)):
             if status == "done":
                 pats[i] = g_patterns(out / name / "runs" / str(run) / "recording.nc")
+                cal[i] = calibrated_columns(out / name / "runs" / str(run))
+        cols += [(h, cal[:, j]) for j, h in enumerate(CALIBRATED_COLUMNS)]
         cols += [(h, pats[:, j]) for j, h in enumerate(PATTERN_COLUMNS)]
         cols.append(("place", ds["place_fraction"].values.ravel()))
         rows.append((name, cols, ds["status"].values.ravel()))
     if not rows:
         raise SystemExit(f"no finished sweeps under {out}")
     heads = [h for h, _ in rows[0][1]]
-    print(f"{'setting':16s}{'seed':>6s}" + "".join(f"{h:>13s}" for h in heads), flush=True)
+    w = max(16, *(len(name) + 2 for name, _, _ in rows))
+    print(f"{'setting':{w}s}{'seed':>6s}" + "".join(f"{h:>13s}" for h in heads), flush=True)
     for name, cols, status in rows:
         for s in range(len(status)):
             vals = "".join(f"{c[s]:13.3f}" if math.isfinite(c[s]) else f"{'-':>13s}"
                            for _, c in cols)
-            print(f"{name:16s}{s:6d}{vals}  {status[s]}")
+            print(f"{name:{w}s}{s:6d}{vals}  {status[s]}")
         mean = "".join(f"{np.nanmean(c):13.3f}" if np.isfinite(c).any() else f"{'-':>13s}"
                        for _, c in cols)
-        print(f"{name:16s}{'mean':>6s}{mean}")
+        print(f"{name:{w}s}{'mean':>6s}{mean}")
 
 
 def main() -> None:
@@ -157,13 +224,15 @@ def main() -> None:
     r.add_argument("out", type=Path)
     r.add_argument("--seeds", type=int, default=3)
     r.add_argument("--only", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    for cmd in ("reanalyse", "table"):
+    for cmd in ("reanalyse", "calibrate", "table"):
         sub.add_parser(cmd).add_argument("out", type=Path)
     args = p.parse_args()
     if args.cmd == "run":
         run(args.out, args.seeds, args.only)
     elif args.cmd == "reanalyse":
         reanalyse(args.out)
+    elif args.cmd == "calibrate":
+        calibrate(args.out)
     else:
         table(args.out)
 

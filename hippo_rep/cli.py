@@ -171,6 +171,31 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.training.calibrate import (
+        CALIBRATION_ENVS,
+        CALIBRATION_STEPS,
+        calibrate_checkpoint,
+    )
+
+    args.envs = CALIBRATION_ENVS if args.envs is None else args.envs
+    args.steps = CALIBRATION_STEPS if args.steps is None else args.steps
+    _count(args.envs, "--envs", MAX_BATCH)
+    _count(args.steps, "--steps", MAX_WALK_STEPS)
+    _count(args.seed, "--seed", low=0)
+    check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
+    rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
+    print(f"calibration walks: {rep['envs']} envs × {rep['steps']} steps of the training "
+          f"worlds (seed {rep['seed']})")
+    for r in rep["rounds"]:
+        print(f"threshold {r['threshold_used']:.3f}: {r['memories_per_node']:.2f} memories per "
+              f"node; best criterion {r['threshold']:.3f} (revisits written again "
+              f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})")
+    print(f"write threshold {rep['initial_threshold']:g} → {rep['threshold']:g}; wrote {args.out}")
+    return 0
+
+
 def _write_json(path, data) -> None:
     from hippo_rep.fileio import atomic_write
 
@@ -221,8 +246,14 @@ def cmd_demo(args) -> int:
         rc = cmd_train(targs)
         if rc:
             return rc
+        ckpt = run / "checkpoint.pt"
+        if kind == "temt":  # add-if-novel's threshold, set between revisits and new places
+            print(f"== calibrating the write threshold → {run / 'calibrated.pt'}")
+            cmd_calibrate(argparse.Namespace(checkpoint=str(ckpt), out=str(run / "calibrated.pt"),
+                                             envs=None, steps=None, seed=0, overwrite=True))
+            ckpt = run / "calibrated.pt"
         name = "eval.json" if kind == "temt" else "eval_baseline.json"
-        eargs = argparse.Namespace(checkpoint=str(run / "checkpoint.pt"), envs=args.envs,
+        eargs = argparse.Namespace(checkpoint=str(ckpt), envs=args.envs,
                                    world=None, steps=None, seed=DEFAULT_EVAL_SEED,
                                    json=str(out / name), overwrite=True)
         cmd_evaluate(eargs)
@@ -238,7 +269,7 @@ def cmd_demo(args) -> int:
         if path.exists():
             path.unlink()  # --overwrite was given (or the checkpoints were absent)
     print(f"\n== recording {args.record_envs} envs × {args.record_steps} steps → {rec}")
-    cmd_record(argparse.Namespace(checkpoint=str(runs["temt"] / "checkpoint.pt"), out=str(rec),
+    cmd_record(argparse.Namespace(checkpoint=str(runs["temt"] / "calibrated.pt"), out=str(rec),
                                   overwrite=True, envs=args.record_envs,
                                   steps=args.record_steps, world=None, seed=0,
                                   same_observations=False, chunk=512))
@@ -251,8 +282,8 @@ def cmd_demo(args) -> int:
                                    eval=[str(out / "eval.json"), str(out / "eval_baseline.json")],
                                    out=args.figures, only=None, format="pdf,svg,png"))
     print(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
-          f"checkpoint.pt), {out}/eval.json, {out}/eval_baseline.json, {rec}, {ana}, "
-          f"figures in {args.figures}/")
+          f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
+          f"{rec}, {ana}, figures in {args.figures}/")
     return 0
 
 
@@ -598,6 +629,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", help="write the results to this JSON file")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     e.set_defaults(func=cmd_evaluate)
+
+    c = sub.add_parser("calibrate", help="copy a checkpoint with add-if-novel's write threshold "
+                                         "calibrated between revisits and new places")
+    c.add_argument("checkpoint")
+    c.add_argument("--out", required=True, help="the calibrated checkpoint (a new file)")
+    c.add_argument("--envs", type=int, help="calibration environments of the training worlds "
+                                            "(default: calibrate.CALIBRATION_ENVS, 16)")
+    c.add_argument("--steps", type=int, help="steps per walk (default: "
+                                             "calibrate.CALIBRATION_STEPS, 1,500)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the calibration walks")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    c.set_defaults(func=cmd_calibrate)
 
     r = sub.add_parser("record", help="record g and memory-neuron activity into .nc or .zarr")
     r.add_argument("checkpoint")

@@ -89,7 +89,10 @@ class ModelConfig:
     # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
     retrieval_beta_init: float = 3.0
     # A memory is added only if no stored memory of the same observation has cosine similarity
-    # of z(g) above this; 0.9 merged distinct nodes in prototypes, 0.98 did not.
+    # of z(g) above this. Training uses it as given (0.9 merged distinct nodes in prototypes;
+    # training at 0.95 lost loop closure); after training, `hippo-rep calibrate` sets it
+    # between revisits and new places (training.calibrate): 0.94 for the shipped model, whose
+    # revisits fall below 0.98 often enough to write 2.4 memories per node.
     write_threshold: float = 0.98
     # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
     retrieval_iterations: int = 1

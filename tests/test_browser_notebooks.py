@@ -28,6 +28,8 @@ import pytest
 
 from tests.test_notebooks import NAMES, read, tiny  # noqa: F401  (tiny: a fixture)
 
+pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)
+
 nbformat = pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[1]

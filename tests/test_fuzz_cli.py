@@ -29,6 +29,8 @@ import torch
 from hippo_rep import cli
 from hippo_rep import config as C
 
+pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)
+
 #: Longest acceptable error line, in characters.
 MAX_LINE = cli.MAX_ERROR_LINE + 100
 #: Seed of the random bytes of "random" files.
@@ -267,6 +269,8 @@ def _train(d, *extra):
 READERS = {
     "ck": [
         ("evaluate", lambda w, f, d: ["evaluate", f, "--envs", "1", "--steps", "5"]),
+        ("calibrate", lambda w, f, d: ["calibrate", f, "--out", d / "out.pt", "--envs", "1",
+                                       "--steps", "5"]),
         ("record", lambda w, f, d: ["record", f, "--out", d / "out.nc", "--envs", "1",
                                     "--steps", "5"]),
         ("delay", lambda w, f, d: ["delay", f, "--out", d / "out.json", "--world", "square:8",

@@ -13,6 +13,8 @@ nbformat = pytest.importorskip("nbformat")
 
 from tests.test_figures import fake_eval, fake_sweep_rows  # noqa: E402
 
+pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = ["01_explore_rate_maps", "02_grid_and_place_statistics", "03_publication_figures"]
 #: Seconds one cell may run.

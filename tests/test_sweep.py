@@ -120,6 +120,7 @@ def test_bad_grids_are_refused_with_the_valid_keys():
         expand_grid("tiny", GRID, 0)
 
 
+@pytest.mark.slow
 def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
     out, rep = seq
     assert rep.runs == NAMES and rep.done == NAMES and not rep.failed and not rep.skipped
@@ -158,6 +159,7 @@ def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
     assert str(one["run"].values) == run.name
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_runs(seq):
     out, _ = seq
     before = {n: (out / RUNS_DIR / n / "checkpoint.pt").stat().st_mtime_ns for n in NAMES}
@@ -167,6 +169,7 @@ def test_rerun_skips_finished_runs(seq):
     assert after == before
 
 
+@pytest.mark.slow
 def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
         seq, tmp_path, monkeypatch):
     # A sweep killed mid-way on a cluster: runs 0 and 2 finished, run 1 killed during its
@@ -209,6 +212,7 @@ def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
     xr.testing.assert_identical(_table(out), _table(seq[0]))
 
 
+@pytest.mark.slow
 def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkeypatch):
     import hippo_rep.analysis.pipeline as pipeline
 
@@ -239,6 +243,7 @@ def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkey
     assert rep.skipped == [good] and rep.ran == [bad]  # failed runs are retried
 
 
+@pytest.mark.slow
 def test_a_folder_of_another_sweep_is_refused_unless_overwrite(seq, tmp_path, monkeypatch):
     out, _ = seq
     manifest = (out / MANIFEST).read_bytes()
@@ -267,6 +272,7 @@ def test_a_folder_of_another_sweep_is_refused_unless_overwrite(seq, tmp_path, mo
         "model.transition_activation": ["tanh"]}
 
 
+@pytest.mark.slow
 def test_two_worker_local_cluster_equals_sequential(seq, tmp_path):
     import dask
 
@@ -299,6 +305,7 @@ def test_unreachable_scheduler_fails_fast_naming_it(tmp_path, monkeypatch):
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.slow
 def test_cli_sweep_resumes_and_figures_draw_it(seq, tmp_path, capsys):
     out, _ = seq
     args = ["sweep", "tiny", "--grid", GRID[0], "--seeds", str(SEEDS), "--out", str(out),
@@ -315,6 +322,7 @@ def test_cli_sweep_resumes_and_figures_draw_it(seq, tmp_path, capsys):
     assert (figs / "sweep.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_plot_sweep_draws_each_seed_as_a_point(seq):
     import matplotlib
 
