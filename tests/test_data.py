@@ -21,7 +21,8 @@ def listed() -> dict[str, str]:
 
 def test_sums_list_every_shipped_file():
     names = set(listed())
-    assert {"temt_paper.pt", "eval.json", "eval_baseline.json", "recording.nc", "analysis.nc",
+    assert {"temt_paper.pt", "eval.json", "eval_11x11_1500.json", "eval_baseline.json",
+            "recording.nc", "analysis.nc",
             "delay.nc", "passkey/sweep.json"} <= names
     total = sum((DATA / n).stat().st_size for n in names)
     assert total <= 30 * 2**20  # the repository's budget for example data
@@ -58,3 +59,19 @@ def test_files_open_and_validate():
     assert ev["memory"]["memories_per_node"] > 0 and ev["transitions"]["recurrent"]
     assert read_delay(DATA / "delay.nc").sizes["variant"] == 4
     assert read_sweep(DATA / "passkey")
+
+
+def test_shipped_checkpoint_is_calibrated_and_adds_only_novel_memories():
+    """The shipped weights carry a calibrated write threshold (its report and the SHA-256 of
+    the uncalibrated file), and on held-out 11x11 walks of 1,500 steps they write at most 1.2
+    memories per distinct node (add-if-novel) while keeping loop closure."""
+    from hippo_rep.training.checkpoint import load_checkpoint
+
+    _, cfg, payload = load_checkpoint(DATA / "temt_paper.pt")
+    cal = payload["extra"]["calibration"]
+    assert cal["threshold"] == cfg.model.write_threshold < cal["initial_threshold"]
+    assert len(cal["source_sha256"]) == 64
+    ev = json.loads((DATA / "eval_11x11_1500.json").read_text())
+    assert ev["meta"]["world"] == "square:11x11" and ev["meta"]["steps"] == 1500
+    assert ev["memory"]["memories_per_node"] <= 1.2
+    assert ev["model"]["revisit_new_edge"] >= 0.9
