@@ -356,3 +356,19 @@ def test_sweep_rows_carry_pooled_intervals_and_old_tables_get_them(tmp_path):
     (back,) = P.read_sweep(tmp_path)
     assert (back["ci_low"], back["ci_high"], back["n_prompts"]) == \
         (row["ci_low"], row["ci_high"], 16)
+
+
+def test_sweep_plot_error_bars_are_the_intervals():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = P.summarise([{"variant": "fam_f4", "seed": 0, "n_samples": 16,
+                         "accuracy": {"0": 1.0, "64": 0.5}}])
+    ax = P.plot_sweep(rows)
+    (bars,) = [c for c in ax.containers if c.get_label() == "fam_f4"]
+    segs = bars.lines[2][0].get_segments()  # one vertical segment per filler
+    for seg, r in zip(segs, rows, strict=True):
+        assert sorted(seg[:, 1]) == pytest.approx([r["ci_low"], r["ci_high"]])
+    plt.close(ax.figure)
