@@ -255,7 +255,8 @@ def _toml(value):
 
 @pytest.mark.parametrize("option", list(OPTION_VALUES))
 @pytest.mark.parametrize("variant", ["full", "bswa", "fam", "fm", "sum"])
-def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(variant, option):
+def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(variant, option,
+                                                                          monkeypatch):
     base = _base(variant)
     if variant not in _BASE_LOSSES:
         _BASE_LOSSES[variant] = _losses(base)
@@ -269,6 +270,7 @@ def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(varian
     with pytest.raises(P.PassKeyError, match=rf"{option}.*variant {variant!r}"):
         base.with_overrides([f"{option}={_toml(value)}"])
     # ground truth: forced through, the option indeed changes nothing (or cannot run)
+    monkeypatch.setattr(P.PassKeyConfig, "check_options", lambda self: self)
     try:
         on = _losses(_unchecked(base, option, value))
     except FAMConfigError as err:
@@ -277,24 +279,32 @@ def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(varian
         assert on == off, f"{option} was refused for {variant} but changes its loss"
 
 
-def test_conditionally_inert_options_are_refused():
+def test_conditionally_inert_options_are_refused(monkeypatch, tmp_path):
     fam0 = P.PassKeyConfig(P.FAMConfig(variant="fam", **{**OPT_MODEL, "n_mem": 0}),
                            P.TrainConfig(**OPT_TRAIN))
     with pytest.raises(P.PassKeyError, match=r"mem_stop_grad.*'fam'.*n_mem = 0"):
         fam0.with_overrides(["model.mem_stop_grad=true"])
-    assert _losses(_unchecked(fam0, "model.mem_stop_grad", True)) == _losses(fam0)
     nopos = _base("bswa").with_overrides(["model.pos_encoding='none'"])
     with pytest.raises(P.PassKeyError, match=r"rope_base.*'bswa'.*pos_encoding"):
         nopos.with_overrides(["model.rope_base=100"])
-    assert _losses(_unchecked(nopos, "model.rope_base", 100.0)) == _losses(nopos)
     # full attention averages its diversity loss per block of B queries: there B acts
     div = _base("full").with_overrides(["train.diversity_weight=0.5"])
     assert P.inert_option(div, "model.block_size") is None
     assert _losses(div.with_overrides(["model.block_size=8"]))[-1] != _losses(div)[-1]
-    # the config files / API path refuses an inert option switched on, too
+    # the API refuses to train with an inert option switched on, too; a checkpoint's config
+    # that has one still loads (it is checked before training, not on reading)
+    cfg = P.PassKeyConfig.from_dict({"model": {"variant": "fm"},
+                                     "train": {"state_passing": 0.5}})
     with pytest.raises(P.PassKeyError, match=r"train\.state_passing.*'fm'"):
-        P.PassKeyConfig.from_dict({"model": {"variant": "fm"},
-                                   "train": {"state_passing": 0.5}})
+        P.train(cfg)
+    P.save_checkpoint(tmp_path / "old.pt", P.build_fam_model(cfg.model, seed=0), cfg, 0)
+    assert P.load_checkpoint(tmp_path / "old.pt")[1] == cfg
+    # ground truth: forced through, the refused settings change nothing
+    forced = [_unchecked(fam0, "model.mem_stop_grad", True),
+              _unchecked(nopos, "model.rope_base", 100.0)]
+    monkeypatch.setattr(P.PassKeyConfig, "check_options", lambda self: self)
+    assert _losses(forced[0]) == _losses(fam0)
+    assert _losses(forced[1]) == _losses(nopos)
 
 
 # ---------------------------------------------------- threads, reproducibility, intervals

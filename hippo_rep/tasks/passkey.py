@@ -161,7 +161,20 @@ class PassKeyConfig:
         if self.model.vocab_size != VOCAB:
             raise PassKeyError(f"model.vocab_size must be {VOCAB} for PassKey; "
                                f"got {self.model.vocab_size}")
-        # options switched on (a value other than off) where they would do nothing
+        if self.train.recon_weight and not self.model.slots:
+            raise PassKeyError(inert_option(self, "train.recon_weight"))
+
+    def check_options(self) -> PassKeyConfig:
+        """Refuse an option switched on (a value other than off) where it does nothing for
+        the variant (:data:`VARIANT_OPTIONS`); returns self. Run before training
+        (:func:`train`, :meth:`with_overrides`), not on loading: a checkpoint trained with
+        such a setting still loads and evaluates.
+
+        Raises
+        ------
+        PassKeyError
+            Naming the option and the variant.
+        """
         on = [("train.state_passing", self.train.state_passing > 0),
               ("train.recon_weight", self.train.recon_weight > 0),
               ("model.mem_stop_grad", self.model.mem_stop_grad)]
@@ -169,6 +182,7 @@ class PassKeyConfig:
             why = inert_option(self, option) if value else None
             if why:
                 raise PassKeyError(why)
+        return self
 
     def to_dict(self) -> dict:
         return {"model": self.model.to_dict(), "train": dataclasses.asdict(self.train)}
@@ -238,7 +252,7 @@ class PassKeyConfig:
             why = inert_option(cfg, f"{section}.{key}")
             if why:
                 raise PassKeyError(why)
-        return cfg
+        return cfg.check_options()
 
 
 def inert_option(cfg: PassKeyConfig, option: str) -> str | None:
@@ -316,6 +330,7 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     """
     if not isinstance(cfg, PassKeyConfig):
         raise PassKeyError(f"cfg must be a PassKeyConfig; got {type(cfg).__name__}")
+    cfg.check_options()
     tc, mc = cfg.train, cfg.model
     model = build_fam_model(mc, seed=tc.seed)
     model.train()
