@@ -54,10 +54,9 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], help="extra config override")
     args = p.parse_args()
     torch.set_num_threads(1)
-    base = PassKeyConfig().with_overrides([*REDUCED, *args.set])
     seeds = [int(s) for s in args.seeds.split(",")]
-    rows = sweep(args.out, DEFAULT_SWEEP, seeds, base, DEFAULT_FILLERS, args.samples,
-                 log=lambda m: print(m, flush=True))
+    rows = sweep(args.out, DEFAULT_SWEEP, seeds, PassKeyConfig(), DEFAULT_FILLERS, args.samples,
+                 log=lambda m: print(m, flush=True), overrides=[*REDUCED, *args.set])
     print(f"\nPassKey accuracy (mean over seeds {seeds}, {args.samples} prompts per length)")
     print(format_table(rows))
     long = [int(f) for f in args.long.split(",")]

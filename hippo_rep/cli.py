@@ -370,10 +370,23 @@ def _int_list(text: str, flag: str) -> list[int]:
 
 
 def _passkey_threads(args) -> None:
-    if args.threads:
-        import torch
+    """Pin torch's CPU threads (default 1): a rerun with the same count is bit-identical."""
+    import torch
 
-        torch.set_num_threads(args.threads)
+    _count(args.threads, "--threads")
+    torch.set_num_threads(args.threads)
+
+
+def _passkey_wide(rows, what: str) -> None:
+    """Say where a 95% interval is wider than the target and how many prompts would do."""
+    from hippo_rep.tasks.passkey import TARGET_HALF_WIDTH, wide_intervals
+
+    wide = wide_intervals(rows)
+    if wide:
+        worst = max(wide, key=lambda r: r["prompts_needed"])
+        print(f"{len(wide)} of {len(rows)} accuracies have a 95% interval wider than "
+              f"±{TARGET_HALF_WIDTH:.2f}; ±{TARGET_HALF_WIDTH:.2f} needs up to "
+              f"{worst['prompts_needed']} {what} (at accuracy {worst['accuracy']:.2f})")
 
 
 def cmd_passkey_train(args) -> int:
@@ -398,7 +411,13 @@ def cmd_passkey_train(args) -> int:
 
 
 def cmd_passkey_eval(args) -> int:
-    from hippo_rep.tasks.passkey import CHANCE, evaluate, load_checkpoint
+    from hippo_rep.tasks.passkey import (
+        CHANCE,
+        CONFIDENCE,
+        evaluate,
+        load_checkpoint,
+        wilson_interval,
+    )
 
     fillers = _int_list(args.fillers, "--fillers")
     _count(args.samples, "--samples")
@@ -410,14 +429,19 @@ def cmd_passkey_eval(args) -> int:
     print(f"{args.checkpoint}: {cfg.model.variant} (B={cfg.model.block_size}, "
           f"M={cfg.model.n_mem}, F={cfg.model.slots}), {args.samples} prompts per length "
           f"(seed {args.seed}), chance {CHANCE:.3f}")
-    print(f"{'filler':>8s}{'accuracy':>10s}")
+    ci = {f: wilson_interval(a, args.samples) for f, a in acc.items()}
+    print(f"{'filler':>8s}{'accuracy':>10s}  {CONFIDENCE:.0%} interval (Wilson)")
     for f, a in acc.items():
-        print(f"{f:8d}{a:10.3f}")
+        print(f"{f:8d}{a:10.3f}  [{ci[f][0]:.3f}, {ci[f][1]:.3f}]")
+    _passkey_wide([{"accuracy": a, "ci_low": ci[f][0], "ci_high": ci[f][1]}
+                   for f, a in acc.items()], "prompts per length (--samples)")
     if args.json:
         _write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
                                 "step": payload.get("step"), "seed": args.seed,
-                                "n_samples": args.samples,
-                                "accuracy": {str(f): a for f, a in acc.items()}})
+                                "n_samples": args.samples, "threads": args.threads,
+                                "confidence": CONFIDENCE,
+                                "accuracy": {str(f): a for f, a in acc.items()},
+                                "interval": {str(f): list(c) for f, c in ci.items()}})
         print(f"wrote {args.json}")
     return 0
 
@@ -428,15 +452,18 @@ def cmd_passkey_sweep(args) -> int:
     check_output_path(args.out, "--out", folder=True)
     if args.figure:
         check_output_path(args.figure, "--figure")
-    base = PassKeyConfig().with_overrides(args.set)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = _int_list(args.seeds, "--seeds")
     fillers = _int_list(args.fillers, "--fillers")
+    _count(args.samples, "--samples")
     _passkey_threads(args)
-    rows = sweep(args.out, variants, seeds, base, fillers, n_samples=args.samples,
-                 log=lambda m: print(m, flush=True), reuse=not args.no_reuse)
+    rows = sweep(args.out, variants, seeds, PassKeyConfig(), fillers, n_samples=args.samples,
+                 log=lambda m: print(m, flush=True), reuse=not args.no_reuse,
+                 overrides=args.set)
     print(f"\nPassKey accuracy, mean over seeds {seeds} ({args.samples} prompts per length):")
     print(format_table(rows))
+    print("95% intervals (Wilson, prompts of all seeds pooled): ci_low/ci_high in sweep.csv")
+    _passkey_wide(rows, "prompts pooled over seeds")
     print(f"tables: {Path(args.out) / 'sweep.csv'}, {Path(args.out) / 'sweep.json'}")
     if args.figure:
         import matplotlib
@@ -674,8 +701,15 @@ def build_parser() -> argparse.ArgumentParser:
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
     pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
     from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
+    from hippo_rep.tasks import PASSKEY_DEFAULT_PROMPTS as PROMPTS
     from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
+    from hippo_rep.tasks import PASSKEY_DEFAULT_THREADS
     from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
+
+    def threads_arg(parser):
+        parser.add_argument("--threads", type=int, default=PASSKEY_DEFAULT_THREADS,
+                            help="torch CPU threads; a rerun with the same count is "
+                                 f"bit-identical (default: {PASSKEY_DEFAULT_THREADS})")
 
     fill = ",".join(map(str, DEFAULT_FILLERS))
     pt = pks.add_parser("train", help="train one PassKey model")
@@ -683,17 +717,21 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--variant", default="fam_f4",
                     help=f"{', '.join(SWEEP_VARIANTS)}, or a bare variant (default: fam_f4)")
     pt.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override, e.g. --set train.steps=400 --set model.n_fam=8")
-    pt.add_argument("--threads", type=int, help="torch CPU threads")
+                    help="override (wins over the variant's presets; refused where it contradicts "
+                         "the variant's name or does nothing for it), e.g. --set "
+                         "train.steps=400 --set model.n_mem=2")
+    threads_arg(pt)
     pt.add_argument("--overwrite", action="store_true", help="replace a checkpoint in --out")
     pt.add_argument("--no-progress", action="store_true", help="no per-step log")
     pt.set_defaults(func=cmd_passkey_train)
     pe = pks.add_parser("eval", help="accuracy against filler length of a checkpoint")
     pe.add_argument("checkpoint")
     pe.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pe.add_argument("--samples", type=int, default=128, help="prompts per length")
+    pe.add_argument("--samples", type=int, default=PROMPTS,
+                    help=f"prompts per length (default: {PROMPTS}: 95%% interval ±0.03 at "
+                         "accuracy 0.9)")
     pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
-    pe.add_argument("--threads", type=int, help="torch CPU threads")
+    threads_arg(pe)
     pe.add_argument("--json", help="write the results to this JSON file")
     pe.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     pe.set_defaults(func=cmd_passkey_eval)
@@ -703,11 +741,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"comma-separated (default: {','.join(DEFAULT_SWEEP)})")
     pw.add_argument("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)")
     pw.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pw.add_argument("--samples", type=int, default=128, help="prompts per length")
+    pw.add_argument("--samples", type=int, default=PROMPTS,
+                    help=f"prompts per length and seed (default: {PROMPTS})")
     pw.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override of the base config for every run")
+                    help="override for every run: wins over the variants' presets; refused "
+                         "where it contradicts a variant's name or does nothing for it")
     pw.add_argument("--figure", help="also save the accuracy plot (PNG/PDF/SVG)")
-    pw.add_argument("--threads", type=int, help="torch CPU threads")
+    threads_arg(pw)
     pw.add_argument("--no-reuse", action="store_true",
                     help="retrain runs whose eval.json already matches")
     pw.set_defaults(func=cmd_passkey_sweep)

@@ -409,7 +409,9 @@ def passkey_figure(inputs: FigureInputs):
     passkey_curves(rows, ax=axes[0])
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
-    fig.suptitle(f"PassKey retrieval (mean ± SD over {'/'.join(map(str, seeds))} seed(s); "
+    bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
+        else "± SD"
+    fig.suptitle(f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), {bars}; "
                  f"chance {CHANCE:.3f})", fontsize=8)
     _label_panels(axes)
     return fig

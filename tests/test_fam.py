@@ -238,6 +238,55 @@ def test_efficient_equals_blockwise(variant, M, stop):
             torch.testing.assert_close(u, v, atol=1e-5, rtol=1e-4)
 
 
+def _aux_sets(variant):
+    """Every subset of the auxiliary losses the variant accepts (recon needs FAM slots)."""
+    names = ("diversity", "recon") if variant in ("fam", "sum") else ("diversity",)
+    return [(), *[(a,) for a in names], *([names] if len(names) > 1 else [])]
+
+
+@pytest.mark.parametrize("variant, aux", [(v, a) for v in VARIANTS for a in _aux_sets(v)],
+                         ids=lambda p: "+".join(p) or "no_aux" if isinstance(p, tuple) else p)
+def test_blockwise_equals_efficient_with_and_without_aux_losses(variant, aux):
+    m = model(variant, n_mem=1, init_std=0.1)
+    x = tokens(2, 14)  # a partial last block: the padding mask is exercised
+    a = m(x, aux=aux)
+    b = m.forward_blockwise(x, aux=aux)
+    assert set(a.aux) == set(b.aux) == set(aux)
+    torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
+    if m.cfg.slots:
+        torch.testing.assert_close(a.state, b.state, atol=1e-5, rtol=1e-5)
+    else:
+        assert a.state is None and b.state is None
+    for k in aux:
+        torch.testing.assert_close(a.aux[k], b.aux[k], atol=1e-5, rtol=1e-5)
+    # requesting auxiliary losses never changes the prediction
+    plain = m.forward_blockwise(x)
+    torch.testing.assert_close(b.logits, plain.logits, atol=1e-6, rtol=0)
+    # gradients of the prediction and of the auxiliary losses agree too
+    params = list(m.parameters())
+    la = a.logits.square().mean() + sum(a.aux.values())
+    lb = b.logits.square().mean() + sum(b.aux.values())
+    ga = torch.autograd.grad(la, params, allow_unused=True)
+    gb = torch.autograd.grad(lb, params, allow_unused=True)
+    for u, v in zip(ga, gb, strict=True):
+        if u is None or v is None:
+            assert u is None and v is None
+        else:
+            torch.testing.assert_close(u, v, atol=1e-5, rtol=1e-4)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("variant", ["fam", "sum"])
+@pytest.mark.parametrize("aux", [(), ("diversity",), ("recon",)], ids=["no_aux", "diversity",
+                                                                      "recon"])
+def test_blockwise_fam_update_equals_slow_loop_reference(variant, aux):
+    m = model(variant, n_layers=1, n_mem=1)
+    x = tokens(2, 14)
+    ref = slow_fam_states(m, x)
+    got = m.forward_blockwise(x, aux=aux).state[0]
+    torch.testing.assert_close(got, ref[:, -1], atol=1e-5, rtol=1e-5)
+
+
 @torch.no_grad()
 def test_bswa_with_a_window_over_everything_is_full_attention():
     x = tokens(2, 22)

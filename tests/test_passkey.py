@@ -1,10 +1,12 @@
 import json
+import math
 
 import numpy as np
 import pytest
 import torch
 
 from hippo_rep import cli
+from hippo_rep.models.fam import FAMConfigError
 from hippo_rep.tasks import passkey as P
 
 torch.set_num_threads(1)
@@ -98,15 +100,6 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path, trained):
         P.load_checkpoint(tmp_path / "mismatch.pt")
 
 
-def test_training_options_run_and_are_seeded():
-    cfg = tiny_cfg("train.steps=4", "train.state_passing=0.5", "train.diversity_weight=0.01",
-                   "train.recon_weight=0.1", "train.log_every=2")
-    _, h1 = P.train(cfg)
-    _, h2 = P.train(cfg)
-    assert [r["loss"] for r in h1] == [r["loss"] for r in h2]
-    assert len(h1) == 2
-
-
 def test_sweep_writes_tables_and_reuses_runs(tmp_path):
     base = tiny_cfg("train.steps=2")
     msgs = []
@@ -156,3 +149,236 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
                      "model.n_fam=0"]) == 2
     assert "n_fam" in capsys.readouterr().err
     assert cli.main(["passkey", "eval", str(tmp_path / "junk.pt"), "--fillers", "a,b"]) == 2
+
+
+# ----------------------------------------------------- --set against the variant presets
+def test_sweep_set_wins_over_presets_and_sweep_json_records_what_ran(tmp_path):
+    sets = [*TINY, "train.steps=2", "model.n_mem=3", "model.n_fam=5"]
+    P.sweep(tmp_path, variants=("fam", "sum"), seeds=(0,), base=P.PassKeyConfig(),
+            fillers=(0,), n_samples=4, overrides=sets)
+    table = json.loads((tmp_path / "sweep.json").read_text())
+    assert table["overrides"] == sets
+    for v in ("fam", "sum"):  # sum's presets are n_mem 1, n_fam 4: --set wins
+        model, cfg, payload = P.load_checkpoint(tmp_path / "runs" / f"{v}_s0" / "checkpoint.pt")
+        assert (cfg.model.variant, cfg.model.n_mem, cfg.model.n_fam) == (v, 3, 5)
+        assert [tuple(lay.fam_init.shape) for lay in model.layers] == [(5, 32), (5, 32)]
+        assert payload["model_state"]["layers.0.fam_init"].shape == (5, 32)
+        # what sweep.json records is what the checkpoint holds
+        assert table["variants"][v] == cfg.model.to_dict()
+        assert table["configs"][v]["train"]["steps"] == cfg.train.steps == 2
+    runs = json.loads((tmp_path / "runs.json").read_text())
+    assert [(r["config"]["model"]["n_mem"], r["config"]["model"]["n_fam"]) for r in runs] \
+        == [(3, 5), (3, 5)]
+
+
+def test_set_contradicting_a_variant_name_is_refused_before_any_run(tmp_path):
+    with pytest.raises(P.PassKeyError, match=r"model\.n_fam=16 conflicts with variant "
+                                             r"'fam_f4'.*n_fam = 4"):
+        P.sweep(tmp_path, variants=("fam_f4",), seeds=(0,), overrides=["model.n_fam=16"])
+    with pytest.raises(P.PassKeyError, match=r"model\.n_mem=3 conflicts with variant 'bswa_m1'"):
+        P.sweep(tmp_path, variants=("fam", "bswa_m1"), seeds=(0,),
+                overrides=[*TINY, "train.steps=1", "model.n_mem=3"])
+    assert not list(tmp_path.iterdir())  # checked before the first (fam) run trained
+    with pytest.raises(P.PassKeyError, match=r"model\.variant='bswa' conflicts"):
+        P.PassKeyConfig().with_overrides(["model.variant='bswa'"], variant="fam_f2")
+    # a preset the name does not state is overridden; restating a defining value is fine
+    cfg = P.PassKeyConfig().with_overrides(["model.n_mem=2", "model.n_fam=2"],
+                                           variant="fam_f2")
+    assert (cfg.model.n_mem, cfg.model.n_fam) == (2, 2)
+
+
+def test_cli_sweep_with_conflicting_set_is_one_line(tmp_path, capsys):
+    assert cli.main(["passkey", "sweep", "--out", str(tmp_path / "s"), "--set",
+                     "model.n_mem=3", "--set", "model.n_fam=16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "conflicts with variant 'bswa_m1'" in err[0]
+    assert not (tmp_path / "s").exists()
+
+
+# ------------------------------------------- every option against every variant
+#: A tiny base (1 layer, d = 16, B = 4, fillers 12–16 so that prompts span 5 blocks).
+OPT_MODEL = dict(vocab_size=P.VOCAB, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                 block_size=4, n_mem=1, n_fam=3, init_std=0.1)
+OPT_TRAIN = dict(steps=3, batch_size=8, lr=3e-3, warmup=2, filler_min=12, filler_max=16,
+                 log_every=1)
+#: Every PassKey option but ``model.variant`` (the axis), ``model.vocab_size`` (fixed by the
+#: task) and ``train.log_every`` (only groups the logged history), with a value that differs
+#: from the base. grad_clip is tightened so that clipping certainly bites.
+OPTION_VALUES = {
+    "model.d_model": 24, "model.n_heads": 4, "model.n_layers": 2, "model.d_ff": 48,
+    "model.block_size": 8, "model.n_mem": 2, "model.n_fam": 5, "model.mem_stop_grad": True,
+    "model.pos_encoding": "none", "model.rope_base": 100.0, "model.init_std": 0.2,
+    "train.steps": 4, "train.batch_size": 6, "train.lr": 1e-2, "train.warmup": 0,
+    "train.weight_decay": 0.5, "train.grad_clip": 1e-3, "train.filler_min": 6,
+    "train.filler_max": 20, "train.state_passing": 1.0, "train.diversity_weight": 0.5,
+    "train.recon_weight": 0.5, "train.seed": 7,
+}
+
+
+def test_option_table_covers_every_option():
+    import dataclasses
+
+    names = {f"model.{f.name}" for f in dataclasses.fields(P.FAMConfig)} | \
+        {f"train.{f.name}" for f in dataclasses.fields(P.TrainConfig)}
+    assert names - set(OPTION_VALUES) == {"model.variant", "model.vocab_size",
+                                          "train.log_every"}
+
+
+def _base(variant):
+    return P.PassKeyConfig(P.FAMConfig(variant=variant, **OPT_MODEL),
+                           P.TrainConfig(**OPT_TRAIN))
+
+
+def _unchecked(cfg, option, value):
+    """``cfg`` with ``option`` set, skipping PassKeyConfig's refusals (FAMConfig and
+    TrainConfig still check their own fields): what a refused option would have done."""
+    import dataclasses
+
+    section, key = option.split(".")
+    part = dataclasses.replace(getattr(cfg, section), **{key: value})
+    new = object.__new__(P.PassKeyConfig)
+    object.__setattr__(new, "model", part if section == "model" else cfg.model)
+    object.__setattr__(new, "train", part if section == "train" else cfg.train)
+    return new
+
+
+def _losses(cfg):
+    return [r["loss"] for r in P.train(cfg)[1]]
+
+
+_BASE_LOSSES: dict = {}
+
+
+def _toml(value):
+    return json.dumps(value) if not isinstance(value, str) else f"'{value}'"
+
+
+@pytest.mark.parametrize("option", list(OPTION_VALUES))
+@pytest.mark.parametrize("variant", ["full", "bswa", "fam", "fm", "sum"])
+def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(variant, option,
+                                                                          monkeypatch):
+    base = _base(variant)
+    if variant not in _BASE_LOSSES:
+        _BASE_LOSSES[variant] = _losses(base)
+    off = _BASE_LOSSES[variant]
+    value = OPTION_VALUES[option]
+    why = P.inert_option(base, option)
+    if why is None:
+        on = _losses(base.with_overrides([f"{option}={_toml(value)}"]))
+        assert on[-1] != off[-1], f"{option} did not change the loss of {variant}"
+        return
+    with pytest.raises(P.PassKeyError, match=rf"{option}.*variant {variant!r}"):
+        base.with_overrides([f"{option}={_toml(value)}"])
+    # ground truth: forced through, the option indeed changes nothing (or cannot run)
+    monkeypatch.setattr(P.PassKeyConfig, "check_options", lambda self: self)
+    try:
+        on = _losses(_unchecked(base, option, value))
+    except FAMConfigError as err:
+        assert option == "train.recon_weight" and "needs FAM slots" in str(err)
+    else:
+        assert on == off, f"{option} was refused for {variant} but changes its loss"
+
+
+def test_conditionally_inert_options_are_refused(monkeypatch, tmp_path):
+    fam0 = P.PassKeyConfig(P.FAMConfig(variant="fam", **{**OPT_MODEL, "n_mem": 0}),
+                           P.TrainConfig(**OPT_TRAIN))
+    with pytest.raises(P.PassKeyError, match=r"mem_stop_grad.*'fam'.*n_mem = 0"):
+        fam0.with_overrides(["model.mem_stop_grad=true"])
+    nopos = _base("bswa").with_overrides(["model.pos_encoding='none'"])
+    with pytest.raises(P.PassKeyError, match=r"rope_base.*'bswa'.*pos_encoding"):
+        nopos.with_overrides(["model.rope_base=100"])
+    # full attention averages its diversity loss per block of B queries: there B acts
+    div = _base("full").with_overrides(["train.diversity_weight=0.5"])
+    assert P.inert_option(div, "model.block_size") is None
+    assert _losses(div.with_overrides(["model.block_size=8"]))[-1] != _losses(div)[-1]
+    # the API refuses to train with an inert option switched on, too; a checkpoint's config
+    # that has one still loads (it is checked before training, not on reading)
+    cfg = P.PassKeyConfig.from_dict({"model": {"variant": "fm"},
+                                     "train": {"state_passing": 0.5}})
+    with pytest.raises(P.PassKeyError, match=r"train\.state_passing.*'fm'"):
+        P.train(cfg)
+    P.save_checkpoint(tmp_path / "old.pt", P.build_fam_model(cfg.model, seed=0), cfg, 0)
+    assert P.load_checkpoint(tmp_path / "old.pt")[1] == cfg
+    # ground truth: forced through, the refused settings change nothing
+    forced = [_unchecked(fam0, "model.mem_stop_grad", True),
+              _unchecked(nopos, "model.rope_base", 100.0)]
+    monkeypatch.setattr(P.PassKeyConfig, "check_options", lambda self: self)
+    assert _losses(forced[0]) == _losses(fam0)
+    assert _losses(forced[1]) == _losses(nopos)
+
+
+# ---------------------------------------------------- threads, reproducibility, intervals
+def test_cli_pins_threads_and_reruns_are_bit_identical(tmp_path):
+    torch.set_num_threads(2)
+    try:
+        runs = []
+        for name in ("a", "b"):
+            out = tmp_path / name
+            args = ["passkey", "train", "--out", str(out), "--variant", "fam_f2",
+                    "--no-progress"]
+            args += [a for s in [*TINY, "train.steps=12"] for a in ("--set", s)]
+            assert cli.main(args) == 0
+            assert torch.get_num_threads() == 1  # the default --threads
+            js = tmp_path / f"{name}.json"
+            assert cli.main(["passkey", "eval", str(out / "checkpoint.pt"), "--fillers",
+                             "0,24", "--samples", "16", "--json", str(js)]) == 0
+            runs.append((torch.load(out / "checkpoint.pt", weights_only=True),
+                         json.loads(js.read_text())))
+    finally:
+        torch.set_num_threads(1)
+    (pa, ea), (pb, eb) = runs
+    assert pa["weights_sha256"] == pb["weights_sha256"]
+    for k, v in pa["model_state"].items():
+        assert torch.equal(v, pb["model_state"][k]), k
+    assert ea["accuracy"] == eb["accuracy"] and ea["threads"] == 1
+    assert ea["interval"] == eb["interval"]
+
+
+def test_wilson_interval_matches_the_formula():
+    def wilson(k, n, z=1.959963984540054):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return centre - half, centre + half
+
+    for k, n in ((360, 400), (0, 64), (64, 64), (7, 16)):
+        assert P.wilson_interval(k / n, n) == pytest.approx(wilson(k, n), abs=1e-9)
+    assert P.prompts_needed(0.9) == 388  # the default of 400 reaches ±0.03 at 0.9
+    lo, hi = P.wilson_interval(0.9, P.DEFAULT_PROMPTS)  # half the width: ±0.0295
+    assert (hi - lo) / 2 <= 0.03
+    lo, hi = P.wilson_interval(0.9, 300)  # fewer prompts: wider than ±0.03
+    assert (hi - lo) / 2 > 0.03
+    with pytest.raises(P.PassKeyError, match="not a count"):
+        P.wilson_interval(0.3, 8)
+
+
+def test_sweep_rows_carry_pooled_intervals_and_old_tables_get_them(tmp_path):
+    runs = [{"variant": "fam", "seed": s, "n_samples": 8, "accuracy": {"64": a}}
+            for s, a in ((0, 0.5), (1, 1.0))]
+    (row,) = P.summarise(runs)
+    assert row["n_prompts"] == 16 and row["accuracy"] == 0.75
+    assert (row["ci_low"], row["ci_high"]) == P.wilson_interval(12 / 16, 16)
+    wide = P.wide_intervals([row])
+    assert wide and wide[0]["prompts_needed"] == P.prompts_needed(0.75)
+    old = {"n_samples": 8, "rows": [{k: row[k] for k in
+                                     ("variant", "filler", "accuracy", "std", "n_seeds")}]}
+    (tmp_path / "sweep.json").write_text(json.dumps(old))
+    (back,) = P.read_sweep(tmp_path)
+    assert (back["ci_low"], back["ci_high"], back["n_prompts"]) == \
+        (row["ci_low"], row["ci_high"], 16)
+
+
+def test_sweep_plot_error_bars_are_the_intervals():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = P.summarise([{"variant": "fam_f4", "seed": 0, "n_samples": 16,
+                         "accuracy": {"0": 1.0, "64": 0.5}}])
+    ax = P.plot_sweep(rows)
+    (bars,) = [c for c in ax.containers if c.get_label() == "fam_f4"]
+    segs = bars.lines[2][0].get_segments()  # one vertical segment per filler
+    for seg, r in zip(segs, rows, strict=True):
+        assert sorted(seg[:, 1]) == pytest.approx([r["ci_low"], r["ci_high"]])
+    plt.close(ax.figure)

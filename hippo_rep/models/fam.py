@@ -562,7 +562,9 @@ class FAMTransformer(nn.Module):
                 h_out = self._ffn(lay, h + lay.proj(self._merge(o)))
                 blk_div = _neg_entropy(p, real) if p is not None and bool(real.any()) else None
                 if nf:
-                    kmask = torch.cat([torch.ones(nf, dtype=torch.bool, device=dev), real])
+                    # (1, F + B): one row, broadcast over batch, heads and the F queries (a 1-D
+                    # mask is not accepted by scaled_dot_product_attention)
+                    kmask = torch.cat([torch.ones(nf, dtype=torch.bool, device=dev), real])[None]
                     f_new, _, _, pf = self._fam_step(lay, f_prev, k, v, kmask, t,
                                                      "diversity" in aux)
                     fams[i] = f_new

@@ -36,8 +36,20 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.fileio import atomic_write, quote, read_json
-from hippo_rep.models.fam import FAMConfig, FAMConfigError, FAMTransformer, build_fam_model
-from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS, PASSKEY_DEFAULT_SWEEP, PASSKEY_VARIANTS
+from hippo_rep.models.fam import (
+    FAM_VARIANTS,
+    FAMConfig,
+    FAMConfigError,
+    FAMTransformer,
+    build_fam_model,
+)
+from hippo_rep.tasks import (
+    PASSKEY_DEFAULT_FILLERS,
+    PASSKEY_DEFAULT_PROMPTS,
+    PASSKEY_DEFAULT_SWEEP,
+    PASSKEY_VARIANT_DEFINED_BY,
+    PASSKEY_VARIANTS,
+)
 
 PAD, BOS, KEY, QUERY = 0, 1, 2, 3
 #: Number of key values and of filler tokens.
@@ -55,6 +67,28 @@ CHANCE = 1 / N_KEYS
 SWEEP_VARIANTS = PASSKEY_VARIANTS
 DEFAULT_SWEEP = PASSKEY_DEFAULT_SWEEP
 DEFAULT_FILLERS = PASSKEY_DEFAULT_FILLERS
+#: Prompts per filler length evaluated by default (see ``hippo_rep.tasks``).
+DEFAULT_PROMPTS = PASSKEY_DEFAULT_PROMPTS
+#: Confidence level of the accuracy intervals (Wilson score intervals of the prompts).
+CONFIDENCE = 0.95
+#: Interval half-width (fraction) above which more prompts are needed to read an accuracy.
+TARGET_HALF_WIDTH = 0.03
+
+#: Options that act only for some attention variants: option → the variants it acts on, and
+#: what the others lack. Setting one for another variant is refused: it would do nothing.
+#: (``model.block_size`` also acts for ``full`` when the diversity loss is on: that loss is
+#: averaged per block of B queries; ``model.mem_stop_grad`` needs ``model.n_mem`` ≥ 1 and
+#: ``model.rope_base`` needs ``model.pos_encoding = "rope"``.) Every other option acts for
+#: every variant; ``train.log_every`` only groups the logged history.
+VARIANT_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "model.n_mem": (("bswa", "fam", "fm", "sum"), "full attention has no memory segments"),
+    "model.block_size": (("bswa", "fam", "fm", "sum"), "full attention has no blocks"),
+    "model.mem_stop_grad": (("bswa", "fam", "fm", "sum"),
+                            "full attention has no memory segments"),
+    "model.n_fam": (FAM_VARIANTS, "it has no feedback slots"),
+    "train.state_passing": (FAM_VARIANTS, "it carries no FAM state from prompt to prompt"),
+    "train.recon_weight": (FAM_VARIANTS, "it has no FAM slots to reconstruct from"),
+}
 
 FORMAT = "hippo_rep.passkey_checkpoint"
 FORMAT_VERSION = 1
@@ -128,8 +162,27 @@ class PassKeyConfig:
             raise PassKeyError(f"model.vocab_size must be {VOCAB} for PassKey; "
                                f"got {self.model.vocab_size}")
         if self.train.recon_weight and not self.model.slots:
-            raise PassKeyError("train.recon_weight > 0 needs FAM slots (variant fam or sum); "
-                               f"variant is {self.model.variant!r}")
+            raise PassKeyError(inert_option(self, "train.recon_weight"))
+
+    def check_options(self) -> PassKeyConfig:
+        """Refuse an option switched on (a value other than off) where it does nothing for
+        the variant (:data:`VARIANT_OPTIONS`); returns self. Run before training
+        (:func:`train`, :meth:`with_overrides`), not on loading: a checkpoint trained with
+        such a setting still loads and evaluates.
+
+        Raises
+        ------
+        PassKeyError
+            Naming the option and the variant.
+        """
+        on = [("train.state_passing", self.train.state_passing > 0),
+              ("train.recon_weight", self.train.recon_weight > 0),
+              ("model.mem_stop_grad", self.model.mem_stop_grad)]
+        for option, value in on:
+            why = inert_option(self, option) if value else None
+            if why:
+                raise PassKeyError(why)
+        return self
 
     def to_dict(self) -> dict:
         return {"model": self.model.to_dict(), "train": dataclasses.asdict(self.train)}
@@ -164,16 +217,62 @@ class PassKeyConfig:
     def with_overrides(self, overrides: Sequence[str] = (), variant: str | None = None
                        ) -> PassKeyConfig:
         """Apply a named sweep variant (see :data:`SWEEP_VARIANTS`), then ``section.key=value``
-        overrides (values in TOML syntax, as ``hippo-rep train --set``)."""
+        overrides (values in TOML syntax, as ``hippo-rep train --set``).
+
+        The overrides win over the variant's presets (``fam_f4`` presets ``n_mem = 1``:
+        ``model.n_mem=3`` gives M = 3), but an override that contradicts what the variant's
+        name defines (:data:`~hippo_rep.tasks.PASSKEY_VARIANT_DEFINED_BY`: ``model.n_fam=16``
+        for ``fam_f4``) is refused, and so is one that does nothing for the resulting variant
+        (:data:`VARIANT_OPTIONS`, e.g. ``train.state_passing`` for ``bswa``).
+
+        Raises
+        ------
+        PassKeyError
+            Naming the override and the variant.
+        """
         from hippo_rep.config import parse_override
 
         data = self.to_dict()
+        parsed = [parse_override(text) for text in overrides]
         if variant is not None:
-            data["model"].update(resolve_variant(variant))
-        for text in overrides:
-            section, key, value = parse_override(text)
+            preset = resolve_variant(variant)
+            defined = PASSKEY_VARIANT_DEFINED_BY.get(variant, ("variant",))
+            for section, key, value in parsed:
+                if section == "model" and key in defined and value != preset[key]:
+                    hint = "name the variant instead" if key == "variant" else \
+                        f"pick a variant that has it (or the bare {preset['variant']!r})"
+                    raise PassKeyError(
+                        f"model.{key}={value!r} conflicts with variant {variant!r}, which is "
+                        f"defined by model.{key} = {preset[key]!r}; {hint}")
+            data["model"].update(preset)
+        for section, key, value in parsed:
             data.setdefault(section, {})[key] = value
-        return PassKeyConfig.from_dict(data, "passkey config")
+        cfg = PassKeyConfig.from_dict(data, "passkey config")
+        for section, key, _ in parsed:
+            why = inert_option(cfg, f"{section}.{key}")
+            if why:
+                raise PassKeyError(why)
+        return cfg.check_options()
+
+
+def inert_option(cfg: PassKeyConfig, option: str) -> str | None:
+    """Why ``option`` (``"section.key"``) does nothing for ``cfg``'s variant, or None if it
+    acts (see :data:`VARIANT_OPTIONS`)."""
+    variant = cfg.model.variant
+    if option == "model.block_size" and variant == "full" and cfg.train.diversity_weight:
+        return None  # full attention's diversity loss is averaged per block of B queries
+    if option in VARIANT_OPTIONS:
+        acts_on, lacks = VARIANT_OPTIONS[option]
+        if variant not in acts_on:
+            return (f"{option} does nothing for variant {variant!r} ({lacks}); it acts for "
+                    f"{', '.join(acts_on)}")
+    if option == "model.mem_stop_grad" and cfg.model.n_mem == 0:
+        return (f"model.mem_stop_grad does nothing for variant {variant!r} with model.n_mem = 0 "
+                "(no memory segments)")
+    if option == "model.rope_base" and cfg.model.pos_encoding != "rope":
+        return (f"model.rope_base does nothing for variant {variant!r} with model.pos_encoding "
+                f"= {cfg.model.pos_encoding!r} (no rotary embeddings)")
+    return None
 
 
 def resolve_variant(name: str) -> dict:
@@ -231,6 +330,7 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     """
     if not isinstance(cfg, PassKeyConfig):
         raise PassKeyError(f"cfg must be a PassKeyConfig; got {type(cfg).__name__}")
+    cfg.check_options()
     tc, mc = cfg.train, cfg.model
     model = build_fam_model(mc, seed=tc.seed)
     model.train()
@@ -288,8 +388,10 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
 
 @torch.no_grad()
 def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
-             n_samples: int = 128, seed: int = 0, batch_size: int = 64) -> dict[int, float]:
-    """Answer accuracy per filler length on fresh prompts (``default_rng([seed, filler])``)."""
+             n_samples: int = DEFAULT_PROMPTS, seed: int = 0, batch_size: int = 64
+             ) -> dict[int, float]:
+    """Answer accuracy per filler length on ``n_samples`` fresh prompts each
+    (``default_rng([seed, filler])``); :func:`wilson_interval` gives their 95% intervals."""
     if not isinstance(model, FAMTransformer):
         raise PassKeyError(f"model must be a FAMTransformer; got {type(model).__name__}")
     if model.cfg.vocab_size != VOCAB:
@@ -312,6 +414,49 @@ def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
         out[int(filler)] = hits / n_samples
     model.train(was)
     return out
+
+
+def wilson_interval(accuracy: float, n: int, confidence: float = CONFIDENCE
+                    ) -> tuple[float, float]:
+    """Wilson score interval (fractions) of an accuracy measured on ``n`` prompts.
+
+    ``accuracy × n`` must be a whole number of correct answers (as :func:`evaluate` returns).
+    Uses :meth:`scipy.stats.binomtest(...).proportion_ci <scipy.stats.binomtest>`.
+    """
+    from scipy.stats import binomtest
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise PassKeyError(f"n (prompts) must be a positive integer; got {n!r}")
+    hits = round(float(accuracy) * int(n))
+    if not 0 <= hits <= n or abs(hits - float(accuracy) * n) > 1e-6 * n:
+        raise PassKeyError(f"accuracy {accuracy!r} is not a count of correct answers out of "
+                           f"{n} prompts")
+    ci = binomtest(hits, int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def prompts_needed(accuracy: float, half_width: float = TARGET_HALF_WIDTH,
+                   confidence: float = CONFIDENCE) -> int:
+    """The fewest prompts whose Wilson interval around ``accuracy`` is at most
+    2 × ``half_width`` wide (e.g. 388 for 0.9 at ±0.03, 1,064 for 0.5)."""
+    from scipy.stats import norm
+
+    if not 0 <= accuracy <= 1 or not 0 < half_width < 0.5:
+        raise PassKeyError(f"need 0 ≤ accuracy ≤ 1 and 0 < half_width < 0.5; got {accuracy}, "
+                           f"{half_width}")
+    z = float(norm.ppf(0.5 + confidence / 2))
+
+    def half(n):  # Wilson half-width at a continuous accuracy
+        return z / (1 + z * z / n) * np.sqrt(accuracy * (1 - accuracy) / n + z * z / (4 * n * n))
+
+    n = 1
+    while half(n) > half_width:
+        n *= 2
+    lo = n // 2
+    while lo + 1 < n:  # half-width shrinks with n: bisect the first n that is narrow enough
+        mid = (lo + n) // 2
+        lo, n = (lo, mid) if half(mid) <= half_width else (mid, n)
+    return n
 
 
 # ------------------------------------------------------------------------ checkpoints
@@ -388,8 +533,13 @@ def _csv(rows: list[dict], cols: list[str]) -> str:
 
 
 def summarise(runs: list[dict]) -> list[dict]:
-    """Seed-averaged rows ``{variant, filler, accuracy, std, n_seeds, per_seed}`` from
-    per-run results ``{variant, seed, accuracy: {filler: acc}}`` (order kept)."""
+    """Seed-averaged rows ``{variant, filler, accuracy, std, n_seeds, per_seed, n_prompts,
+    ci_low, ci_high}`` from per-run results ``{variant, seed, n_samples, accuracy: {filler:
+    acc}}`` (order kept).
+
+    ``ci_low``/``ci_high`` is the 95% Wilson interval of the prompts of all seeds pooled
+    (``n_prompts`` of them): it covers the sampling of prompts, not seed-to-seed variation
+    (``std``, the SD over seeds)."""
     order, acc = [], {}
     for r in runs:
         for filler, a in r["accuracy"].items():
@@ -397,14 +547,29 @@ def summarise(runs: list[dict]) -> list[dict]:
             if key not in acc:
                 order.append(key)
                 acc[key] = []
-            acc[key].append((r["seed"], a))
+            acc[key].append((r["seed"], a, int(r["n_samples"])))
     rows = []
     for key in order:
-        vals = np.array([a for _, a in acc[key]])
+        vals = np.array([a for _, a, _ in acc[key]])
+        n = sum(k for _, _, k in acc[key])
+        hits = sum(round(a * k) for _, a, k in acc[key])
+        lo, hi = wilson_interval(hits / n, n)
         rows.append({"variant": key[0], "filler": key[1], "accuracy": float(vals.mean()),
                      "std": float(vals.std()), "n_seeds": len(vals),
-                     "per_seed": " ".join(f"{s}:{a:.3f}" for s, a in acc[key])})
+                     "per_seed": " ".join(f"{s}:{a:.3f}" for s, a, _ in acc[key]),
+                     "n_prompts": n, "ci_low": lo, "ci_high": hi})
     return rows
+
+
+def wide_intervals(rows: list[dict], half_width: float = TARGET_HALF_WIDTH) -> list[dict]:
+    """The rows whose 95% interval is wider than ±``half_width`` (half its width; a Wilson
+    interval is not centred on the accuracy), each with ``prompts_needed`` (pooled prompts
+    for ±``half_width`` at its accuracy)."""
+    out = []
+    for r in rows:
+        if (r["ci_high"] - r["ci_low"]) / 2 > half_width:
+            out.append({**r, "prompts_needed": prompts_needed(r["accuracy"], half_width)})
+    return out
 
 
 def format_table(rows: list[dict]) -> str:
@@ -421,11 +586,18 @@ def format_table(rows: list[dict]) -> str:
 
 def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
           seeds: Sequence[int] = (0, 1), base: PassKeyConfig | None = None,
-          fillers: Sequence[int] = DEFAULT_FILLERS, n_samples: int = 128,
-          log: Callable[[str], None] | None = None, reuse: bool = True) -> list[dict]:
+          fillers: Sequence[int] = DEFAULT_FILLERS, n_samples: int = DEFAULT_PROMPTS,
+          log: Callable[[str], None] | None = None, reuse: bool = True,
+          overrides: Sequence[str] = ()) -> list[dict]:
     """Train every variant with every seed, evaluate against filler length, and write
     ``sweep.csv`` / ``sweep.json`` (seed-averaged) and ``runs.json`` (per run) into ``out``
     after each run, so an interrupted sweep keeps what it finished.
+
+    A run's config is ``base``, then the variant's presets, then ``overrides``
+    (``section.key=value``, as ``--set``), which win over the presets or are refused when they
+    contradict the variant's name or do nothing for it (:meth:`PassKeyConfig.with_overrides`);
+    every run's config is checked before any training. ``sweep.json`` and ``runs.json`` record
+    the config read back from each run's checkpoint.
 
     Each run lives in ``out/runs/<variant>_s<seed>/`` (checkpoint, metrics, eval.json). With
     ``reuse``, a run whose ``eval.json`` holds the same config and fillers is not repeated.
@@ -433,56 +605,75 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
     base = base or PassKeyConfig()
     if not variants or not seeds:
         raise PassKeyError("sweep needs at least one variant and one seed")
-    for v in variants:
-        resolve_variant(v)
+    overrides = [str(o) for o in overrides]
+    plan = []
+    for variant in variants:
+        resolve_variant(variant)
+        for seed in seeds:
+            cfg = base.with_overrides([*overrides, f"train.seed={int(seed)}"], variant=variant)
+            plan.append((variant, seed, cfg))
     out = Path(out)
     say = log or (lambda _msg: None)
     runs = []
     fillers = [int(f) for f in fillers]
-    for variant in variants:
-        for seed in seeds:
-            cfg = base.with_overrides([f"train.seed={int(seed)}"], variant=variant)
-            run_dir = out / "runs" / f"{variant}_s{seed}"
-            meta_path = run_dir / "eval.json"
-            result = None
-            if reuse and meta_path.is_file():
-                old = read_json(meta_path, PassKeyError, "sweep run result")
-                if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
-                        and old.get("fillers") == fillers and old.get("n_samples") == n_samples:
-                    result = old
-                    say(f"{variant} seed {seed}: reusing {meta_path}")
-            if result is None:
-                t0 = time.perf_counter()
-                model, hist = train(cfg, run_dir)
-                t_train = time.perf_counter() - t0
-                acc = evaluate(model, fillers, n_samples=n_samples, seed=1000 + int(seed))
-                result = {"variant": variant, "seed": int(seed), "config": cfg.to_dict(),
-                          "fillers": fillers, "n_samples": n_samples,
-                          "train_seconds": t_train,
-                          "eval_seconds": time.perf_counter() - t0 - t_train,
-                          "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
-                          "accuracy": {str(f): a for f, a in acc.items()}}
-                _atomic_text(meta_path, json.dumps(result, indent=2))
-                say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
-                    + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
-            runs.append(result)
-            _write_sweep(out, runs, base, seeds, variants, n_samples)
+    for variant, seed, cfg in plan:
+        run_dir = out / "runs" / f"{variant}_s{seed}"
+        meta_path = run_dir / "eval.json"
+        result = None
+        if reuse and meta_path.is_file():
+            old = read_json(meta_path, PassKeyError, "sweep run result")
+            if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
+                    and old.get("fillers") == fillers and old.get("n_samples") == n_samples \
+                    and (run_dir / "checkpoint.pt").is_file():
+                result = old
+                say(f"{variant} seed {seed}: reusing {meta_path}")
+        if result is None:
+            t0 = time.perf_counter()
+            model, hist = train(cfg, run_dir)
+            t_train = time.perf_counter() - t0
+            acc = evaluate(model, fillers, n_samples=n_samples, seed=1000 + int(seed))
+            # what ran: the config stored in the checkpoint the model was saved to
+            _, ran, _ = load_checkpoint(run_dir / "checkpoint.pt")
+            result = {"variant": variant, "seed": int(seed), "config": ran.to_dict(),
+                      "fillers": fillers, "n_samples": n_samples,
+                      "threads": torch.get_num_threads(),
+                      "train_seconds": t_train,
+                      "eval_seconds": time.perf_counter() - t0 - t_train,
+                      "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
+                      "accuracy": {str(f): a for f, a in acc.items()}}
+            _atomic_text(meta_path, json.dumps(result, indent=2))
+            say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
+                + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
+        runs.append(result)
+        _write_sweep(out, runs, overrides, seeds, n_samples)
     return summarise(runs)
 
 
-def _write_sweep(out: Path, runs, base, seeds, variants, n_samples) -> None:
+def _write_sweep(out: Path, runs, overrides, seeds, n_samples) -> None:
     rows = summarise(runs)
     _atomic_text(out / "sweep.csv", _csv(rows, ["variant", "filler", "accuracy", "std",
-                                                "n_seeds", "per_seed"]))
-    meta = {"base_config": base.to_dict(), "variants": {v: resolve_variant(v) for v in variants},
-            "seeds": [int(s) for s in seeds], "n_samples": n_samples, "chance": CHANCE,
-            "rows": rows}
+                                                "n_seeds", "per_seed", "n_prompts", "ci_low",
+                                                "ci_high"]))
+    configs = {}
+    for r in runs:  # as read back from the runs' checkpoints; seeds differ only in train.seed
+        cfg = json.loads(json.dumps(r["config"]))
+        cfg["train"].pop("seed", None)
+        configs.setdefault(r["variant"], cfg)
+    meta = {"overrides": list(overrides), "configs": configs,
+            "variants": {v: c["model"] for v, c in configs.items()},
+            "seeds": [int(s) for s in seeds], "n_samples": n_samples,
+            "threads": sorted({r.get("threads") for r in runs if r.get("threads")}),
+            "confidence": CONFIDENCE, "chance": CHANCE, "rows": rows}
     _atomic_text(out / "sweep.json", json.dumps(meta, indent=2))
     _atomic_text(out / "runs.json", json.dumps(runs, indent=2))
 
 
 def read_sweep(path: str | Path) -> list[dict]:
-    """The seed-averaged rows of a ``sweep.json`` (or of the folder holding it)."""
+    """The seed-averaged rows of a ``sweep.json`` (or of the folder holding it).
+
+    Rows of sweeps written before the intervals were recorded get ``n_prompts``, ``ci_low`` and
+    ``ci_high`` from the file's ``n_samples`` (prompts per seed) and each row's ``n_seeds``.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "sweep.json"
@@ -495,12 +686,24 @@ def read_sweep(path: str | Path) -> list[dict]:
             for r in rows):
         raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table (needs rows of "
                            "variant, filler, accuracy, std)")
+    n_samples = data.get("n_samples")
+    for r in rows:
+        if "ci_low" in r or not isinstance(n_samples, int):
+            continue
+        n = n_samples * int(r.get("n_seeds", 1))
+        try:
+            r["ci_low"], r["ci_high"] = wilson_interval(r["accuracy"], n)
+        except PassKeyError as err:
+            raise PassKeyError(f"{str(path)!r}: {err}") from None
+        r["n_prompts"] = n
     return rows
 
 
 def plot_sweep(rows: list[dict], ax=None):
     """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
-    chance; returns the axes (no saving here)."""
+    chance; error bars are the rows' 95% Wilson intervals (``ci_low``/``ci_high``, prompts of
+    all seeds pooled), or the SD over seeds for rows without them. Returns the axes (no
+    saving here)."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -510,8 +713,10 @@ def plot_sweep(rows: list[dict], ax=None):
     for v in variants:
         rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
         family = resolve_variant(v)["variant"] if v in SWEEP_VARIANTS else v.split("_")[0]
+        yerr = np.array([[r["accuracy"] - r["ci_low"], r["ci_high"] - r["accuracy"]]
+                         if "ci_low" in r else [r["std"], r["std"]] for r in rs]).T
         ax.errorbar([r["filler"] for r in rs], [r["accuracy"] for r in rs],
-                    yerr=[r["std"] for r in rs], label=v, marker="o", ms=3, capsize=2,
+                    yerr=yerr, label=v, marker="o", ms=3, capsize=2,
                     ls=styles.get(family, "-"), lw=2 if family == "fam" else 1)
     ax.axhline(CHANCE, color="0.5", ls=":", lw=1, label="chance")
     ax.set_xscale("symlog", linthresh=16)
