@@ -21,9 +21,11 @@ from pathlib import Path
 import tomli_w
 
 from hippo_rep.fileio import quote
+from hippo_rep.worlds import WorldError, parse_world
 
 PRESETS = ("tiny", "small", "paper")
-_DEVICE = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
+#: Valid ``train.device`` values: one of :data:`DEVICES` or ``cuda:N``.
+DEVICE_PATTERN = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
 
 
 class ConfigError(ValueError):
@@ -386,8 +388,6 @@ def from_dict(data: dict, source: str = "config") -> Config:
 def validate(cfg: Config, source: str = "config") -> None:
     """Check values that types alone do not catch: every numeric key against its entry in
     :data:`RULES` (finite, in range, within its size cap), the device, one action set."""
-    from hippo_rep.worlds import WorldError, parse_world
-
     for prefix in _SECTIONS:
         section = getattr(cfg, prefix)
         for f in dataclasses.fields(section):
@@ -398,7 +398,7 @@ def validate(cfg: Config, source: str = "config") -> None:
             problem = RULES.get(name, _ANY).check(name, v)
             if problem:
                 raise ConfigError(f"{source}: {problem}")
-    if not _DEVICE.fullmatch(cfg.train.device):
+    if not DEVICE_PATTERN.fullmatch(cfg.train.device):
         raise ConfigError(f"{source}: train.device must be one of {DEVICES} or cuda:N; "
                           f"got {quote(cfg.train.device)}")
     if not cfg.world.worlds:

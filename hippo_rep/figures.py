@@ -406,7 +406,7 @@ def passkey_figure(inputs: FigureInputs):
     rows = inputs.need_passkey()
     fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.8), layout="constrained",
                              gridspec_kw={"width_ratios": [1.6, 1]})
-    passkey_curves(rows, ax=axes[0])
+    passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     fig.suptitle(f"PassKey retrieval (mean ± SD over {'/'.join(map(str, seeds))} seed(s); "

@@ -496,28 +496,3 @@ def read_sweep(path: str | Path) -> list[dict]:
         raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table (needs rows of "
                            "variant, filler, accuracy, std)")
     return rows
-
-
-def plot_sweep(rows: list[dict], ax=None):
-    """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
-    chance; returns the axes (no saving here)."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.6))
-    variants = list(dict.fromkeys(r["variant"] for r in rows))
-    styles = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
-    for v in variants:
-        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
-        family = resolve_variant(v)["variant"] if v in SWEEP_VARIANTS else v.split("_")[0]
-        ax.errorbar([r["filler"] for r in rs], [r["accuracy"] for r in rs],
-                    yerr=[r["std"] for r in rs], label=v, marker="o", ms=3, capsize=2,
-                    ls=styles.get(family, "-"), lw=2 if family == "fam" else 1)
-    ax.axhline(CHANCE, color="0.5", ls=":", lw=1, label="chance")
-    ax.set_xscale("symlog", linthresh=16)
-    ax.set_xlim(left=0)
-    ax.set_xlabel("filler length (tokens)")
-    ax.set_ylabel("PassKey accuracy")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, ncol=2)
-    return ax
