@@ -39,7 +39,7 @@ class WorldConfig:
     worlds: tuple[str, ...] = ("square:8",)
     # Sensory categories; observations are one-hot, drawn per node with replacement (TEM: 45).
     n_obs: int = 45
-    # Steps per walk; ~3x the node count lets most nodes be revisited (DESIGN, prototypes).
+    # Steps per walk; ~3x the node count lets most nodes be revisited (measured in prototypes).
     walk_steps: int = 192
     # Probability of repeating the previous move (TEM's 0.25 heading persistence).
     keep_heading: float = 0.25
@@ -75,8 +75,8 @@ class ModelConfig:
     # and reached 0.99 training loop closure in ~150 iterations.
     transition_param: str = "orthogonal"
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
-    # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (DESIGN step
-    # 2), which learned ~2x slower per iteration here.
+    # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
+    # hippo_rep.models.temt), which learned ~2x slower per iteration here.
     readout: str = "direct"
     # Memory-neuron activation: softmax (exact transformer) | relu | power (normalised).
     memory_activation: str = "softmax"
@@ -84,16 +84,19 @@ class ModelConfig:
     memory_power: float = 4.0
     # Initial inverse temperature of the prediction attention (multiplied by log #memories).
     beta_init: float = 1.0
-    # Landmark correction (seed A.2): off gives the path-integration-only core.
+    # Landmark correction (Whittington, Warren & Behrens 2022, appendix A.2): off gives the
+    # path-integration-only core.
     landmark: bool = True
-    # Conjunction of the landmark query: multiplicative (seed) or additive (seed's alternative).
+    # Conjunction of the landmark query: multiplicative (TEM-t) or additive (the alternative
+    # named by Whittington, Warren & Behrens 2022, section 7).
     conjunction: str = "multiplicative"
     # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
     retrieval_beta_init: float = 3.0
     # A memory is added only if no stored memory of the same observation has cosine similarity
     # of z(g) above this; 0.9 merged distinct nodes in prototypes, 0.98 did not.
     write_threshold: float = 0.98
-    # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
+    # Hopfield-style retrieval iterations for the prediction (Whittington, Warren & Behrens 2022,
+    # appendix A.2); 1 = one transformer pass.
     retrieval_iterations: int = 1
     # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
     # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
@@ -108,7 +111,8 @@ class ModelConfig:
     # Memory variant: "full" (every memory stays), "window" (block sliding window over the
     # memory sequence: the current block plus the last memory_blocks blocks), "fam" (the window
     # plus fam_slots feedback slots updated per block, TransformerFAM), "hebbian" (TEM's
-    # outer-product memory matrix, seed A.1, with linear retrieval; no softmax memory neurons).
+    # outer-product memory matrix, Whittington, Warren & Behrens 2022, appendix A.1, with linear
+    # retrieval; no softmax memory neurons).
     memory: str = "full"
     # Block length B of "window"/"fam", in steps.
     memory_block: int = 16
@@ -130,7 +134,7 @@ class TrainConfig:
     iterations: int = 400
     # Environments per batch.
     batch_size: int = 16
-    # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, per DESIGN).
+    # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, measured in prototypes).
     lr: float = 1e-3
     # Linear warm-up of the learning rate, in iterations.
     warmup: int = 20
@@ -138,7 +142,8 @@ class TrainConfig:
     # works, Adam's noise-driven steps on W_a break loop closure on long walks (measured on
     # 10x10/11x11 fine-tunes), so the paper preset lowers or freezes it (0 = frozen).
     transition_lr_scale: float = 1.0
-    # AdamW decoupled weight decay (the seed's L2 weight regularisation, loss 4).
+    # AdamW decoupled weight decay (TEM-t's L2 weight regularisation, loss 4;
+    # Whittington, Warren & Behrens 2022, appendix A.2).
     weight_decay: float = 1e-5
     # Gradient-norm clipping; stabilises the recurrent products.
     grad_clip: float = 10.0
@@ -155,7 +160,8 @@ class TrainConfig:
     loss_l2_g: float = 0.0
     # Inverse-action loss: mean over opposite move pairs (a, ā) of ||W_a W_ā − I||²_F / n_g.
     # Opposite moves that undo each other return g to where it was, so the add-if-novel test
-    # recognises the node (seed A.2's rule) instead of writing a duplicate memory.
+    # recognises the node (the rule of Whittington, Warren & Behrens 2022, appendix A.2) instead of
+    # writing a duplicate memory.
     loss_inverse: float = 0.0
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = 100

@@ -114,7 +114,8 @@ BLAS_THREADS = 1
 #: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
 _PACKED, _PACKED_VAR = "packed", "packed_outputs"
 
-#: Grid-score family used by :func:`analyse` (REFERENCES.md: the one ML papers report).
+#: Grid-score family used by :func:`analyse`: the one ML papers report (Banino et al. 2018,
+#: Nature; Sorscher et al. 2019, NeurIPS).
 GRID_METHOD = "deepmind"
 
 #: Smallest place field :func:`analyse` counts, in world nodes. A TEM-t memory neuron fires at

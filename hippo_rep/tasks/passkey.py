@@ -1,7 +1,7 @@
-"""PassKey retrieval (seed ``001_3f09b364b2222f1a.txt``, D.1) in tokens, for the
+"""PassKey retrieval (TransformerFAM, Hwang et al. 2024, appendix D.1) in tokens, for the
 TransformerFAM variants of :mod:`hippo_rep.models.fam`.
 
-The seed's prompt "The pass key is K. Remember it. K is the pass key. <filler> What is the pass
+The paper's prompt "The pass key is K. Remember it. K is the pass key. <filler> What is the pass
 key? The pass key is K" becomes, over a vocabulary of 36 tokens::
 
     BOS KEY k k  f_1 … f_n  QUERY  → k
@@ -66,7 +66,7 @@ class PassKeyError(ValueError):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    # Optimisation steps (REFERENCES: ~800 steps of batch 32 replicate the pilot).
+    # Optimisation steps (~800 steps of batch 32 reproduced PassKey in a CPU pilot).
     steps: int = 800
     # Prompts per step; all prompts of a step share one filler length.
     batch_size: int = 32
@@ -85,9 +85,10 @@ class TrainConfig:
     # Random state passing: probability that a prompt starts from the final FAM of the
     # previous step's prompt (same batch row) instead of the learned initial FAM (fam/sum).
     state_passing: float = 0.0
-    # Weight of the diversity loss (seed eq. 2; the paper found it always hurt).
+    # Weight of the diversity loss (Hwang et al. 2024, eq. 2, appendix C.4; it always hurt there).
     diversity_weight: float = 0.0
-    # Weight of the reconstruction loss (seed C.5; did not help in the paper; fam/sum only).
+    # Weight of the reconstruction loss (Hwang et al. 2024, appendix C.5: did not help;
+    # fam/sum only).
     recon_weight: float = 0.0
     # Seed of the initialisation, batches and state-passing draws.
     seed: int = 0
