@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+# Each command imports the modules it runs, so that `hippo-rep --help` and light commands
+# start without torch, xarray or dask.
 from hippo_rep import __version__
 
 #: Default held-out environments and steps of ``hippo-rep evaluate``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -339,8 +340,6 @@ class Trainer:
         """Remove the run folder when this run created it and saved no checkpoint in it."""
         if not self.created_out or self.saved_step is not None or not self.out.exists():
             return False
-        import shutil
-
         if self.tb is not None:
             self.tb.close()
         shutil.rmtree(self.out, ignore_errors=True)
@@ -381,7 +380,7 @@ def _write_csv_header(path) -> None:
 def _progress(start: int, total: int, enabled: bool):
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # only when a bar is shown
 
     return tqdm(total=total, initial=start, desc="train", unit="it", dynamic_ncols=True)
 
