@@ -1,4 +1,4 @@
-"""Graph worlds, observations, random walks and the ideal agents.
+"""Graph worlds, observations, random and delay walks, and the ideal agents.
 
 A world is a graph whose nodes have 2D coordinates (lengths in units of the lattice spacing) and
 whose edges are labelled by actions. Action 0 is always "stay"; the move actions point in fixed
