@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from hippo_rep.analysis import analyse, synthetic_recording  # noqa: E402
-from hippo_rep.analysis.cluster import dask_client  # noqa: E402
+from hippo_rep.cluster import dask_client  # noqa: E402
 
 
 def _cpu() -> float:

@@ -8,11 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+# Each command imports the modules it runs, so that `hippo-rep --help` and light commands
+# start without torch, xarray or dask.
 from hippo_rep import __version__
 
 #: Default held-out environments and steps of ``hippo-rep evaluate``.
 DEFAULT_EVAL_ENVS = 32
-#: Seed of the held-out environments (a stream no training batch uses; see evaluate.eval_rng).
+#: Seed of the held-out environments (a stream no training batch uses; see random_streams.eval_rng).
 DEFAULT_EVAL_SEED = 0
 #: Longest error line the CLI prints, in characters (values quoted from files are cut to
 #: ``fileio.MAX_QUOTE`` already; this bounds the whole line).
@@ -323,9 +325,10 @@ def cmd_record(args) -> int:
 
 
 def cmd_analyse(args) -> int:
-    from hippo_rep.analysis.cluster import dask_client
     from hippo_rep.analysis.pipeline import analyse, check_output, write_analysis
-    from hippo_rep.recording import load_checked, open_recording
+    from hippo_rep.cluster import dask_client
+    from hippo_rep.datasets import load_checked
+    from hippo_rep.recording import open_recording
 
     out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
     check_output_path(out, "--out", inputs=[args.recording])
@@ -447,7 +450,8 @@ def cmd_passkey_eval(args) -> int:
 
 
 def cmd_passkey_sweep(args) -> int:
-    from hippo_rep.tasks.passkey import PassKeyConfig, format_table, plot_sweep, sweep
+    from hippo_rep.plotting.passkey import plot_passkey_sweep
+    from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep
 
     check_output_path(args.out, "--out", folder=True)
     if args.figure:
@@ -469,7 +473,7 @@ def cmd_passkey_sweep(args) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        ax = plot_sweep(rows)
+        ax = plot_passkey_sweep(rows, chance=CHANCE)
         Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
         ax.figure.savefig(args.figure, bbox_inches="tight", dpi=150)
         print(f"figure: {args.figure}")

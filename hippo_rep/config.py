@@ -21,9 +21,11 @@ from pathlib import Path
 import tomli_w
 
 from hippo_rep.fileio import quote
+from hippo_rep.worlds import WorldError, parse_world
 
 PRESETS = ("tiny", "small", "paper")
-_DEVICE = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
+#: Valid ``train.device`` values: one of :data:`DEVICES` or ``cuda:N``.
+DEVICE_PATTERN = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
 
 
 class ConfigError(ValueError):
@@ -37,7 +39,7 @@ class WorldConfig:
     worlds: tuple[str, ...] = ("square:8",)
     # Sensory categories; observations are one-hot, drawn per node with replacement (TEM: 45).
     n_obs: int = 45
-    # Steps per walk; ~3x the node count lets most nodes be revisited (DESIGN, prototypes).
+    # Steps per walk; ~3x the node count lets most nodes be revisited (measured in prototypes).
     walk_steps: int = 192
     # Probability of repeating the previous move (TEM's 0.25 heading persistence).
     keep_heading: float = 0.25
@@ -73,8 +75,8 @@ class ModelConfig:
     # and reached 0.99 training loop closure in ~150 iterations.
     transition_param: str = "orthogonal"
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
-    # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (DESIGN step
-    # 2), which learned ~2x slower per iteration here.
+    # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
+    # hippo_rep.models.temt), which learned ~2x slower per iteration here.
     readout: str = "direct"
     # Memory-neuron activation: softmax (exact transformer) | relu | power (normalised).
     memory_activation: str = "softmax"
@@ -82,9 +84,11 @@ class ModelConfig:
     memory_power: float = 4.0
     # Initial inverse temperature of the prediction attention (multiplied by log #memories).
     beta_init: float = 1.0
-    # Landmark correction (seed A.2): off gives the path-integration-only core.
+    # Landmark correction (Whittington, Warren & Behrens 2022, appendix A.2): off gives the
+    # path-integration-only core.
     landmark: bool = True
-    # Conjunction of the landmark query: multiplicative (seed) or additive (seed's alternative).
+    # Conjunction of the landmark query: multiplicative (TEM-t) or additive (the alternative
+    # named by Whittington, Warren & Behrens 2022, section 7).
     conjunction: str = "multiplicative"
     # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
     retrieval_beta_init: float = 3.0
@@ -94,7 +98,8 @@ class ModelConfig:
     # between revisits and new places (training.calibrate): 0.94 for the shipped model, whose
     # revisits fall below 0.98 often enough to write 2.4 memories per node.
     write_threshold: float = 0.98
-    # Hopfield-style retrieval iterations for the prediction (seed A.2); 1 = one transformer pass.
+    # Hopfield-style retrieval iterations for the prediction (Whittington, Warren & Behrens 2022,
+    # appendix A.2); 1 = one transformer pass.
     retrieval_iterations: int = 1
     # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
     # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
@@ -109,7 +114,8 @@ class ModelConfig:
     # Memory variant: "full" (every memory stays), "window" (block sliding window over the
     # memory sequence: the current block plus the last memory_blocks blocks), "fam" (the window
     # plus fam_slots feedback slots updated per block, TransformerFAM), "hebbian" (TEM's
-    # outer-product memory matrix, seed A.1, with linear retrieval; no softmax memory neurons).
+    # outer-product memory matrix, Whittington, Warren & Behrens 2022, appendix A.1, with linear
+    # retrieval; no softmax memory neurons).
     memory: str = "full"
     # Block length B of "window"/"fam", in steps.
     memory_block: int = 16
@@ -131,7 +137,7 @@ class TrainConfig:
     iterations: int = 400
     # Environments per batch.
     batch_size: int = 16
-    # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, per DESIGN).
+    # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, measured in prototypes).
     lr: float = 1e-3
     # Linear warm-up of the learning rate, in iterations.
     warmup: int = 20
@@ -139,7 +145,8 @@ class TrainConfig:
     # works, Adam's noise-driven steps on W_a break loop closure on long walks (measured on
     # 10x10/11x11 fine-tunes), so the paper preset lowers or freezes it (0 = frozen).
     transition_lr_scale: float = 1.0
-    # AdamW decoupled weight decay (the seed's L2 weight regularisation, loss 4).
+    # AdamW decoupled weight decay (TEM-t's L2 weight regularisation, loss 4;
+    # Whittington, Warren & Behrens 2022, appendix A.2).
     weight_decay: float = 1e-5
     # Gradient-norm clipping; stabilises the recurrent products.
     grad_clip: float = 10.0
@@ -156,7 +163,8 @@ class TrainConfig:
     loss_l2_g: float = 0.0
     # Inverse-action loss: mean over opposite move pairs (a, ā) of ||W_a W_ā − I||²_F / n_g.
     # Opposite moves that undo each other return g to where it was, so the add-if-novel test
-    # recognises the node (seed A.2's rule) instead of writing a duplicate memory.
+    # recognises the node (the rule of Whittington, Warren & Behrens 2022, appendix A.2) instead of
+    # writing a duplicate memory.
     loss_inverse: float = 0.0
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = 100
@@ -389,8 +397,6 @@ def from_dict(data: dict, source: str = "config") -> Config:
 def validate(cfg: Config, source: str = "config") -> None:
     """Check values that types alone do not catch: every numeric key against its entry in
     :data:`RULES` (finite, in range, within its size cap), the device, one action set."""
-    from hippo_rep.worlds import WorldError, parse_world
-
     for prefix in _SECTIONS:
         section = getattr(cfg, prefix)
         for f in dataclasses.fields(section):
@@ -401,7 +407,7 @@ def validate(cfg: Config, source: str = "config") -> None:
             problem = RULES.get(name, _ANY).check(name, v)
             if problem:
                 raise ConfigError(f"{source}: {problem}")
-    if not _DEVICE.fullmatch(cfg.train.device):
+    if not DEVICE_PATTERN.fullmatch(cfg.train.device):
         raise ConfigError(f"{source}: train.device must be one of {DEVICES} or cuda:N; "
                           f"got {quote(cfg.train.device)}")
     if not cfg.world.worlds:

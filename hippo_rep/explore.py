@@ -20,8 +20,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# matplotlib, IPython and ipywidgets (optional) are imported where a figure or widget is made.
+from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.analysis.classes import CLASS_DIM, CLASS_LABELS, CLASSES, class_fractions
-from hippo_rep.plotting.display import DEFAULT_FORMAT
+from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
+from hippo_rep.plotting import paper_style
+from hippo_rep.plotting.display import (
+    DEFAULT_FORMAT,
+    FORMATS,
+    display_output,
+    register_figure_formatter,
+    text_output,
+)
+from hippo_rep.plotting.display import show as show_figure
+from hippo_rep.plotting.maps import autocorrelogram, rate_map
+from hippo_rep.plotting.scores import (
+    axis_label,
+    class_fraction_bars,
+    count_distribution,
+    score_histogram,
+    scores_text,
+)
 
 #: Per-(env, unit) variables of :func:`unit_table` (those present are used).
 UNIT_TABLE_COLUMNS = (
@@ -308,11 +327,6 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
     """
     from matplotlib.figure import Figure
 
-    from hippo_rep.analysis import autocorrelogram as sac_of
-    from hippo_rep.plotting import paper_style
-    from hippo_rep.plotting.maps import autocorrelogram, rate_map
-    from hippo_rep.plotting.scores import scores_text
-
     why = map_problem(analysis, env, variable, unit_index)
     if why:
         raise ExploreError(why)
@@ -372,9 +386,6 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     """
     from matplotlib.figure import Figure
 
-    from hippo_rep.plotting import paper_style
-    from hippo_rep.plotting.maps import rate_map
-
     if "rate_map" not in analysis.data_vars:
         raise ExploreError("the analysis dataset has no rate maps (variable rate_map)")
     unit = _unit_of(analysis, variable, unit_index)
@@ -417,8 +428,6 @@ def _reason(err: Exception) -> str:
 
 def _static(analysis, env, variables: Sequence[str], n_units: int, fmt: str,
             show: bool) -> list:
-    from hippo_rep.plotting.display import show as show_figure
-
     figs = []
     for v in variables:
         try:
@@ -497,7 +506,6 @@ def explore_rate_maps(analysis, env=None, variables: Sequence[str] | None = None
         The explorer's widgets, or the static figures (a unit whose map cannot be drawn is
         left out, its reason printed).
     """
-    from hippo_rep.plotting.display import FORMATS, register_figure_formatter
 
     if fmt not in FORMATS:
         raise ExploreError(f"unknown display format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -538,8 +546,6 @@ def _display(obj) -> None:
 
 
 def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: str) -> Explorer:
-    from hippo_rep.plotting.display import display_output, text_output
-
     env_w = ipywidgets.Dropdown(options=[(str(e), e) for e in envs], value=env,
                                 description="env")
     var_w = ipywidgets.Dropdown(options=variables, value=variables[0], description="population")
@@ -658,9 +664,6 @@ def registry_figure(name: str, **inputs):
     """
     import matplotlib.pyplot as plt
 
-    from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
-    from hippo_rep.plotting import paper_style
-
     if name not in FIGURES:
         raise ExploreError(f"unknown figure {name!r}; registered: {', '.join(FIGURES)}")
     with paper_style():
@@ -683,9 +686,6 @@ def class_fraction_figure(analysis):
     """
     from matplotlib.figure import Figure
 
-    from hippo_rep.plotting import paper_style
-    from hippo_rep.plotting.scores import class_fraction_bars
-
     c = class_fractions(analysis)
     with paper_style():
         fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
@@ -707,9 +707,6 @@ def field_figure(analysis):
         Not registered with pyplot.
     """
     from matplotlib.figure import Figure
-
-    from hippo_rep.plotting import paper_style
-    from hippo_rep.plotting.scores import axis_label, count_distribution, score_histogram
 
     missing = [v for v in ("field_area", "n_fields") if v not in analysis.data_vars]
     if missing:

@@ -15,6 +15,53 @@ from pathlib import Path
 
 import numpy as np
 
+# matplotlib.pyplot is imported inside the builders, so that importing this module picks no
+# backend (build_figures selects Agg); the PassKey and delay readers of hippo_rep.tasks where
+# those inputs are read (they import torch).
+from hippo_rep.analysis import autocorrelogram as sac_of
+from hippo_rep.analysis.classes import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    class_fractions,
+    fraction_text,
+)
+from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
+from hippo_rep.analysis.shuffle import (
+    GRID_MIN_SCORE,
+    GRID_QUANTILE,
+    GRID_THRESHOLD,
+    PLACE_N_FIELDS,
+    PLACE_QUANTILE,
+)
+from hippo_rep.fileio import atomic_write, read_json
+from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
+from hippo_rep.plotting.delay import plot_delay
+from hippo_rep.plotting.maps import autocorrelogram, rate_map
+from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
+from hippo_rep.plotting.place import place_score_by_population
+from hippo_rep.plotting.remapping import (
+    PER_UNIT_NOTE,
+    pair_scatter,
+    pair_structure_test,
+    pv_by_population,
+    remap_by_population,
+    tem_test,
+)
+from hippo_rep.plotting.scores import axis_label, score_histogram
+from hippo_rep.plotting.sweep import plot_sweep
+from hippo_rep.plotting.transitions import (
+    loop_return_panel,
+    memories_per_node_panel,
+    wave_vector_panel,
+)
+from hippo_rep.recording import open_recording
+from hippo_rep.sweep import open_sweep
+
 #: Formats written by default.
 DEFAULT_FORMATS = ("pdf", "svg", "png")
 #: PNG resolution, dots per inch.
@@ -105,8 +152,6 @@ def learning_figure(inputs: FigureInputs):
     accuracy by step type."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve
-
     evals = inputs.need_evals()
     colors = {label: COLORS.get(_kind(res), None) for label, res in evals.items()}
     fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.6),
@@ -127,13 +172,6 @@ def transitions_figure(inputs: FigureInputs):
     σ), how far opposite moves and the smallest loop return g to its start against the
     add-if-novel threshold, and the memories written per node visited."""
     import matplotlib.pyplot as plt
-
-    from hippo_rep.plotting import COLORS
-    from hippo_rep.plotting.transitions import (
-        loop_return_panel,
-        memories_per_node_panel,
-        wave_vector_panel,
-    )
 
     evals = {k: v for k, v in inputs.need_evals().items()
              if (v.get("transitions") or {}).get("recurrent")}
@@ -174,9 +212,6 @@ def grid_cells_figure(inputs: FigureInputs):
     their autocorrelograms, gridness and spacing, in two environments."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.analysis import autocorrelogram as sac_of
-    from hippo_rep.plotting.maps import autocorrelogram, rate_map
-
     ds = _units_of(inputs.need("analysis", "rate_map", "gridness_60", "spacing"), "g")
     envs = ds["env"].values[:2]
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
@@ -207,9 +242,6 @@ def place_cells_figure(inputs: FigureInputs):
     """Memory-neuron rate maps with their fields outlined (most place-like per environment),
     and the place metric of memory neurons against positional units."""
     import matplotlib.pyplot as plt
-
-    from hippo_rep.plotting.maps import rate_map
-    from hippo_rep.plotting.place import place_score_by_population
 
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
     ds = _units_of(full, "memory_activity")
@@ -265,25 +297,6 @@ def scores_figure(inputs: FigureInputs):
     (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
     exist), for positional units and memory neurons."""
     import matplotlib.pyplot as plt
-
-    from hippo_rep.analysis.classes import (
-        IS_BAND,
-        IS_GRID,
-        IS_GRID_THRESHOLD,
-        IS_PLACE,
-        IS_SQUARE,
-        IS_TWO_WAVE,
-        class_fractions,
-        fraction_text,
-    )
-    from hippo_rep.analysis.shuffle import (
-        GRID_MIN_SCORE,
-        GRID_QUANTILE,
-        GRID_THRESHOLD,
-        PLACE_N_FIELDS,
-        PLACE_QUANTILE,
-    )
-    from hippo_rep.plotting.scores import axis_label, score_histogram
 
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
@@ -346,16 +359,6 @@ def remapping_figure(inputs: FigureInputs):
     population-vector correlations and the TEM grid–place test as secondary panels."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
-    from hippo_rep.plotting.remapping import (
-        PER_UNIT_NOTE,
-        pair_scatter,
-        pair_structure_test,
-        pv_by_population,
-        remap_by_population,
-        tem_test,
-    )
-
     ds = inputs.need("analysis", "remap_corr", "pv_corr", "tem_corr", "tem_null_mean",
                      "tem_null_q95", "tem_p", "node_rate", "pair_structure_r",
                      "pair_structure_p")
@@ -400,13 +403,12 @@ def passkey_figure(inputs: FigureInputs):
     """PassKey accuracy against filler length per variant, and the mean over long fillers."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
     from hippo_rep.tasks.passkey import CHANCE
 
     rows = inputs.need_passkey()
     fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.8), layout="constrained",
                              gridspec_kw={"width_ratios": [1.6, 1]})
-    passkey_curves(rows, ax=axes[0])
+    passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
@@ -422,8 +424,6 @@ def memory_delay_figure(inputs: FigureInputs):
     """Long-delay loop closure: accuracy on returning home against excursion length for the
     memory variants of one trained TEM-t (``hippo-rep figures --delay RESULT``)."""
     import matplotlib.pyplot as plt
-
-    from hippo_rep.plotting.delay import plot_delay
 
     ds = inputs.need("delay", "accuracy")
     fig, ax = plt.subplots(figsize=(FULL_WIDTH / 2 + 1.2, 2.6), layout="constrained")
@@ -450,8 +450,6 @@ def sweep_figure(inputs: FigureInputs):
     positional units by grid value, seeds as points (``hippo-rep figures --sweep DIR``)."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.plotting.sweep import plot_sweep
-
     ds = inputs.sweep
     if ds is None:
         raise MissingInput("needs a training sweep (--sweep DIR)")
@@ -473,7 +471,6 @@ def _kind(result: dict) -> str:
 
 def read_eval(path) -> dict:
     """An evaluation JSON, checked for the keys figures use."""
-    from hippo_rep.fileio import read_json
 
     path = Path(path)
     data = read_json(path, FigureError, "evaluation file")
@@ -532,20 +529,14 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
             kind = res.get("meta", {}).get("model_kind", "model")
             out.evals[MODEL_LABELS.get(kind, kind)] = res
     if present(analysis):
-        from hippo_rep.analysis.pipeline import open_analysis
-
         out.analysis = open_analysis(analysis)
     if present(recording):
-        from hippo_rep.recording import open_recording
-
         out.recording = open_recording(recording)
     if present(passkey):
         from hippo_rep.tasks.passkey import read_sweep
 
         out.passkey = read_sweep(passkey)
     if present(sweep):
-        from hippo_rep.sweep import open_sweep
-
         out.sweep = open_sweep(sweep)
     return out
 
@@ -563,9 +554,6 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
-
-    from hippo_rep.fileio import atomic_write
-    from hippo_rep.plotting import paper_style
 
     names = list(FIGURES) if not only else list(only)
     unknown = [n for n in names if n not in FIGURES]

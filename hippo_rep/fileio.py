@@ -4,7 +4,9 @@ quoting of file values in error messages (no torch)."""
 from __future__ import annotations
 
 import glob
+import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,8 +23,6 @@ def quote(value, limit: int = MAX_QUOTE) -> str:
 def read_json(path: str | Path, error: type[Exception], what: str = "file"):
     """The JSON value in ``path``; a missing, unreadable, non-UTF-8 or invalid file raises
     ``error`` naming ``what`` and the file (the message quotes nothing from the file)."""
-    import json
-
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} {str(path)!r} not found" if not path.exists()
@@ -52,8 +52,6 @@ def clean_stale(path: str | Path) -> list[Path]:
     missing, else deleted. Call it only when about to write ``path`` (a second writer of the
     same output at the same time would lose its temporary file).
     """
-    import shutil
-
     path = Path(path)
     if not path.parent.is_dir():
         return []

@@ -31,8 +31,9 @@ overwrite leaves the old recording. Temporary siblings left by killed writes are
 ``.old`` one put back when the output is missing) the next time that output is written.
 
 Every chunk of every array is written, even one that holds only the fill value, and the
-store says so (attr :data:`CHUNKS_COMPLETE_ATTR`); :func:`open_recording` then refuses a
-store with a missing or empty chunk file, naming the variable, instead of reading zeros.
+store says so (attr :data:`~hippo_rep.datasets.CHUNKS_COMPLETE_ATTR`); :func:`open_recording`
+then refuses a store with a missing or empty chunk file, naming the variable, instead of
+reading zeros.
 
 Zarr stores are written in zarr format 3 (zarr-python ≥ 3), chunked along ``time`` by the
 recording chunk and along ``g_unit`` / ``memory`` in blocks of :data:`G_UNIT_CHUNK` /
@@ -52,14 +53,28 @@ import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+# torch (checkpoints, models) and zarr are imported where used: reading a recording must not
+# import torch (tests/test_recording.py checks), and netCDF files need no zarr.
+from hippo_rep import __version__
 from hippo_rep import schema as S
+from hippo_rep.config import world_kind
+from hippo_rep.datasets import (
+    CHUNKS_COMPLETE_ATTR,
+    RecordingError,
+    check_chunks,
+    is_zarr_store,
+    open_raw,
+)
 from hippo_rep.fileio import atomic_write, clean_stale
+from hippo_rep.random_streams import RECORD_STREAM, record_rng
+from hippo_rep.worlds import parse_world, random_observations, sample_episodes, step_types
 
 #: Environments recorded by default.
 DEFAULT_ENVS = 16
@@ -84,22 +99,6 @@ NETCDF_COMPLEVEL = 1
 # in the v3 spec; the writer consolidates after every chunk, in a background thread where
 # ``warnings.catch_warnings`` is not safe, so this one message is filtered for good.
 warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
-
-
-#: Attr of zarr stores whose every chunk was written (missing chunks are then damage).
-CHUNKS_COMPLETE_ATTR = "zarr_all_chunks_written"
-
-
-class RecordingError(ValueError):
-    """A recording that cannot be made or read (bad output path, world, or file)."""
-
-
-def record_rng(seed: int) -> np.random.Generator:
-    """The random stream of recording environments for ``seed`` (never a training or
-    evaluation environment: see :data:`hippo_rep.training.evaluate.RECORD_STREAM`)."""
-    from hippo_rep.training.evaluate import RECORD_STREAM
-
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(RECORD_STREAM,)))
 
 
 @dataclass(frozen=True)
@@ -191,11 +190,7 @@ class Recorder:
                  world: str | None = None, seed: int = 0, same_observations: bool = False,
                  chunk: int = DEFAULT_CHUNK, device: str = "cpu",
                  threads: int | None = None):
-        from hippo_rep import __version__
-        from hippo_rep.config import world_kind
-        from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
-        from hippo_rep.training.evaluate import RECORD_STREAM
-        from hippo_rep.worlds import parse_world, random_observations, sample_episodes, step_types
+        from hippo_rep.training.checkpoint import file_sha256, load_checkpoint  # torch
 
         n_envs = _positive("n_envs", n_envs)
         chunk = _positive("chunk", chunk)
@@ -412,7 +407,7 @@ def check_output(out, overwrite: bool = False) -> str:
         if not overwrite:
             raise FileExistsError(f"output {str(out)!r} exists; pass --overwrite (overwrite="
                                   "True) to replace it, or choose another path")
-        if out.is_dir() and not _is_zarr_store(out):
+        if out.is_dir() and not is_zarr_store(out):
             raise RecordingError(f"output {str(out)!r} is a folder that is not a zarr store; "
                                  "refusing to replace it")
         if fmt == "netcdf" and out.is_dir():
@@ -459,8 +454,6 @@ def stream(pieces, writer: ZarrWriter) -> None:
     the store then holds every chunk produced before the failure. A writer error stops the
     producer at its next chunk and is raised.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hippo_rep-zarr") as pool:
         pending = None
         for piece in pieces:
@@ -517,23 +510,11 @@ def _chunk_shape(ds: xr.Dataset, name: str, time_chunk: int, clip: bool) -> tupl
     return tuple(shape)
 
 
-def _is_zarr_store(path: Path) -> bool:
-    return (path / "zarr.json").is_file() or (path / ".zgroup").is_file()
-
-
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
-
-
-@contextlib.contextmanager
-def _quiet_fallback():
-    """Read a zarr store without consolidated metadata (not written by hippo_rep) quietly."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated")
-        yield
 
 
 class ZarrWriter:
@@ -713,86 +694,6 @@ class ZarrWriter:
 
 
 # ----------------------------------------------------------------------- reading
-def _open_raw(path, chunks=None) -> xr.Dataset:
-    """Open a netCDF file or zarr store without checking it (zarr: dask-backed)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"recording {str(path)!r} not found")
-    if path.is_dir():
-        if not _is_zarr_store(path):
-            raise RecordingError(f"{str(path)!r} is a folder but not a zarr store")
-        try:
-            with _quiet_fallback():
-                return xr.open_zarr(path, consolidated=None, chunks=chunks)
-        except (ValueError, OSError, KeyError, TypeError) as err:
-            raise RecordingError(f"{str(path)!r} is not a readable zarr store "
-                                 f"({type(err).__name__}: {err})") from None
-    try:
-        return xr.open_dataset(path, chunks=chunks)
-    except (ValueError, OSError, KeyError, TypeError) as err:
-        raise RecordingError(f"{str(path)!r} is not a netCDF file or zarr store "
-                             f"({type(err).__name__})") from None
-
-
-def check_chunks(path, error: type[Exception] = RecordingError, what: str = "recording"
-                 ) -> None:
-    """Check that a zarr store marked complete (attr :data:`CHUNKS_COMPLETE_ATTR`) holds a
-    non-empty file for every chunk of every array in its committed (consolidated) shape.
-
-    Raises
-    ------
-    error
-        Naming the store, the variable and how many chunk files are missing or empty (zarr
-        would read them as the fill value: zeros).
-    """
-    import zarr
-
-    path = Path(path)
-    try:
-        with _quiet_fallback(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            group = zarr.open_group(path, mode="r", use_consolidated=None)
-            if not group.attrs.get(CHUNKS_COMPLETE_ATTR):
-                return  # written before every chunk was (no way to tell damage from fill)
-            arrays = list(group.arrays())
-    except (ValueError, OSError, KeyError, TypeError) as err:
-        raise error(f"{what} {str(path)!r} is not a readable zarr store "
-                    f"({type(err).__name__})") from None
-    import itertools
-
-    for name, arr in arrays:
-        folder = path / arr.path
-        sizes = {}
-        for root, _, files in os.walk(folder):
-            for f in files:
-                full = os.path.join(root, f)
-                sizes[os.path.relpath(full, folder)] = os.path.getsize(full)
-        bad = 0
-        for coords in itertools.product(*(range(n) for n in arr.cdata_shape)):
-            key = arr.metadata.encode_chunk_key(coords).replace("/", os.sep)
-            if not sizes.get(key):
-                bad += 1
-        if bad:
-            raise error(f"{what} {str(path)!r}: variable {name!r} has {bad} missing or empty "
-                        f"chunk file(s) of {arr.nchunks}; the store is damaged (its data would "
-                        "read as zeros)")
-
-
-def load_checked(ds: xr.Dataset, path, error: type[Exception] = RecordingError,
-                 what: str = "recording") -> xr.Dataset:
-    """``ds.load()`` variable by variable: a chunk that cannot be decoded (a truncated or
-    corrupt file) raises ``error`` naming the file and the variable."""
-    for name in list(ds.variables):
-        try:
-            ds.variables[name].load()
-        except MemoryError:
-            raise
-        except Exception as err:
-            raise error(f"{what} {str(path)!r}: variable {name!r} cannot be read, the file "
-                        f"is damaged ({type(err).__name__})") from None
-    return ds
-
-
 def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
     """Open a recording (``.nc`` or ``.zarr``) lazily, validate it, trim it to ``n_steps``.
 
@@ -822,9 +723,9 @@ def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
     path = Path(path)
     unit = isinstance(chunks, str) and chunks == UNIT_CHUNKS
     is_zarr = path.is_dir()
-    if is_zarr and _is_zarr_store(path):
+    if is_zarr and is_zarr_store(path):
         check_chunks(path)
-    ds = _open_raw(path, ({} if is_zarr else None) if unit else chunks)
+    ds = open_raw(path, ({} if is_zarr else None) if unit else chunks)
     ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
     try:
         S.validate(ds, path)

@@ -34,6 +34,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from hippo_rep.datasets import open_raw
+from hippo_rep.fileio import quote
+from hippo_rep.worlds import STEP_TYPES
+
 #: Version of this schema, stored in the ``schema_version`` attr.
 SCHEMA_VERSION = 1
 
@@ -161,10 +167,6 @@ def var_attrs(name: str) -> dict:
     spec = SPECS[name]
     attrs = {"units": spec.units, "long_name": spec.long_name}
     if name == STEP_TYPE:
-        import numpy as np
-
-        from hippo_rep.worlds import STEP_TYPES
-
         attrs["flag_values"] = np.arange(len(STEP_TYPES), dtype=np.int8)
         attrs["flag_meanings"] = " ".join(STEP_TYPES)
     return attrs
@@ -188,9 +190,7 @@ def validate(ds, source: str | Path | None = None) -> None:
         unreadable JSON attrs; naming ``source`` (or the path) when given.
     """
     if isinstance(ds, (str, Path)):
-        from hippo_rep.recording import _open_raw
-
-        with _open_raw(ds) as opened:
+        with open_raw(ds) as opened:
             return validate(opened, source or ds)
     where = f"{str(source)!r}" if source is not None else "dataset"
     problems = _problems(ds)
@@ -199,8 +199,6 @@ def validate(ds, source: str | Path | None = None) -> None:
 
 
 def _problems(ds) -> list[str]:
-    from hippo_rep.fileio import quote
-
     problems = []
     kind = ds.attrs.get(KIND_ATTR)
     if kind is not None and kind != KIND:
@@ -253,6 +251,4 @@ def _problems(ds) -> list[str]:
 
 
 def _is_int(v) -> bool:
-    import numpy as np
-
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)

@@ -31,7 +31,7 @@ between reruns (runs are named by seed).
 **Where runs execute.** ``scheduler="tcp://HOST:8786"`` sends each run as one task to a
 running dask.distributed scheduler (workers must see ``OUT`` on a shared filesystem);
 ``workers=N`` starts a :class:`distributed.LocalCluster` of N processes with one thread each
-(:func:`hippo_rep.analysis.cluster.dask_client`, the analysis' own); neither runs the runs one
+(:func:`hippo_rep.cluster.dask_client`, as ``hippo-rep analyse``); neither runs the runs one
 after the other in this process. A run is one unit of work for one worker thread: every dask
 computation inside it (loading the recording, the analysis) uses dask's synchronous
 scheduler (:data:`ANALYSIS_SCHEDULER`), and runs in one process take turns (torch's RNG and
@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import itertools
 import json
 import math
@@ -77,8 +78,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import dask
 import numpy as np
+import xarray as xr
 
+from hippo_rep import __version__
+from hippo_rep.analysis.classes import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    class_fractions,
+)
+from hippo_rep.analysis.pipeline import analyse, open_analysis, write_analysis
+from hippo_rep.cluster import ClusterError, dask_client
 from hippo_rep.config import (
     Config,
     ConfigError,
@@ -87,7 +102,9 @@ from hippo_rep.config import (
     parse_override,
     read_raw,
 )
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import atomic_write, read_json
+from hippo_rep.recording import open_recording, record_to_file
+from hippo_rep.worlds import WorldError, parse_world
 
 #: The manifest's file name, at the sweep's root.
 MANIFEST = "sweep.json"
@@ -240,8 +257,6 @@ class SweepSettings:
     record_world: str | None = None
 
     def __post_init__(self):
-        from hippo_rep.worlds import WorldError, parse_world
-
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.name.endswith("_world"):
@@ -479,8 +494,6 @@ def _identity_config(cfg: dict) -> dict:
 def build_manifest(runs: Sequence[Run], base: Config, grid: Mapping[str, list], n_seeds: int,
                    settings: SweepSettings, source: str, overrides: Sequence[str]) -> dict:
     """The sweep's manifest (JSON-able): base config, grid, seeds, settings and runs."""
-    from hippo_rep import __version__
-
     keys = list(grid)
     dims = _dims(keys)
     labels = {k: [] for k in keys}
@@ -538,8 +551,6 @@ def read_manifest(path) -> dict:
     if not file.is_file():
         raise FileNotFoundError(f"{str(file)!r} not found: not a sweep folder "
                                 "(hippo-rep sweep writes it)")
-    from hippo_rep.fileio import read_json
-
     data = read_json(file, SweepError, "sweep manifest")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SweepError(f"{str(file)!r} is not a hippo_rep sweep manifest")
@@ -603,6 +614,7 @@ def _write_json(path: Path, data) -> None:
 def _train_stage(run_dir: Path, cfg: Config) -> int | None:
     """Train, or continue training from the run's checkpoint. Returns the iteration resumed
     from (None: trained from scratch, or already trained)."""
+    # torch: imported by the runs that train, not by reading a sweep (open_sweep, figures)
     from hippo_rep.training.checkpoint import read_checkpoint
     from hippo_rep.training.trainer import train
 
@@ -621,8 +633,7 @@ def _train_stage(run_dir: Path, cfg: Config) -> int | None:
 
 
 def _execute(run_dir: Path, cfg: Config, settings: SweepSettings) -> dict:
-    from hippo_rep.analysis.pipeline import analyse, open_analysis, write_analysis
-    from hippo_rep.recording import open_recording, record_to_file
+    # torch: imported by the runs that evaluate, not by reading a sweep (open_sweep, figures)
     from hippo_rep.training.checkpoint import file_sha256
     from hippo_rep.training.evaluate import evaluate_checkpoint
 
@@ -684,8 +695,6 @@ def _run_one(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
     (run_dir / DONE_FILE).unlink(missing_ok=True)
     try:
-        import dask
-
         # Every dask computation of the run (loading the recording, the analysis) stays in
         # this thread: on a dask worker the default would be the distributed client, and
         # tasks that compute through it secede from the worker's thread pool, which then
@@ -711,8 +720,6 @@ def _run_one(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
 
 
 def _now() -> str:
-    import datetime
-
     return datetime.datetime.now().astimezone().isoformat(timespec=TIME_SPEC)
 
 
@@ -767,12 +774,9 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     SweepError
         ``out`` holds another sweep and not ``overwrite``; both or neither of a bad
         ``scheduler``/``workers``; a scheduler that cannot be reached within
-        :data:`~hippo_rep.analysis.cluster.SCHEDULER_TIMEOUT_S` seconds (the message names
+        :data:`~hippo_rep.cluster.SCHEDULER_TIMEOUT_S` seconds (the message names
         the address). Nothing is written then.
     """
-    from hippo_rep.analysis.cluster import dask_client
-    from hippo_rep.analysis.recordings import AnalysisError
-
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
     grid = parse_grid(grid)
@@ -786,7 +790,7 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     with contextlib.ExitStack() as stack:
         try:
             client = stack.enter_context(dask_client(scheduler=scheduler, workers=workers))
-        except AnalysisError as err:
+        except ClusterError as err:
             raise SweepError(str(err)) from None
         if clear:
             _clear(out)
@@ -830,7 +834,7 @@ def _run_sequential(todo, out: Path, settings, report: SweepReport, bar) -> None
 
 
 def _run_dask(client, todo, out: Path, settings, report: SweepReport, bar) -> None:
-    from distributed import as_completed
+    from distributed import as_completed  # only sweeps on a cluster import distributed
 
     slots = max(1, len(client.nthreads()))  # one run at a time per worker process
     futures = {}
@@ -863,7 +867,7 @@ class _Progress:
         self.bar = None
         self.counts = {"done": initial, "running": 0, "failed": 0}
         if enabled:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # only when a bar is shown
 
             self.bar = tqdm(total=total, initial=initial, desc="sweep", unit="run",
                             dynamic_ncols=True)
@@ -895,16 +899,6 @@ def summarise_analysis(analysis) -> dict[str, float]:
     correlations are means over environment pairs (and units) of the analysis' remapping
     variables.
     """
-    from hippo_rep.analysis.classes import (
-        IS_BAND,
-        IS_GRID,
-        IS_GRID_THRESHOLD,
-        IS_PLACE,
-        IS_SQUARE,
-        IS_TWO_WAVE,
-        class_fractions,
-    )
-
     a = analysis
     out = dict.fromkeys(SUMMARY, math.nan)
     if "variable" not in a.coords:
@@ -1006,10 +1000,6 @@ def open_sweep(path):
     FileNotFoundError, SweepError
         No or unreadable manifest.
     """
-    import xarray as xr
-
-    from hippo_rep.analysis.pipeline import open_analysis
-
     man = read_manifest(path)
     root = Path(path)
     root = root.parent if root.suffix == ".json" and root.is_file() else root

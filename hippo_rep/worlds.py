@@ -1,4 +1,4 @@
-"""Graph worlds, observations, random walks and the ideal agents.
+"""Graph worlds, observations, random and delay walks, and the ideal agents.
 
 A world is a graph whose nodes have 2D coordinates (lengths in units of the lattice spacing) and
 whose edges are labelled by actions. Action 0 is always "stay"; the move actions point in fixed
@@ -10,11 +10,15 @@ structure is shared between environments. Numpy only; all randomness comes from 
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
+
+from hippo_rep.fileio import quote
 
 #: Number of sensory categories (TEM's default: 45 one-hot observations).
 DEFAULT_N_OBS = 45
@@ -179,8 +183,6 @@ def parse_world(spec: str) -> World:
     WorldError
         Naming the spec when it cannot be read or describes an impossible world.
     """
-    from hippo_rep.fileio import quote
-
     if not isinstance(spec, str):
         raise WorldError(f"world spec must be a string; got {quote(spec)}")
     shown = quote(spec)
@@ -383,6 +385,144 @@ def sample_episodes(worlds, batch_size: int, n_steps: int, n_obs: int,
              else random_observations(w, n_obs, rng))
         nodes[b], actions[b] = random_walk(w, n_steps, rng, keep_heading, stay_prob)
         obs[b] = m[nodes[b]]
+        picked.append(w)
+        maps.append(m)
+    return Episodes(picked, nodes, actions, obs, maps)
+
+
+# ------------------------------------------------------------------------- delay walks
+# The walks of the long-delay loop-closure task (:mod:`hippo_rep.tasks.delay`), also used as
+# training walks (``world.walk = "delay"``): tour a small *home* region until every home node
+# is seen, make an excursion of D steps far from home, walk the shortest path back and tour
+# home again; the first return visit to each home node is scored.
+
+#: Side of the square home region, in nodes (a corner block of HOME_SIZE x HOME_SIZE).
+HOME_SIZE = 3
+#: Minimum length of the first home tour, in steps (it also runs until all home is seen).
+HOME_STEPS = 32
+#: Steps of the second home tour after the return (each home node is scored once).
+RETURN_STEPS = 24
+#: Excursion nodes are at least this many edges from the home region.
+AWAY_DISTANCE = 2
+#: Default longest excursion of :func:`sample_delay_episodes`, in steps.
+DELAY_WALK_MAX_DELAY = 256
+#: Walk phases, stored per step.
+PHASES = ("tour", "excursion", "return_path", "home_again")
+
+
+def _bfs(world: World, sources: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Distance (edges) from the nearest source and the node it came from, per node."""
+    dist = np.full(world.n_nodes, -1, dtype=np.int64)
+    parent = np.full(world.n_nodes, -1, dtype=np.int64)
+    queue = deque(int(s) for s in sources)
+    dist[list(sources)] = 0
+    while queue:
+        u = queue.popleft()
+        for v in world.transitions[u, 1:]:
+            if v >= 0 and dist[v] < 0:
+                dist[v], parent[v] = dist[u] + 1, u
+                queue.append(int(v))
+    return dist, parent
+
+
+def _action(world: World, u: int, v: int) -> int:
+    return int(np.flatnonzero(world.transitions[u] == v)[0])
+
+
+def _path_to(world: World, start: int, targets: np.ndarray) -> list[int]:
+    """Shortest path (nodes after ``start``) from ``start`` to the nearest of ``targets``."""
+    if targets[start]:
+        return []
+    dist, parent = _bfs(world, [start])
+    reach = np.flatnonzero(targets & (dist >= 0))
+    end = int(reach[np.argmin(dist[reach])])
+    path = [end]
+    while parent[path[-1]] != start:
+        path.append(int(parent[path[-1]]))
+    return path[::-1]
+
+
+def home_region(world: World, size: int = HOME_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """Home (the ``size`` x ``size`` corner at the smallest x, y) and away masks over nodes."""
+    x, y = world.coords[:, 0], world.coords[:, 1]
+    xs, ys = np.unique(np.round(x, 6)), np.unique(np.round(y, 6))
+    if len(xs) < size + 2 * AWAY_DISTANCE + 1 or len(ys) < size + 2 * AWAY_DISTANCE + 1:
+        raise WorldError(f"world {world.spec!r} is too small for a {size}x{size} home and "
+                             f"an excursion {AWAY_DISTANCE} edges away")
+    home = (np.round(x, 6) <= xs[size - 1]) & (np.round(y, 6) <= ys[size - 1])
+    dist, _ = _bfs(world, np.flatnonzero(home))
+    return home, dist >= AWAY_DISTANCE
+
+
+def _constrained_walk(world: World, start: int, allowed: np.ndarray, n: int,
+                      rng: np.random.Generator, until_all: bool = False) -> list[int]:
+    """Random moves that stay inside ``allowed`` (nodes after ``start``); with ``until_all``,
+    continue past ``n`` until every allowed node has been visited."""
+    path, node, seen = [], start, {start}
+    while len(path) < n or (until_all and len(seen) < int(allowed.sum())):
+        nxt = [int(v) for v in world.transitions[node, 1:] if v >= 0 and allowed[v]]
+        node = nxt[int(rng.integers(len(nxt)))]
+        path.append(node)
+        seen.add(node)
+    return path
+
+
+def delay_walk(world: World, delay: int, rng: np.random.Generator,
+               home_size: int = HOME_SIZE) -> dict[str, np.ndarray]:
+    """One walk of the task.
+
+    Returns
+    -------
+    dict with ``nodes`` and ``actions`` (T,) as in :func:`~hippo_rep.worlds.random_walk`,
+    ``phase`` (T,) indices into :data:`PHASES`, and ``scored`` (T,) bool: the first visit to
+    each home node after the return.
+    """
+    if delay < 0:
+        raise WorldError(f"delay must be ≥ 0; got {delay}")
+    home, away = home_region(world, home_size)
+    start = int(rng.choice(np.flatnonzero(home)))
+    tour = [start] + _constrained_walk(world, start, home, HOME_STEPS - 1, rng, until_all=True)
+    out_path = _path_to(world, tour[-1], away)
+    excursion = _constrained_walk(world, out_path[-1], away, delay, rng) if delay else []
+    back = _path_to(world, (out_path + excursion)[-1], home)
+    again = _constrained_walk(world, back[-1], home, RETURN_STEPS - 1, rng)
+    parts = [tour, out_path + excursion, back[:-1], [back[-1]] + again]
+    nodes = np.array([n for p in parts for n in p], dtype=np.int64)
+    phase = np.concatenate([np.full(len(p), i) for i, p in enumerate(parts)])
+    actions = np.zeros(len(nodes), dtype=np.int64)
+    for t in range(1, len(nodes)):
+        actions[t] = _action(world, int(nodes[t - 1]), int(nodes[t]))
+    scored = np.zeros(len(nodes), dtype=bool)
+    seen: set[int] = set()
+    for t in np.flatnonzero(phase == 3):
+        if int(nodes[t]) not in seen:
+            scored[t] = True
+            seen.add(int(nodes[t]))
+    return {"nodes": nodes, "actions": actions, "phase": phase, "scored": scored}
+
+
+def sample_delay_episodes(worlds: Sequence[World], batch_size: int, n_steps: int, n_obs: int,
+                          rng: np.random.Generator, max_delay: int = DELAY_WALK_MAX_DELAY
+                          ) -> Episodes:
+    """Training batches of delay walks (``world.walk = "delay"``).
+
+    Per environment: a world (uniform from ``worlds``), fresh observations, a
+    :func:`delay_walk` with ``D ~ U{0..max_delay}``, then a random walk from its last node up
+    to ``n_steps`` (or the walk cut at ``n_steps``).
+    """
+    nodes = np.empty((batch_size, n_steps), dtype=np.int64)
+    actions = np.empty_like(nodes)
+    obs = np.empty_like(nodes)
+    picked, maps = [], []
+    for b in range(batch_size):
+        w = worlds[int(rng.integers(len(worlds)))]
+        m = random_observations(w, n_obs, rng)
+        x = delay_walk(w, int(rng.integers(max_delay + 1)), rng)
+        n, a = x["nodes"][:n_steps], x["actions"][:n_steps]
+        if len(n) < n_steps:
+            more_n, more_a = random_walk(w, n_steps - len(n) + 1, rng, start=int(n[-1]))
+            n, a = np.concatenate([n, more_n[1:]]), np.concatenate([a, more_a[1:]])
+        nodes[b], actions[b], obs[b] = n, a, m[n]
         picked.append(w)
         maps.append(m)
     return Episodes(picked, nodes, actions, obs, maps)

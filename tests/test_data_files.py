@@ -13,6 +13,7 @@ from hippo_rep import cli
 from hippo_rep import recording as R
 from hippo_rep.analysis.pipeline import AnalysisError, open_analysis, write_analysis
 from hippo_rep.analysis.synthetic_recording import synthetic_recording
+from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks
 from hippo_rep.fileio import atomic_write, clean_stale
 
 KW = dict(n_envs=2, n_steps=192, chunk=32, world="square:8")
@@ -50,10 +51,10 @@ def run(capsys, *argv):
 def test_every_chunk_of_a_growing_recording_exists(store):
     """memory_activity grows along memory while streaming; its new blocks over earlier steps
     are written too, so no chunk is missing in a healthy store."""
-    R.check_chunks(store)
+    check_chunks(store)
     with R.open_recording(store) as ds:
         assert ds.sizes["memory"] > R.MEMORY_CHUNK  # the memory dim grew over blocks
-        assert R.CHUNKS_COMPLETE_ATTR not in ds.attrs
+        assert CHUNKS_COMPLETE_ATTR not in ds.attrs
 
 
 @pytest.mark.parametrize("damage", ["delete", "empty"])

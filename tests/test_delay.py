@@ -11,17 +11,21 @@ from hippo_rep.cli import main
 from hippo_rep.config import load_config
 from hippo_rep.models.temt import build_model
 from hippo_rep.tasks.delay import (
-    AWAY_DISTANCE,
-    PHASES,
     DelayTaskError,
     as_variant,
     delay_accuracy,
-    delay_walk,
-    home_region,
     read_delay,
     write_delay,
 )
-from hippo_rep.worlds import parse_world
+from hippo_rep.worlds import (
+    AWAY_DISTANCE,
+    PHASES,
+    WorldError,
+    delay_walk,
+    home_region,
+    parse_world,
+    sample_delay_episodes,
+)
 
 
 @pytest.mark.parametrize("delay", [0, 5, 40])
@@ -47,9 +51,9 @@ def test_delay_walk_structure(spec, delay):
 
 
 def test_too_small_world_is_refused():
-    with pytest.raises(DelayTaskError, match="too small"):
+    with pytest.raises(WorldError, match="too small"):
         home_region(parse_world(f"square:{3 + 2 * AWAY_DISTANCE}"))
-    with pytest.raises(DelayTaskError, match="delay must be"):
+    with pytest.raises(WorldError, match="delay must be"):
         delay_walk(parse_world("square:10"), -1, np.random.default_rng(0))
 
 
@@ -153,8 +157,6 @@ def test_cli_delay_and_figure(tmp_path, capsys):
 
 @pytest.mark.parametrize("n_steps", [40, 300])
 def test_sample_delay_episodes(n_steps):
-    from hippo_rep.tasks.delay import sample_delay_episodes
-
     w = parse_world("square:8")
     ep = sample_delay_episodes([w], 3, n_steps, 45, np.random.default_rng(0), max_delay=64)
     assert ep.nodes.shape == ep.actions.shape == ep.observations.shape == (3, n_steps)

@@ -146,7 +146,7 @@ def test_memory_carries_beyond_the_window(variant):
 # ------------------------------------------------------------------ FAM update reference
 def slow_fam_states(m: FAMTransformer, x: torch.Tensor) -> torch.Tensor:
     """FAM_τ of a one-layer model, computed with explicit loops over batch, head, slot, key
-    (no batched attention), from the definition in the seed / REFERENCES."""
+    (no batched attention), from the definition of Hwang et al. 2024 (Fig. 2)."""
     cfg = m.cfg
     lay = m.layers[0]
     B, nf, H, dh, d = cfg.block_size, cfg.n_fam, cfg.n_heads, cfg.d_model // cfg.n_heads, \

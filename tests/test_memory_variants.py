@@ -141,7 +141,7 @@ def test_fam_slots_get_gradient():
     assert m.fam_beta_raw.grad is not None
 
 
-# --------------------------------------------------------------- Hebbian (seed A.1)
+# ------------------------- Hebbian (Whittington, Warren & Behrens 2022, appendix A.1)
 def _rand(T=9, d=5, n=4, seed=0):
     gen = torch.Generator().manual_seed(seed)
     G = torch.randn(T, d, generator=gen, dtype=torch.float64)
@@ -162,7 +162,7 @@ def test_hebbian_identities_eq14_to_17(seed):
     # (15) and (17) query x: retrieves positions, x X^T Λ_g Λ_x G
     torch.testing.assert_close(hebbian_retrieve(M, torch.outer(ones_d, x), "g"),
                                x @ X.T @ lam_g @ lam_x @ G)
-    # (16) query g_PI (x) x: (x X^T ⊙ g_PI G^T) Λ_x G. The seed's last line prints Λ_g; its
+    # (16) query g_PI (x) x: (x X^T ⊙ g_PI G^T) Λ_x G. The paper's last line prints Λ_g; its
     # own middle line sums x over l, i.e. Λ_x (the two agree only up to this for one-hot x,
     # where Λ_x = I).
     torch.testing.assert_close(hebbian_retrieve(M, torch.outer(g, x), "g"),

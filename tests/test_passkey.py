@@ -374,9 +374,11 @@ def test_sweep_plot_error_bars_are_the_intervals():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hippo_rep.plotting.passkey import plot_passkey_sweep
+
     rows = P.summarise([{"variant": "fam_f4", "seed": 0, "n_samples": 16,
                          "accuracy": {"0": 1.0, "64": 0.5}}])
-    ax = P.plot_sweep(rows)
+    ax = plot_passkey_sweep(rows)
     (bars,) = [c for c in ax.containers if c.get_label() == "fam_f4"]
     segs = bars.lines[2][0].get_segments()  # one vertical segment per filler
     for seg, r in zip(segs, rows, strict=True):

@@ -15,8 +15,9 @@ from hippo_rep import recording as R
 from hippo_rep import schema as S
 from hippo_rep.config import load_config
 from hippo_rep.models.temt import build_model
+from hippo_rep.random_streams import eval_rng
 from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, save_checkpoint
-from hippo_rep.training.evaluate import eval_rng, run_model
+from hippo_rep.training.evaluate import run_model
 from hippo_rep.worlds import parse_world, sample_episodes, step_types
 
 # pytest resets warning filters per test; hippo_rep.recording filters this one for good.

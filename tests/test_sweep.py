@@ -16,11 +16,10 @@ import pytest
 import xarray as xr
 
 import hippo_rep
-from hippo_rep import cli
+from hippo_rep import cli, cluster
 from hippo_rep import sweep as sweep_mod
-from hippo_rep.analysis import cluster
-from hippo_rep.analysis.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.config import ConfigError
 from hippo_rep.recording import open_recording
 from hippo_rep.sweep import (
@@ -214,19 +213,17 @@ def test_killed_sweep_reruns_only_unfinished_runs_and_resumes_from_checkpoint(
 
 @pytest.mark.slow
 def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkeypatch):
-    import hippo_rep.analysis.pipeline as pipeline
-
     out = tmp_path / "sweep"
     # the 4x4 run trains, evaluates and records; its analysis is made to fail (4x4 worlds
     # themselves analyse fine: scores too small for them are NaN with a reason)
-    real = pipeline.analyse
+    real = sweep_mod.analyse  # the analysis a run calls
 
     def analyse(recording, *args, **kwargs):
         if recording.sizes["world_node"] == 16:
             raise ValueError("planted failure: analysis of a 4x4 world")
         return real(recording, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "analyse", analyse)
+    monkeypatch.setattr(sweep_mod, "analyse", analyse)
     own_worlds = dataclasses.replace(SETTINGS, eval_world=None, record_world=None)
     rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"

@@ -6,6 +6,7 @@ import torch
 
 from hippo_rep import cli
 from hippo_rep.config import load_config
+from hippo_rep.random_streams import batch_rng
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import (
     CheckpointError,
@@ -253,7 +254,7 @@ def test_save_checkpoint_is_atomic(tmp_path, monkeypatch):
 
 def test_checkpoint_error_type():
     assert issubclass(CheckpointError, ValueError)
-    np.testing.assert_equal(T.batch_rng(0, 3).random(3), T.batch_rng(0, 3).random(3))
+    np.testing.assert_equal(batch_rng(0, 3).random(3), batch_rng(0, 3).random(3))
 
 
 def test_init_from_starts_from_another_runs_weights(trained, tmp_path):

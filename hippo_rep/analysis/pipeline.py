@@ -16,7 +16,7 @@ to the single-process one (the default without a Client: dask's synchronous sche
 
 Speed (``benchmarks/bench_analyse.py``): 16 environments x 278 units x 100 shuffles take
 ~50 s in one process; a 2-worker local cluster was 1.35x faster on a 2-CPU machine that
-other jobs were also using. Workers started by :func:`~hippo_rep.analysis.cluster.dask_client`
+other jobs were also using. Workers started by :func:`~hippo_rep.cluster.dask_client`
 do not inherit distributed's ``MALLOC_TRIM_THRESHOLD_=65536``, which made this workload ~3x
 slower per worker.
 """
@@ -38,6 +38,8 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
+from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
+from hippo_rep.fileio import clean_stale, quote
 
 from ._checks import blockwise
 from .autocorr import MIN_OVERLAP
@@ -112,7 +114,8 @@ BLAS_THREADS = 1
 #: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
 _PACKED, _PACKED_VAR = "packed", "packed_outputs"
 
-#: Grid-score family used by :func:`analyse` (REFERENCES.md: the one ML papers report).
+#: Grid-score family used by :func:`analyse`: the one ML papers report (Banino et al. 2018,
+#: Nature; Sorscher et al. 2019, NeurIPS).
 GRID_METHOD = "deepmind"
 
 #: Smallest place field :func:`analyse` counts, in world nodes. A TEM-t memory neuron fires at
@@ -785,9 +788,6 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     AnalysisError
         For another suffix.
     """
-    from hippo_rep.fileio import clean_stale
-    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR
-
     path = check_output(path, overwrite)
     suffix = path.suffix.lower()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -833,8 +833,6 @@ def open_analysis(path: str | os.PathLike) -> xr.Dataset:
         Naming the file: not netCDF/zarr, unreadable or damaged (a missing, empty or corrupt
         zarr chunk names its variable), or not an analysis dataset.
     """
-    from hippo_rep.recording import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-
     path = Path(path)
     suffix = _check_suffix(path)
     if not path.exists():
@@ -875,8 +873,6 @@ def validate_analysis(ds: xr.Dataset, source=None) -> None:
     AnalysisError
         Listing every problem in one message, naming ``source``.
     """
-    from hippo_rep.fileio import quote
-
     where = f"{str(source)!r}" if source is not None else "dataset"
     kind = ds.attrs.get("hippo_rep_kind")
     if kind != ANALYSIS_KIND:

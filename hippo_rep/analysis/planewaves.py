@@ -1,7 +1,8 @@
 """Plane-wave decomposition of rate maps: how many waves, their lengths and angles.
 
 Gridness-60 cannot tell a hexagonal grid (three plane waves of equal length 60 degrees
-apart) from two equal waves 55-75 degrees apart, which also score 0.6-0.9 (REFERENCES.md).
+apart) from two equal waves 55-75 degrees apart, which also score 0.6-0.9 (measured on
+synthetic maps).
 :func:`plane_waves` answers the question directly, as Krupic, Burgess & O'Keefe (2012,
 Science) decomposed entorhinal rate maps into plane waves: per map,
 

@@ -10,15 +10,16 @@ real alignment. The shuffled rate maps of all shifts are accumulated at once (a 
 one-hot matrix of (shift, node) against time, multiplied by the activity), then scored; a
 unit's null distribution is its score over the shuffles, per environment.
 
-Classification (:func:`classify`) follows REFERENCES.md: a grid cell is a hexagonal
+Classification (:func:`classify`): a grid cell is a hexagonal
 plane-wave pattern (:func:`~hippo_rep.analysis.planewaves.plane_waves`: three waves of
 near-equal length ~60 degrees apart) with gridness-60 above the 95th percentile of its own
 null (gridness alone cannot tell a grid from two plane waves 55-75 degrees apart);
-separately, the field's rule of thumb gridness > 0.3 (TEM-t quotes 0.3-0.5), reported but
-not a grid classification; band, two-wave and square patterns are their own classes (one
-or two plane waves whose plane-wave share beats the 95th percentile of its own null); a
-place cell has spatial information above the 99th percentile of its own null and one to
-three place fields. Class names are defined once, in :mod:`hippo_rep.analysis.classes`.
+separately, the field's rule of thumb gridness > 0.3 (Whittington, Warren & Behrens 2022,
+Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave and square
+patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
+percentile of its own null); a place cell has spatial information above the 99th percentile
+of its own null and one to three place fields. Class names are defined once, in
+:mod:`hippo_rep.analysis.classes`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from .recordings import (
 )
 from .spatial import spatial_information
 
-#: Default number of shuffles (REFERENCES.md: at least 100).
+#: Default number of shuffles (circular time shifts; at least 100 is the usual practice).
 DEFAULT_SHUFFLES = 100
 
 #: Shifts are at least this fraction of the walk (and at most 1 minus it).

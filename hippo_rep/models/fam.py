@@ -1,7 +1,7 @@
 """TransformerFAM (Hwang et al. 2024) at token level: a small decoder-only transformer whose
 attention is full, block sliding-window (BSWA) or BSWA plus feedback attention memory (FAM).
 
-Terms (seed ``001_3f09b364b2222f1a.txt``, ``REFERENCES.md`` "TransformerFAM"):
+Terms (Hwang et al. 2024, "TransformerFAM: Feedback attention is working memory", Fig. 2):
 
 - The sequence is cut into blocks of ``B = block_size`` tokens; block τ holds positions
   ``τB … τB+B-1``.
@@ -68,7 +68,7 @@ class FAMConfigError(ValueError):
 class FAMConfig:
     # Token vocabulary (PassKey: 36 = 16 filler + 16 key values + 4 specials).
     vocab_size: int = 36
-    # Width of the residual stream (REFERENCES: d = 64 replicates PassKey on a CPU).
+    # Width of the residual stream (d = 64 reproduced PassKey in a CPU pilot).
     d_model: int = 64
     # Attention heads; d_model must be divisible by it (head width even for rope).
     n_heads: int = 4
@@ -243,7 +243,7 @@ def _attend(q, k, v, mask, probs: bool = False):
 
 
 def _neg_entropy(p: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Diversity loss term Σ p̄ log p̄ of the mean attention (seed eq. 2).
+    """Diversity loss term Σ p̄ log p̄ of the mean attention (Hwang et al. 2024, eq. 2).
 
     ``p`` (..., H, Lq, K) → p̄ averaged over heads and (weighted) queries → (...,) values.
     """
@@ -374,10 +374,11 @@ class FAMTransformer(nn.Module):
         tokens : LongTensor (batch, length)
         state : optional (n_layers, batch, F, d) FAM to start from (fam/sum), e.g. the final
             state of a previous sequence (random state passing); default the learned initial FAM.
-        aux : names from :data:`AUX_LOSSES` to compute: ``diversity`` (seed eq. 2, negative
-            entropy of the mean attention of block queries and of FAM queries, averaged over
-            layers) and ``recon`` (MSE between each block's layer outputs and those re-generated
-            from the block's queries attending to [FAM_τ; causal block], target detached).
+        aux : names from :data:`AUX_LOSSES` to compute: ``diversity`` (Hwang et al. 2024, eq. 2,
+            negative entropy of the mean attention of block queries and of FAM queries,
+            averaged over layers) and ``recon`` (MSE between each block's layer outputs and
+            those re-generated from the block's queries attending to [FAM_τ; causal block],
+            target detached).
         """
         state, aux = self._check(tokens, state, aux)
         if self.cfg.variant == "fm":

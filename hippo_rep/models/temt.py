@@ -6,7 +6,7 @@ Per environment, at step t with action a_t (taken from the previous node) and ob
                       norm = unit RMS, or none: ``config.g_norm``)
 2. prediction         softmax(β_t z(g_pi_t) W_e (z(G) W_e)^T) X W_x → MLP → logits over x_t,
                       β_t = β · log(#memories)                      (the memory neurons)
-3. landmark           g_ret = MLP(softmax(β'_t (x_t X^T ⊙ z(g_pi) z(G)^T)) G)     (seed A.2)
+3. landmark           g_ret = MLP(softmax(β'_t (x_t X^T ⊙ z(g_pi) z(G)^T)) G)     (app. A.2)
                       g_t = g_pi + gate(g_ret, g_pi) ⊙ (g_ret − g_pi)
 4. memory write       (g_t, x_t) is stored only if no stored memory holds that conjunction.
 
@@ -16,8 +16,10 @@ t see only memories written in its own block of ``memory_block`` steps or the
 "fam" adds ``fam_slots`` feedback slots, each a (position, observation-distribution) pair that
 attends once per block over [itself; the block's memories] (TransformerFAM's update with the
 model's own keys) and is retrieved from together with the window; "hebbian" replaces the
-memory neurons by TEM's outer-product memory matrix (seed A.1) read out linearly, see
+memory neurons by TEM's outer-product memory matrix (appendix A.1) read out linearly, see
 :func:`hebbian_matrix`.
+
+Appendix and equation numbers are those of Whittington, Warren & Behrens 2022 (TEM-t, ICLR).
 
 Shapes: B environments, L steps in the chunk, d = n_g, M memory slots. The time loop holds only
 what must be sequential (path integration, landmark retrieval, the gate, the write decision);
@@ -135,7 +137,7 @@ class _ConstBmm(torch.autograd.Function):
 
 
 def _z(g: torch.Tensor) -> torch.Tensor:
-    """Layer norm with fixed weights: the z-score of g over units (seed A.2)."""
+    """Layer norm with fixed weights: the z-score of g over units (appendix A.2)."""
     return F.layer_norm(g, g.shape[-1:])
 
 
@@ -158,7 +160,7 @@ def memory_activation(logits: torch.Tensor, valid: torch.Tensor, kind: str = "so
                       power: float = 4.0) -> torch.Tensor:
     """Memory-neuron activity over the last dim; zero where ``valid`` is False and for rows
     with no valid memory. ``softmax`` (the transformer), or the normalised ``relu`` /
-    ``power`` alternatives suggested in seed A.2."""
+    ``power`` alternatives suggested in appendix A.2."""
     if kind == "softmax":
         # A large finite negative (not -inf) keeps rows with no valid memory free of NaN;
         # multiplying by the mask then zeroes them.
@@ -321,7 +323,7 @@ class TEMt(nn.Module):
         state : MemoryState, optional
             Carried from the previous chunk of the same walks; None starts fresh walks.
         context : (B, L) long, optional
-            A third input stream (seed A.2's option): integer context labels; a memory then
+            A third input stream (the option of section 7): integer context labels; a memory then
             stores (g, x, context) and the conjunction needs the context to match too.
         return_activity : bool
             Also return the memory-neuron activity in slot order (for recording).
@@ -488,7 +490,7 @@ class TEMt(nn.Module):
 
     def _forward_hebbian(self, obs, actions, state: MemoryState, fresh: bool,
                          return_activity: bool) -> tuple[Output, MemoryState]:
-        """TEM's Hebbian memory (seed A.1) in place of the memory neurons.
+        """TEM's Hebbian memory (appendix A.1) in place of the memory neurons.
 
         The memory matrix ``M = sum_tau p_tau p_tau^T`` with ``p = phi(g) (x) x`` is kept in
         the two contractions the model reads (exact for one-hot x, see
@@ -600,7 +602,7 @@ class TEMt(nn.Module):
         if fam_g is not None:
             act, act_fam = act[..., :-fam_g.shape[2]], act[..., -fam_g.shape[2]:]
         for _ in range(cfg.retrieval_iterations - 1):
-            # Hopfield-style refinement (seed A.2): the retrieved sensory distribution gates a
+            # Hopfield-style refinement (appendix A.2): the retrieved sensory distribution gates a
             # second pass, multiplicatively, like the landmark query.
             x_hat = act @ F.one_hot(x_mem, self.n_obs).float()  # (B, L, n_obs)
             sx = x_hat.gather(-1, x_mem[:, None, :].expand(B, L, -1))
@@ -642,7 +644,7 @@ def _hebbian_logits(phi_q: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
 
 
 def hebbian_matrix(G: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """TEM's memory matrix (seed eq. 13): ``M[i, j, k, l] = sum_tau G[tau, i] X[tau, j]
+    """TEM's memory matrix (eq. 13, appendix A.1): ``M[i, j, k, l] = sum_tau G[tau, i] X[tau, j]
     G[tau, k] X[tau, l]``, the sum of outer products of ``p_tau = g_tau (x) x_tau``.
 
     Parameters

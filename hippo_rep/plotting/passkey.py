@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.tasks import PASSKEY_VARIANTS
+
 #: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`; the
 #: README's PassKey summary averages over 512-2,048.
 LONG_FILLER = 512
-
+#: Size (inches) of the figure :func:`plot_passkey_sweep` makes when given no axes.
+SWEEP_FIGSIZE = (6, 3.6)
+#: Line style of each variant family in :func:`plot_passkey_sweep` (FAM also drawn thicker).
+FAMILY_STYLES = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
 
 
 def _ax(ax):
@@ -19,21 +24,61 @@ def _ax(ax):
     return ax
 
 
-def passkey_curves(rows: list[dict], ax=None):
+def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
+    """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
+    chance; error bars are the rows' 95% Wilson intervals (``ci_low``/``ci_high``, prompts of
+    all seeds pooled), or the SD over seeds for rows without them. Returns the axes (no saving
+    here). The ``hippo-rep passkey sweep --figure`` plot.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (``variant``, ``filler`` in tokens, ``accuracy``, ``std``, optionally
+        ``ci_low``, ``ci_high``).
+    ax : matplotlib Axes, optional
+        Default: a new figure of :data:`SWEEP_FIGSIZE`.
+    chance : float, optional
+        Chance accuracy (fraction), drawn as a line.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=SWEEP_FIGSIZE)
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    for v in variants:
+        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
+        family = PASSKEY_VARIANTS[v]["variant"] if v in PASSKEY_VARIANTS else v.split("_")[0]
+        yerr = np.array([[r["accuracy"] - r["ci_low"], r["ci_high"] - r["accuracy"]]
+                         if "ci_low" in r else [r["std"], r["std"]] for r in rs]).T
+        ax.errorbar([r["filler"] for r in rs], [r["accuracy"] for r in rs],
+                    yerr=yerr, label=v, marker="o", ms=3, capsize=2,
+                    ls=FAMILY_STYLES.get(family, "-"), lw=2 if family == "fam" else 1)
+    if chance is not None:
+        ax.axhline(chance, color="0.5", ls=":", lw=1, label="chance")
+    ax.set_xscale("symlog", linthresh=16)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("filler length (tokens)")
+    ax.set_ylabel("PassKey accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def passkey_curves(rows: list[dict], ax=None, chance: float | None = None):
     """Seed-averaged accuracy against filler length, one line per variant, with chance.
 
-    Draws with :func:`hippo_rep.tasks.passkey.plot_sweep` (the sweep command's own plot) and
-    states the units on both axes.
+    Draws with :func:`plot_passkey_sweep` (the sweep command's own plot) and states the units
+    on both axes.
 
     Parameters
     ----------
     rows : list of dict
         Sweep rows (``variant``, ``filler`` in tokens, ``accuracy``, ``std``).
     ax : matplotlib Axes, optional
+    chance : float, optional
+        Chance accuracy (fraction), drawn as a line.
     """
-    from hippo_rep.tasks.passkey import plot_sweep
-
-    ax = plot_sweep(rows, ax=_ax(ax))
+    ax = plot_passkey_sweep(rows, ax=_ax(ax), chance=chance)
     ax.set_xlabel("filler length (tokens, symlog scale)")
     ax.set_ylabel("PassKey accuracy (fraction correct)")
     ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))

@@ -30,7 +30,7 @@ PASSKEY_VARIANT_DEFINED_BY: dict[str, tuple[str, ...]] = {
     "sum": ("variant",),
     "full": ("variant",),
 }
-#: Variants the PassKey sweep trains by default (the seed's Fig. 9 set plus FAM F ∈ {2,4,8}).
+#: Variants the PassKey sweep trains by default (Hwang et al. 2024, Fig. 9, plus FAM F ∈ {2,4,8}).
 PASSKEY_DEFAULT_SWEEP = ("bswa_m1", "bswa_m2", "bswa_m4", "fm1", "fm2", "fm4", "sum",
                          "fam_f2", "fam_f4", "fam_f8")
 #: Filler lengths PassKey evaluates by default.

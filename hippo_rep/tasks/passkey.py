@@ -1,7 +1,7 @@
-"""PassKey retrieval (seed ``001_3f09b364b2222f1a.txt``, D.1) in tokens, for the
+"""PassKey retrieval (TransformerFAM, Hwang et al. 2024, appendix D.1) in tokens, for the
 TransformerFAM variants of :mod:`hippo_rep.models.fam`.
 
-The seed's prompt "The pass key is K. Remember it. K is the pass key. <filler> What is the pass
+The paper's prompt "The pass key is K. Remember it. K is the pass key. <filler> What is the pass
 key? The pass key is K" becomes, over a vocabulary of 36 tokens::
 
     BOS KEY k k  f_1 … f_n  QUERY  → k
@@ -100,7 +100,7 @@ class PassKeyError(ValueError):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    # Optimisation steps (REFERENCES: ~800 steps of batch 32 replicate the pilot).
+    # Optimisation steps (~800 steps of batch 32 reproduced PassKey in a CPU pilot).
     steps: int = 800
     # Prompts per step; all prompts of a step share one filler length.
     batch_size: int = 32
@@ -119,9 +119,10 @@ class TrainConfig:
     # Random state passing: probability that a prompt starts from the final FAM of the
     # previous step's prompt (same batch row) instead of the learned initial FAM (fam/sum).
     state_passing: float = 0.0
-    # Weight of the diversity loss (seed eq. 2; the paper found it always hurt).
+    # Weight of the diversity loss (Hwang et al. 2024, eq. 2, appendix C.4; it always hurt there).
     diversity_weight: float = 0.0
-    # Weight of the reconstruction loss (seed C.5; did not help in the paper; fam/sum only).
+    # Weight of the reconstruction loss (Hwang et al. 2024, appendix C.5: did not help;
+    # fam/sum only).
     recon_weight: float = 0.0
     # Seed of the initialisation, batches and state-passing draws.
     seed: int = 0
@@ -697,32 +698,3 @@ def read_sweep(path: str | Path) -> list[dict]:
             raise PassKeyError(f"{str(path)!r}: {err}") from None
         r["n_prompts"] = n
     return rows
-
-
-def plot_sweep(rows: list[dict], ax=None):
-    """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
-    chance; error bars are the rows' 95% Wilson intervals (``ci_low``/``ci_high``, prompts of
-    all seeds pooled), or the SD over seeds for rows without them. Returns the axes (no
-    saving here)."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.6))
-    variants = list(dict.fromkeys(r["variant"] for r in rows))
-    styles = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
-    for v in variants:
-        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
-        family = resolve_variant(v)["variant"] if v in SWEEP_VARIANTS else v.split("_")[0]
-        yerr = np.array([[r["accuracy"] - r["ci_low"], r["ci_high"] - r["accuracy"]]
-                         if "ci_low" in r else [r["std"], r["std"]] for r in rs]).T
-        ax.errorbar([r["filler"] for r in rs], [r["accuracy"] for r in rs],
-                    yerr=yerr, label=v, marker="o", ms=3, capsize=2,
-                    ls=styles.get(family, "-"), lw=2 if family == "fam" else 1)
-    ax.axhline(CHANCE, color="0.5", ls=":", lw=1, label="chance")
-    ax.set_xscale("symlog", linthresh=16)
-    ax.set_xlim(left=0)
-    ax.set_xlabel("filler length (tokens)")
-    ax.set_ylabel("PassKey accuracy")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, ncol=2)
-    return ax

@@ -26,11 +26,13 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from hippo_rep.config import from_dict
+from hippo_rep.fileio import atomic_write
+from hippo_rep.random_streams import calibration_rng
+from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import memories_per_node, run_model
-from hippo_rep.worlds import sample_episodes
+from hippo_rep.worlds import parse_world, sample_episodes
 
-#: Random stream of calibration walks (training uses 0, evaluation 1, recording 2).
-CALIBRATION_STREAM = 3
 #: Environments walked for the calibration.
 CALIBRATION_ENVS = 16
 #: Steps per calibration walk: on 11×11 about 12 visits per node, so most revisits come after
@@ -123,7 +125,7 @@ def calibrate_write_threshold(model, worlds, n_obs: int, n_envs: int = CALIBRATI
     worlds : World or list of World, the model's training worlds
     n_obs : number of distinct observations
     n_envs, n_steps : calibration walks (fresh observations per environment)
-    seed : seed of the calibration stream (:data:`CALIBRATION_STREAM`)
+    seed : seed of the calibration stream (``random_streams.calibration_rng``)
     rounds : fixed-point iterations at most
 
     Returns
@@ -133,7 +135,7 @@ def calibrate_write_threshold(model, worlds, n_obs: int, n_envs: int = CALIBRATI
         threshold used, the memories written per distinct node and :func:`choose_threshold`'s
         choice.
     """
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(CALIBRATION_STREAM,)))
+    rng = calibration_rng(seed)
     ep = sample_episodes(worlds, n_envs, n_steps, n_obs, rng)
     initial = float(model.config.write_threshold)
     history = []
@@ -171,11 +173,6 @@ def calibrate_checkpoint(path, out, n_envs: int = CALIBRATION_ENVS,
         A model without add-if-novel writes (the sinusoidal baseline), or walks that give no
         revisits.
     """
-    from hippo_rep.config import from_dict
-    from hippo_rep.fileio import atomic_write
-    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
-    from hippo_rep.worlds import parse_world
-
     model, config, payload = load_checkpoint(path)
     if config.model.kind != "temt":
         raise CalibrationError(f"checkpoint {str(path)!r} is a {config.model.kind!r} model; "

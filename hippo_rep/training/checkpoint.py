@@ -10,6 +10,7 @@ without it still load); non-finite weights are refused.
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -63,8 +64,6 @@ def load_torch_file(path: Path, error: type[Exception], what: str = "checkpoint"
         Naming the file: missing, a folder, unreadable, corrupt, or holding objects other than
         tensors and plain data (a pickled class or call is refused, never run).
     """
-    import pickle
-
     path = Path(path)
     if not path.exists():
         raise error(f"{what} {str(path)!r} not found")

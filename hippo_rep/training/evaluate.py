@@ -5,10 +5,20 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from hippo_rep.worlds import World, ideal_agents, proportion_visited, sample_episodes, step_types
+from hippo_rep import __version__
+from hippo_rep.config import world_kind
+from hippo_rep.models.transitions import transition_diagnostics
+from hippo_rep.random_streams import eval_rng
+from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
+from hippo_rep.worlds import (
+    World,
+    ideal_agents,
+    parse_world,
+    proportion_visited,
+    sample_episodes,
+    step_types,
+)
 
-#: Spawn-key streams: training batches and evaluation environments never share random numbers.
-TRAIN_STREAM, EVAL_STREAM, RECORD_STREAM = 0, 1, 2
 #: Step types reported (see hippo_rep.worlds.step_types), in JSON order.
 REPORTED = ("first_visit", "revisit_known_edge", "revisit_new_edge", "revisit_unseen_edge",
             "revisit", "all")
@@ -17,11 +27,6 @@ CURVE_BINS = 10
 #: Steps per forward chunk at evaluation (no gradients, so only memory use depends on it).
 EVAL_CHUNK = 512
 AGENTS = ("model", "node_agent", "edge_agent")
-
-
-def eval_rng(seed: int) -> np.random.Generator:
-    """The random stream of held-out environments for ``seed`` (disjoint from training's)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(EVAL_STREAM,)))
 
 
 @torch.no_grad()
@@ -143,11 +148,6 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     Adds ``meta`` (checkpoint, world, envs, steps, seed, package version, config) and, for
     TEM-t, ``transitions`` (:func:`hippo_rep.models.transitions.transition_diagnostics`).
     """
-    from hippo_rep import __version__
-    from hippo_rep.config import world_kind
-    from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
-    from hippo_rep.worlds import parse_world
-
     if n_steps is not None and (isinstance(n_steps, bool) or n_steps < 1):
         raise CheckpointError(f"n_steps must be ≥ 1 (None: the training walk); got {n_steps!r}")
     if n_envs < 1:
@@ -164,8 +164,6 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     result = evaluate(model, worlds, n_envs, n_steps, cfg.world.n_obs, seed=seed,
                       keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob)
     if getattr(model, "recurrent", False):
-        from hippo_rep.models.transitions import transition_diagnostics
-
         result["transitions"] = transition_diagnostics(model, worlds[0].kind, seed=seed)
     result["meta"] = {"checkpoint": str(path), "world": ",".join(w.spec for w in worlds),
                       "envs": n_envs, "steps": n_steps, "seed": seed,

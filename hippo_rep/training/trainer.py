@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -12,16 +13,25 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.config import Config, to_toml, world_kind
+from hippo_rep.config import DEVICE_PATTERN, DEVICES, Config, to_toml, world_kind
 from hippo_rep.fileio import atomic_write
 from hippo_rep.models.temt import Output, build_model, load_across_memory
+from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
     file_sha256,
     load_checkpoint,
     save_checkpoint,
 )
-from hippo_rep.training.evaluate import TRAIN_STREAM, evaluate
-from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes, step_types
+from hippo_rep.training.evaluate import evaluate
+from hippo_rep.worlds import (
+    WorldError,
+    home_region,
+    n_actions_for,
+    parse_world,
+    sample_delay_episodes,
+    sample_episodes,
+    step_types,
+)
 
 #: Seed of the fixed held-out environments evaluated during training.
 TRAINING_EVAL_SEED = 10_000
@@ -48,9 +58,7 @@ class TrainingError(RuntimeError):
 
 
 def resolve_device(name: str) -> torch.device:
-    from hippo_rep.config import _DEVICE, DEVICES
-
-    if not isinstance(name, str) or not _DEVICE.fullmatch(name):
+    if not isinstance(name, str) or not DEVICE_PATTERN.fullmatch(name):
         raise TrainingError(f"device must be one of {DEVICES} or cuda:N; got {name!r:.200}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -59,13 +67,9 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def batch_rng(seed: int, iteration: int) -> np.random.Generator:
-    """Batch ``iteration`` depends only on (seed, iteration): resuming replays the same data."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(TRAIN_STREAM, iteration)))
-
-
 def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tensor]:
-    """The seed's losses (A.2) for one chunk; loss 4 (weights) is AdamW's weight decay."""
+    """The losses of TEM-t (Whittington, Warren & Behrens 2022, appendix A.2) for one chunk; loss 4
+    (weights) is AdamW's weight decay."""
     tc = cfg.train
     ce_pi = F.cross_entropy(out.logits_pi.flatten(0, 1), obs.flatten())
     ce_g = F.cross_entropy(out.logits_g.flatten(0, 1), obs.flatten())
@@ -106,12 +110,10 @@ class Trainer:
         self.device = resolve_device(tc.device)
         self.worlds = [parse_world(s) for s in config.world.worlds]
         if config.world.walk == "delay":
-            from hippo_rep.tasks.delay import DelayTaskError, home_region
-
             for w in self.worlds:
                 try:
                     home_region(w)
-                except DelayTaskError as err:
+                except WorldError as err:
                     raise TrainingError(f"world.walk = \"delay\": {err}") from None
         self.n_actions = n_actions_for(world_kind(config))
         self.start = 0
@@ -228,8 +230,6 @@ class Trainer:
         """One gradient step on a fresh batch of environments."""
         cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
         if wc.walk == "delay":
-            from hippo_rep.tasks.delay import sample_delay_episodes
-
             ep = sample_delay_episodes(self.worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
                                        batch_rng(tc.seed, iteration), wc.max_delay)
         else:
@@ -340,8 +340,6 @@ class Trainer:
         """Remove the run folder when this run created it and saved no checkpoint in it."""
         if not self.created_out or self.saved_step is not None or not self.out.exists():
             return False
-        import shutil
-
         if self.tb is not None:
             self.tb.close()
         shutil.rmtree(self.out, ignore_errors=True)
@@ -382,7 +380,7 @@ def _write_csv_header(path) -> None:
 def _progress(start: int, total: int, enabled: bool):
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # only when a bar is shown
 
     return tqdm(total=total, initial=start, desc="train", unit="it", dynamic_ncols=True)
 

@@ -1,8 +1,8 @@
 import pytest
 import xarray as xr
 
-from hippo_rep import cli
-from hippo_rep.analysis import cluster, open_analysis
+from hippo_rep import cli, cluster
+from hippo_rep.analysis import open_analysis
 
 
 @pytest.fixture(scope="module")

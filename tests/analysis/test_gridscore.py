@@ -55,7 +55,8 @@ def test_deepmind_hex_grid_high_score_and_geometry(size, spacing, orientation):
     ("size", "spacing", "low", "high"), [(40, 12, 1.5, 1.75), (20, 5, 1.25, 1.5)]
 )
 def test_deepmind_reference_values(size, spacing, low, high):
-    # REFERENCES: spacing 12 on 40 x 40 ~1.6, spacing 5 on 20 x 20 ~1.35
+    # the DeepMind code's values (Banino et al. 2018): spacing 12 on 40 x 40 ~1.6, spacing 5
+    # on 20 x 20 ~1.35
     g = [
         scalar(grid_scores(hex_grid_map(size, spacing, o)), "gridness_60") for o in (0, 10, 20, 30)
     ]

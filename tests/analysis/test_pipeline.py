@@ -17,7 +17,7 @@ from hippo_rep.analysis import (
     synthetic_recording,
     write_analysis,
 )
-from hippo_rep.analysis.cluster import dask_client
+from hippo_rep.cluster import dask_client
 
 PER_UNIT = ["gridness_60", "gridness_90", "spacing", "orientation", "best_radius",
             "grid_nan_reason", "spacing_nodes", "band_score", "band_orientation",

@@ -1,12 +1,11 @@
-"""Connecting to a dask.distributed scheduler, or starting a local cluster, for the analysis."""
+"""Connecting to a dask.distributed scheduler, or starting a local cluster, for the analysis
+(``hippo-rep analyse``) and sweeps (``hippo-rep sweep``)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import Iterator
-
-from .recordings import AnalysisError
 
 #: Seconds to wait for a scheduler before giving up (fail fast on a wrong address).
 SCHEDULER_TIMEOUT_S = 5
@@ -28,6 +27,12 @@ WORKER_PRE_SPAWN_ENV: dict[str, str | None] = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
+
+
+
+class ClusterError(ValueError):
+    """Bad cluster arguments, or a scheduler that cannot be reached."""
+
 
 _QUIET = ("distributed", "distributed.comm", "distributed.client", "tornado", "asyncio")
 
@@ -69,15 +74,16 @@ def dask_client(
 
     Raises
     ------
-    AnalysisError
+    ClusterError
         If both are given, ``workers`` < 1, or the scheduler cannot be reached (the message
         names the address).
     """
     if scheduler is not None and workers is not None:
-        raise AnalysisError("give a scheduler address or a number of workers, not both")
+        raise ClusterError("give a scheduler address or a number of workers, not both")
     if scheduler is None and workers is None:
         yield None
         return
+    # distributed takes seconds to import: only a run that asks for a cluster pays for it
     import dask
     from distributed import Client, LocalCluster
 
@@ -86,7 +92,7 @@ def dask_client(
             with _quiet_logs():
                 client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
         except (OSError, TimeoutError, ValueError, TypeError) as err:
-            raise AnalysisError(
+            raise ClusterError(
                 f"cannot reach the dask scheduler at {scheduler!r} within "
                 f"{SCHEDULER_TIMEOUT_S} s ({type(err).__name__}: {err})"
             ) from None
@@ -97,7 +103,7 @@ def dask_client(
                 client.close()
         return
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise AnalysisError(f"the number of workers must be an int >= 1; got {workers!r}")
+        raise ClusterError(f"the number of workers must be an int >= 1; got {workers!r}")
     env = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_PRE_SPAWN_ENV.items()}
     with _quiet_logs(), dask.config.set(env):
         cluster = LocalCluster(

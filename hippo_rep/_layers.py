@@ -1,0 +1,33 @@
+"""The module layers of hippo_rep, lowest first.
+
+A module may import from its own layer or a lower one, never from a higher one; no two
+modules or packages import each other, directly or round a longer loop (a cycle); and no
+module imports a private (``_``-prefixed) name from another package or top-level module.
+``tests/test_layers.py`` checks all three on every import statement of the package, at
+module top and inside functions, and that the "Module layers" diagram of the README shows
+:data:`LAYERS`.
+
+Data flows up the layers: worlds → models → training → recording → analysis → plotting →
+figures; ``sweep`` and ``cli`` drive the stages below them.
+"""
+
+#: Layers, lowest first; each a tuple of modules or packages (a package entry covers all its
+#: modules). Entries of one layer may import each other (without a cycle).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # foundations: no hippo_rep imports but these (the package root only gives __version__;
+    # its lazy attributes are looked up by name on first use, not imported)
+    ("hippo_rep", "hippo_rep._layers", "hippo_rep.fileio", "hippo_rep.random_streams",
+     "hippo_rep.datasets", "hippo_rep.cluster"),
+    ("hippo_rep.worlds",),  # graphs, observations, random and delay walks (numpy only)
+    ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; the recording file format
+    ("hippo_rep.models",),  # nn.Modules only
+    ("hippo_rep.training",),  # training loop, checkpoints, evaluation
+    ("hippo_rep.tasks",),  # PassKey and the long-delay task
+    ("hippo_rep.recording", "hippo_rep.export"),  # checkpoint → recording file; pynapple
+    ("hippo_rep.analysis",),  # recordings → analysis datasets (no torch)
+    ("hippo_rep.plotting",),  # fn(data, ax=None) -> ax panels
+    ("hippo_rep.sweep",),  # grids of runs through train → analyse
+    ("hippo_rep.figures",),  # figure registry
+    ("hippo_rep.explore",),  # notebook tables and widgets
+    ("hippo_rep.cli",),  # the hippo-rep command
+)
