@@ -69,6 +69,19 @@ def test_novelty_similarities_on_known_encodings():
                                                   max(c[0, 1], c[0, 2])], atol=1e-4)
 
 
+def test_novelty_similarities_see_only_the_window():
+    """With a window starting at step 2 for step 3, the memory of step 0 (same node) is not
+    seen, only step 2's (another node)."""
+    nodes = np.array([[0, 1, 2, 0]])
+    g = torch.eye(4)[nodes] * 3 + 1
+    written = np.ones((1, 4), bool)
+    obs = np.zeros((1, 4), int)
+    full = novelty_similarities(g, written, nodes, obs)
+    assert full["revisit"].size == 1
+    win = novelty_similarities(g, written, nodes, obs, window_start=np.array([0, 0, 0, 2]))
+    assert win["revisit"].size == 0 and win["distinct"].size == 3
+
+
 def test_novelty_similarities_ignore_other_observations():
     g = torch.ones(1, 3, 4) + torch.arange(4.0)
     sims = novelty_similarities(g, np.ones((1, 3), bool), np.array([[0, 0, 1]]),

@@ -51,7 +51,8 @@ class CalibrationError(ValueError):
 
 
 def novelty_similarities(g: torch.Tensor, written: np.ndarray, nodes: np.ndarray,
-                         observations: np.ndarray) -> dict[str, np.ndarray]:
+                         observations: np.ndarray,
+                         window_start: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """What the add-if-novel test saw at every step of a walk that had a same-observation
     memory: the best similarity to one stored at this node and to one stored elsewhere.
 
@@ -60,6 +61,9 @@ def novelty_similarities(g: torch.Tensor, written: np.ndarray, nodes: np.ndarray
     g : (B, T, d) corrected positional encodings g_t (the stored keys are g at written steps)
     written : (B, T) bool, step t wrote a memory
     nodes, observations : (B, T) int, the node visited and the observation seen at step t
+    window_start : (T,) int, optional
+        Earliest step whose memory step t still sees (bounded memories, "window"/"fam");
+        None: every earlier memory.
 
     Returns
     -------
@@ -74,6 +78,8 @@ def novelty_similarities(g: torch.Tensor, written: np.ndarray, nodes: np.ndarray
     revisit, distinct = [], []
     T = z.shape[1]
     earlier = np.tril(np.ones((T, T), dtype=bool), -1)  # [t, s]: s < t
+    if window_start is not None:
+        earlier &= np.arange(T)[None, :] >= np.asarray(window_start)[:, None]
     for b in range(z.shape[0]):
         sim = z[b] @ z[b].T / d
         x = observations[b]
@@ -138,12 +144,15 @@ def calibrate_write_threshold(model, worlds, n_obs: int, n_envs: int = CALIBRATI
     rng = calibration_rng(seed)
     ep = sample_episodes(worlds, n_envs, n_steps, n_obs, rng)
     initial = float(model.config.write_threshold)
+    # a bounded memory ("window"/"fam") tests novelty only against the memories it still sees
+    window = (np.array([model.window_start(t) for t in range(n_steps)]) if model.bounded
+              else None)
     history = []
     for _ in range(rounds):
         outs = run_model(model, ep.observations, ep.actions)
         g = torch.cat([o.g for o in outs], 1)
         written = torch.cat([o.written for o in outs], 1).cpu().numpy()
-        sims = novelty_similarities(g, written, ep.nodes, ep.observations)
+        sims = novelty_similarities(g, written, ep.nodes, ep.observations, window)
         choice = choose_threshold(sims["revisit"], sims["distinct"])
         used = float(model.config.write_threshold)
         history.append({"threshold_used": used,
