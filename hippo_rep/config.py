@@ -1,9 +1,10 @@
 """Configuration as frozen dataclasses, read from and written to TOML.
 
 A run is described by a :class:`Config` with three sections, ``world``, ``model`` and ``train``.
-Presets (``tiny``, ``small``, ``paper``) are TOML files shipped in ``hippo_rep/presets``; any
-key can be overridden with ``section.key=value`` strings (values in TOML syntax, bare strings
-allowed). Unknown sections or keys raise :class:`ConfigError` listing the valid ones.
+Presets (``tiny``, ``small``, ``paper``, ``tem``) are TOML files shipped in
+``hippo_rep/presets``; any key can be overridden with ``section.key=value`` strings (values
+in TOML syntax, bare strings allowed). Unknown sections or keys raise :class:`ConfigError`
+listing the valid ones.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import tomli_w
 from hippo_rep.fileio import quote
 from hippo_rep.worlds import WorldError, parse_world
 
-PRESETS = ("tiny", "small", "paper")
+PRESETS = ("tiny", "small", "paper", "tem")
 #: Valid ``train.device`` values: one of :data:`DEVICES` or ``cuda:N``.
 DEVICE_PATTERN = re.compile(r"(auto|cpu|cuda|mps)|cuda:\d{1,3}")
 
@@ -127,6 +128,29 @@ class ModelConfig:
     fam_beta_init: float = 3.0
     # Per-step decay of the Hebbian memory matrix (1 = no forgetting; TEM's lambda).
     hebbian_decay: float = 1.0
+    # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
+    # highest frequency. Abstract-location units per frequency module (torch_tem default
+    # n_g = 3 x n_g_subsampled).
+    tem_n_g: tuple[int, ...] = (30, 30, 24, 18, 18)
+    # Units of each module that enter the memory, g_down (torch_tem n_g_subsampled).
+    tem_n_g_sub: tuple[int, ...] = (10, 10, 8, 6, 6)
+    # Compressed (two-hot) sensory units x_c (torch_tem n_x_c); needs n_x_c choose 2 >= n_obs.
+    tem_n_x_c: int = 10
+    # Initial temporal-filtering rate per module, x_f <- (1 - a) x_f + a x_c, learned
+    # (torch_tem f_initial); higher = less smoothing = higher frequency.
+    tem_freqs: tuple[float, ...] = (0.99, 0.3, 0.09, 0.03, 0.01)
+    # Hidden units per module of the action -> D_a transition MLP (torch_tem d_hidden_dim).
+    tem_transition_hidden: int = 20
+    # Hebbian forgetting lambda and learning rate eta (paper; torch_tem lambda, eta), reached
+    # after train.tem_lambda_ramp / train.tem_eta_ramp iterations.
+    tem_lambda: float = 0.9999
+    tem_eta: float = 0.5
+    # Attractor decay kappa of h <- f(kappa h + h M) (paper; torch_tem kappa).
+    tem_kappa: float = 0.8
+    # Attractor iterations per module: generative memory (low frequencies stop early,
+    # torch_tem i_attractor_max_freq_gen) and inference memory (torch_tem ..._inf).
+    tem_iters_gen: tuple[int, ...] = (5, 4, 3, 2, 1)
+    tem_iters_inf: tuple[int, ...] = (5, 5, 5, 5, 5)
 
 
 @dataclass(frozen=True)
@@ -180,6 +204,27 @@ class TrainConfig:
     device: str = "auto"
     # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.
     threads: int = 0
+    # --- model.kind = "tem": loss weights and annealing (torch_tem parameters.py defaults;
+    # see hippo_rep.models.tem.tem_schedule). Weights of the p losses (p_g, p_x), the three
+    # x cross-entropies and the g loss (torch_tem loss_weights_p/x/g).
+    tem_loss_p: float = 1.0
+    tem_loss_x: float = 1.0
+    tem_loss_g: float = 1.0
+    # L2 on g and L1 on p (torch_tem loss_weights_reg_g / reg_p).
+    tem_loss_reg_g: float = 0.01
+    tem_loss_reg_p: float = 0.02
+    # Iterations over which the p and g losses ramp in (torch_tem loss_weights_p_g_it).
+    tem_latent_ramp: int = 2000
+    # Iterations over which the L1 on p decays to 0 (torch_tem loss_weights_reg_p_it).
+    tem_reg_p_decay: int = 4000
+    # Iterations over which eta and lambda ramp up to model.tem_eta / tem_lambda
+    # (torch_tem eta_it, lambda_it).
+    tem_eta_ramp: int = 16000
+    tem_lambda_ramp: int = 200
+    # Centre and width, in iterations, of the logistic fall of the offset that makes
+    # inference ignore memory-inferred g early on (torch_tem p2g_sig_half_it, p2g_sig_scale_it).
+    tem_p2g_half: int = 400
+    tem_p2g_width: int = 200
 
 
 @dataclass(frozen=True)
@@ -205,7 +250,7 @@ _SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}
 _REMOVED_KEYS = {("model", "n_context")}
 
 _CHOICES = {
-    ("model", "kind"): ("temt", "sinusoidal"),
+    ("model", "kind"): ("temt", "sinusoidal", "tem"),
     ("model", "transition_activation"): ("linear", "relu", "tanh", "leaky_relu"),
     ("model", "memory_activation"): ("softmax", "relu", "power"),
     ("model", "conjunction"): ("multiplicative", "additive"),
@@ -303,6 +348,11 @@ RULES: dict[str, Rule] = {
     "model.fam_slots": _size("MAX_WIDTH", low=0),
     "model.fam_beta_init": Rule(low=0, low_open=True, why="an inverse temperature"),
     "model.hebbian_decay": Rule(low=0, high=1, low_open=True),
+    "model.tem_n_x_c": _size("MAX_WIDTH", low=2),
+    "model.tem_transition_hidden": _size("MAX_WIDTH"),
+    "model.tem_lambda": Rule(low=0, high=1, low_open=True, why="a per-step decay"),
+    "model.tem_eta": _POSITIVE,
+    "model.tem_kappa": _NON_NEGATIVE,
     "train.seed": _size("MAX_SEED", low=0),
     "train.iterations": _size("MAX_ITERATIONS", low=0),
     "train.batch_size": _size("MAX_BATCH"),
@@ -323,7 +373,26 @@ RULES: dict[str, Rule] = {
     "train.eval_every": _size("MAX_ITERATIONS", low=0),
     "train.eval_envs": _size("MAX_BATCH"),
     "train.threads": _size("MAX_THREADS", low=0),
+    "train.tem_loss_p": _NON_NEGATIVE,
+    "train.tem_loss_x": _NON_NEGATIVE,
+    "train.tem_loss_g": _NON_NEGATIVE,
+    "train.tem_loss_reg_g": _NON_NEGATIVE,
+    "train.tem_loss_reg_p": _NON_NEGATIVE,
+    "train.tem_latent_ramp": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                                  why="it divides"),
+    "train.tem_reg_p_decay": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                                  why="it divides"),
+    "train.tem_eta_ramp": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                               why="it divides"),
+    "train.tem_lambda_ramp": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                                  why="it divides"),
+    "train.tem_p2g_half": Rule(low=-MAX_ITERATIONS, high=MAX_ITERATIONS, cap="MAX_ITERATIONS"),
+    "train.tem_p2g_width": Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS",
+                                why="it divides"),
 }
+
+#: Attractor iterations per module, at most (model.tem_iters_gen / tem_iters_inf).
+MAX_TEM_ITERS = 100
 
 
 def _coerce(section: str, key: str, value, typ):
@@ -425,8 +494,40 @@ def validate(cfg: Config, source: str = "config") -> None:
     if m.memory == "fam" and m.fam_slots < 1:
         raise ConfigError(f"{source}: model.memory = \"fam\" needs model.fam_slots ≥ 1; "
                           f"got {m.fam_slots}")
+    _validate_tem(m, cfg.world.n_obs, source)
     if m.memory != "full" and m.kind != "temt":
         raise ConfigError(f"{source}: model.memory = {m.memory!r} needs model.kind = \"temt\"")
+
+
+def _validate_tem(m: ModelConfig, n_obs: int, source: str) -> None:
+    """TEM's per-module tuples: one entry per module each, sizes and rates in range."""
+    n_f = len(m.tem_n_g)
+    if n_f < 1:
+        raise ConfigError(f"{source}: model.tem_n_g must list at least one module")
+    for key in ("tem_n_g_sub", "tem_freqs", "tem_iters_gen", "tem_iters_inf"):
+        if len(getattr(m, key)) != n_f:
+            raise ConfigError(f"{source}: model.{key} must have one entry per module "
+                              f"({n_f}, as model.tem_n_g); got {len(getattr(m, key))}")
+    for key, low, high, cap in (("tem_n_g", 1, MAX_WIDTH, "MAX_WIDTH"),
+                                ("tem_n_g_sub", 1, MAX_WIDTH, "MAX_WIDTH"),
+                                ("tem_iters_gen", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS"),
+                                ("tem_iters_inf", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS")):
+        for v in getattr(m, key):
+            if not low <= v <= high:
+                raise ConfigError(f"{source}: model.{key} entries must be ≥ {low} and ≤ "
+                                  f"{cap} = {high}; got {v}")
+    for f, (g, sub) in enumerate(zip(m.tem_n_g, m.tem_n_g_sub, strict=True)):
+        if sub > g:
+            raise ConfigError(f"{source}: model.tem_n_g_sub[{f}] = {sub} exceeds "
+                              f"model.tem_n_g[{f}] = {g} (it is a subset of the module)")
+    for v in m.tem_freqs:
+        if not (math.isfinite(v) and 0 < v < 1):
+            raise ConfigError(f"{source}: model.tem_freqs entries must be > 0 and < 1 "
+                              f"(filtering rates); got {v}")
+    if m.kind == "tem" and math.comb(m.tem_n_x_c, 2) < n_obs:
+        raise ConfigError(f"{source}: model.tem_n_x_c = {m.tem_n_x_c} has "
+                          f"{math.comb(m.tem_n_x_c, 2)} two-hot codes, fewer than "
+                          f"world.n_obs = {n_obs}")
 
 
 def world_kind(cfg: Config) -> str:

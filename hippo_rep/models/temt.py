@@ -700,10 +700,15 @@ def _inv_softplus(y: float) -> float:
 
 
 def build_model(config: ModelConfig, n_actions: int, n_obs: int, seed: int = 0) -> TEMt:
-    """A freshly initialised model with weights drawn from ``seed``."""
+    """A freshly initialised model with weights drawn from ``seed``: :class:`TEMt`, or
+    :class:`hippo_rep.models.tem.TEM` when ``config.kind == "tem"``."""
     gen_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
+        if config.kind == "tem":
+            from hippo_rep.models.tem import TEM
+
+            return TEM(config, n_actions, n_obs)
         return TEMt(config, n_actions, n_obs)
     finally:
         torch.random.set_rng_state(gen_state)

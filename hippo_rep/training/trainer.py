@@ -38,6 +38,14 @@ TRAINING_EVAL_SEED = 10_000
 METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "loss_g_pi",
                  "loss_l2_g", "loss_inverse", "acc_revisit", "acc_new_edge", "n_memories",
                  "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
+#: Extra metrics of ``model.kind = "tem"``: its loss terms (hippo_rep.models.tem.LOSS_NAMES).
+TEM_METRIC_FIELDS = ("tem_p_g", "tem_p_x", "tem_x_gen", "tem_x_g", "tem_x_p", "tem_g",
+                     "tem_reg_g", "tem_reg_p")
+
+
+def metric_fields(config: Config) -> tuple[str, ...]:
+    """Columns of metrics.csv for this run's model kind."""
+    return METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
@@ -133,7 +141,7 @@ class Trainer:
             self.start = self.saved_step = payload["step"]
             self.optim = self._optimizer()
             self._restore_state(payload)
-            _drop_rows_after(self.metrics_path, self.start)
+            _drop_rows_after(self.metrics_path, self.start, metric_fields(config))
         else:
             if self.ckpt_path.exists():
                 raise TrainingError(f"{str(self.ckpt_path)!r} exists; use --resume to continue "
@@ -146,7 +154,8 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic_write(self.out / "config.toml",
                          lambda tmp: Path(tmp).write_text(to_toml(config)))
-            atomic_write(self.metrics_path, lambda tmp: _write_csv_header(tmp))
+            atomic_write(self.metrics_path,
+                         lambda tmp: _write_csv_header(tmp, metric_fields(config)))
         self.tb = _tensorboard(self.out)
 
     def _restore_state(self, payload: dict) -> None:
@@ -249,9 +258,14 @@ class Trainer:
         chunk = tc.chunk_len or wc.walk_steps
         state, sums, preds = None, {}, []
         n_chunks = math.ceil(wc.walk_steps / chunk)
+        # Models with their own losses and annealing (TEM) provide these hooks.
+        own_losses = getattr(self.model, "training_losses", None)
+        if hasattr(self.model, "anneal"):
+            self.model.anneal(iteration, tc)
         for s in range(0, wc.walk_steps, chunk):
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
-            parts = losses(out, obs[:, s:s + chunk], cfg)
+            parts = (own_losses(out, iteration, tc) if own_losses is not None
+                     else losses(out, obs[:, s:s + chunk], cfg))
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "
@@ -347,7 +361,7 @@ class Trainer:
 
     def _log(self, row: dict) -> None:
         with open(self.metrics_path, "a", newline="") as f:
-            csv.DictWriter(f, METRIC_FIELDS, extrasaction="ignore").writerow(
+            csv.DictWriter(f, metric_fields(self.cfg), extrasaction="ignore").writerow(
                 {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
         if self.tb is not None:
             for k, v in row.items():
@@ -355,26 +369,26 @@ class Trainer:
                     self.tb.add_scalar(k, v, row["iteration"])
 
 
-def _drop_rows_after(path: Path, iteration: int) -> None:
+def _drop_rows_after(path: Path, iteration: int, fields=METRIC_FIELDS) -> None:
     """Forget metrics logged after the checkpoint we resume from (they will be redone)."""
     if not path.is_file():
-        atomic_write(path, _write_csv_header)
+        atomic_write(path, lambda tmp: _write_csv_header(tmp, fields))
         return
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if int(r["iteration"]) <= iteration]
 
     def write(tmp):
         with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, METRIC_FIELDS)
+            w = csv.DictWriter(f, fields)
             w.writeheader()
             w.writerows(rows)
 
     atomic_write(path, write)
 
 
-def _write_csv_header(path) -> None:
+def _write_csv_header(path, fields=METRIC_FIELDS) -> None:
     with open(path, "w", newline="") as f:
-        csv.writer(f).writerow(METRIC_FIELDS)
+        csv.writer(f).writerow(fields)
 
 
 def _progress(start: int, total: int, enabled: bool):
