@@ -1,0 +1,213 @@
+"""TEM (model.kind = "tem"): Hebbian memory, attractor, chunking, schedule, config errors."""
+
+import pytest
+import torch
+
+from hippo_rep import cli
+from hippo_rep.config import ConfigError, load_config
+from hippo_rep.models import build_model
+from hippo_rep.models.tem import TEM, attractor, f_p, hebbian_update, tem_schedule
+from hippo_rep.training import trainer as T
+from hippo_rep.training.evaluate import evaluate_checkpoint
+
+#: A TEM small enough for tests: two modules (6 and 4 units, 3 and 2 in the memory), x_c of
+#: 5 units → p has (3 + 2) x 5 = 25 units, so walks of > 12 steps fold the memory.
+SMALL = ['model.kind="tem"', "model.tem_n_g=[6,4]", "model.tem_n_g_sub=[3,2]",
+         "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]", "model.tem_iters_inf=[2,2]",
+         "model.tem_n_x_c=5", "model.tem_transition_hidden=4"]
+
+
+def small_cfg(*extra):
+    return load_config("tiny", [*SMALL, *extra])
+
+
+def small_model(seed=0) -> TEM:
+    cfg = small_cfg()
+    model = build_model(cfg.model, 5, cfg.world.n_obs, seed=seed)
+    # Non-trivial transitions and η, λ (a fresh model's D_a is zero).
+    with torch.no_grad():
+        model.D_out.weight.normal_(0, 0.3)
+        model.lam.fill_(0.8)
+        model.eta.fill_(0.5)
+    return model.eval()
+
+
+def walk(B=3, L=40, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 10, (B, L), generator=g), torch.randint(1, 5, (B, L), generator=g)
+
+
+# ------------------------------------------------------------------ hand-computed cases
+def test_hebbian_update_hand_case():
+    M0 = torch.eye(2)[None]
+    p, p_hat = torch.tensor([[1.0, 0.0]]), torch.tensor([[0.5, 0.5]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 1.0]])  # no connection from unit 0 to unit 1
+    M = hebbian_update(M0, p, p_hat, lam=0.9, eta=0.5, mask=mask)
+    # (p + p̂)ᵀ(p − p̂) = [1.5, 0.5]ᵀ[0.5, −0.5] = [[0.75, −0.75], [0.25, −0.25]], masked,
+    # then 0.9 I + 0.5 · that
+    expected = torch.tensor([[0.9 + 0.375, 0.0], [0.125, 0.9 - 0.125]])
+    torch.testing.assert_close(M[0], expected)
+
+
+def test_f_p_and_attractor_hand_case():
+    torch.testing.assert_close(f_p(torch.tensor([-2.0, -0.5, 0.3, 3.0])),
+                               torch.tensor([-0.01, -0.005, 0.3, 1.0]))
+    M = torch.tensor([[0.5, 0.0], [0.25, 0.5]])
+    q = torch.tensor([[0.5, 0.25]])
+    iters = torch.tensor([2, 1])  # unit 1's module stops after one iteration
+    h = attractor(q, lambda h: h @ M, kappa=0.8, iters=iters)
+    # iteration 1: 0.8 [0.5, 0.25] + [0.25 + 0.0625, 0.125] = [0.7125, 0.325]
+    # iteration 2 (unit 0 only): 0.8 · 0.7125 + 0.7125 · 0.5 + 0.325 · 0.25 = 1.0075 → 1
+    torch.testing.assert_close(h, torch.tensor([[1.0, 0.325]]))
+
+
+def test_schedule_ramps_and_decays():
+    cfg = load_config("tem")
+    mc, tc = cfg.model, cfg.train
+    s0, s_half, s_end = (tem_schedule(mc, tc, i) for i in (0, tc.tem_p2g_half, 10**6))
+    assert s0["eta"] == pytest.approx(mc.tem_eta / tc.tem_eta_ramp)
+    assert s0["lambda"] == pytest.approx(mc.tem_lambda / tc.tem_lambda_ramp)
+    assert s_end["eta"] == mc.tem_eta and s_end["lambda"] == mc.tem_lambda
+    assert s_half["p2g_offset"] == pytest.approx(0.5)
+    assert s0["p2g_offset"] > 0.8 and s_end["p2g_offset"] < 1e-6
+    assert s0["weights"]["g"] == pytest.approx(tc.tem_loss_g / tc.tem_latent_ramp)
+    assert s0["weights"]["reg_p"] == tc.tem_loss_reg_p and s_end["weights"]["reg_p"] == 0
+    assert s_end["weights"]["p_x"] == pytest.approx(tc.tem_loss_p)
+
+
+# ------------------------------------------------------------------ the model's memory
+def test_memory_holds_the_hebbian_rule_of_p_inf():
+    """The stored rank-one terms are TEM's rule applied to p_inf and the retrieved p̂: the
+    dense recursion M ← λM + η(p + p̂)ᵀ(p − p̂) over the same steps gives the same matrices,
+    the generative one without connections from high- to low-frequency modules."""
+    model = small_model()
+    obs, act = walk(L=10)
+    with torch.no_grad():
+        out, state = model(obs, act)
+    eta, lam = float(model.eta), float(model.lam)
+    n_p = model.n_p
+    mask = torch.ones(n_p, n_p)
+    mask[:15, 15:] = 0  # module 0 (units 0-14, high frequency) does not send to module 1
+    for i, m in enumerate((mask, None)):
+        U = model.p_units(state.U[i].transpose(1, 2))  # (B, K, n_p)
+        V = model.p_units(state.V[i].transpose(1, 2)) / eta
+        p, p_hat = (U + V) / 2, (U - V) / 2
+        torch.testing.assert_close(p, out.p, atol=1e-6, rtol=0)  # what is stored is p_inf
+        M = torch.zeros(obs.shape[0], n_p, n_p)
+        for t in range(obs.shape[1]):
+            M = hebbian_update(M, p[:, t], p_hat[:, t], lam, eta, m)
+        torch.testing.assert_close(model.memory_matrices(state)[i], M, atol=1e-5, rtol=1e-5)
+
+
+def test_factored_read_equals_dense_matrix_product():
+    model = small_model()
+    obs, act = walk(L=20)
+    with torch.no_grad():
+        _, state = model(obs[:, :8], act[:, :8])
+        _, state = model(obs[:, 8:], act[:, 8:], state)  # folds the first 8 steps
+        assert state.D is not None and state.n_terms == 12
+        M = model.memory_matrices(state)
+        h = torch.randn(obs.shape[0], 1, model.n_f, model.P) * model.pad_mask.repeat_interleave(
+            model.n_x, -1)
+        K = state.n_terms
+        w = float(model.lam) ** torch.arange(K - 1, -1, -1, dtype=torch.float32)
+        none = (None, None, torch.zeros(0))
+        for i, conn in enumerate((model.conn_gen, model.conn_inf)):
+            got = model._read_all(h, (state.U[i], state.V[i], w), none, state.D[i],
+                                  float(model.lam) ** K, conn)
+            want = model.p_units(h) @ M[i]
+            torch.testing.assert_close(model.p_units(got), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_chunked_walk_equals_whole_walk(grad):
+    model = small_model()
+    obs, act = walk(L=40)
+    with torch.set_grad_enabled(grad):
+        whole, s_whole = model(obs, act)
+        outs, state = [], None
+        for s in range(0, 40, 7):
+            out, state = model(obs[:, s:s + 7], act[:, s:s + 7], state)
+            outs.append(out)
+            state = state.detach()
+    for f in ("logits_pi", "logits_g", "g", "g_pi", "p"):
+        torch.testing.assert_close(torch.cat([getattr(o, f) for o in outs], 1),
+                                   getattr(whole, f), atol=1e-5, rtol=1e-4)
+    assert state.t == s_whole.t == 40
+    torch.testing.assert_close(model.memory_matrices(state), model.memory_matrices(s_whole),
+                               atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(state.x_f, s_whole.x_f)
+
+
+def test_long_walk_without_gradient_is_split_and_unchanged():
+    model = small_model()
+    obs, act = walk(L=150)
+    with torch.no_grad():
+        whole, _ = model(obs, act)  # internally in sub-chunks of NOGRAD_CHUNK steps
+    with torch.enable_grad():
+        ref, _ = model(obs, act)
+    torch.testing.assert_close(whole.logits_pi, ref.logits_pi.detach(), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(whole.p, ref.p.detach(), atol=1e-5, rtol=1e-4)
+
+
+def test_first_prediction_depends_on_nothing_seen():
+    """x_t is predicted from g_gen and the memory before x_t: changing x_t leaves it."""
+    model = small_model()
+    obs, act = walk(L=12)
+    obs2 = obs.clone()
+    obs2[:, 9] = (obs2[:, 9] + 1) % 10
+    with torch.no_grad():
+        a, _ = model(obs, act)
+        b, _ = model(obs2, act)
+    torch.testing.assert_close(a.logits_pi[:, :10], b.logits_pi[:, :10])
+    assert not torch.allclose(a.logits_pi[:, 10:], b.logits_pi[:, 10:])
+
+
+# ------------------------------------------------------------------ training
+def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
+    cfg = small_cfg("train.iterations=6", "train.chunk_len=16", "train.checkpoint_every=2",
+                    "train.tem_eta_ramp=4", "train.tem_lambda_ramp=3")
+    T.train(cfg, tmp_path / "a", progress=False)
+    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
+    header = (tmp_path / "a" / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert {"tem_p_g", "tem_x_gen", "tem_reg_p"} <= set(header)
+    real_step = T.Trainer.step
+
+    def interrupted(self, iteration):
+        if iteration == 3:
+            raise KeyboardInterrupt
+        return real_step(self, iteration)
+
+    monkeypatch.setattr(T.Trainer, "step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        T.train(cfg, tmp_path / "b", progress=False)
+    monkeypatch.setattr(T.Trainer, "step", real_step)
+    T.train(cfg, tmp_path / "b", resume=True, progress=False)
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model_state"]
+    assert set(got) == set(ref)
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)
+    res = evaluate_checkpoint(tmp_path / "b" / "checkpoint.pt", n_envs=2)
+    assert res["meta"]["model_kind"] == "tem" and 0 <= res["model"]["all"] <= 1
+
+
+# ------------------------------------------------------------------ config errors
+@pytest.mark.parametrize("override,needle", [
+    ("model.tem_n_g_sub=[7,2]", "model.tem_n_g_sub[0] = 7 exceeds model.tem_n_g[0] = 6"),
+    ("model.tem_freqs=[0.9]", "model.tem_freqs must have one entry per module"),
+    ("model.tem_freqs=[0.9,1.5]", "model.tem_freqs entries must be > 0 and < 1"),
+    ("model.tem_iters_gen=[2,-1]", "model.tem_iters_gen entries must be ≥ 0"),
+    ("model.tem_n_g=[6,0]", "model.tem_n_g entries must be ≥ 1"),
+    ("model.tem_n_x_c=4", "model.tem_n_x_c = 4 has 6 two-hot codes, fewer than world.n_obs"),
+    ("model.tem_n_g=6", "model.tem_n_g must be a list"),
+])
+def test_bad_tem_values_are_one_line_errors(tmp_path, capsys, override, needle):
+    with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        small_cfg(override)
+    args = ["train", "--config", "tiny", "--out", str(tmp_path / "r"), "--no-progress"]
+    for o in [*SMALL, override]:
+        args += ["--set", o]
+    rc = cli.main(args)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "r").exists()
