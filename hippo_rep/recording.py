@@ -200,6 +200,12 @@ class Recorder:
             raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
+        if cfg.model.kind == "tem":
+            # TEM's conjunctive units p are not memories written at a step and node, which
+            # the schema's memory dim (memory_time, memory_node) describes.
+            raise RecordingError(f"checkpoint {str(checkpoint)!r} is a TEM (model.kind = "
+                                 "\"tem\"); recording TEM is not supported yet (evaluate it "
+                                 "with hippo-rep evaluate)")
         w = parse_world(cfg.world.worlds[0] if world is None else world)
         if w.n_actions != payload["n_actions"]:
             raise RecordingError(

@@ -191,6 +191,15 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
     assert res["meta"]["model_kind"] == "tem" and 0 <= res["model"]["all"] <= 1
 
 
+def test_record_refuses_tem_in_one_line(tmp_path, capsys):
+    T.train(small_cfg("train.iterations=1"), tmp_path / "a", progress=False)
+    rc = cli.main(["record", str(tmp_path / "a" / "checkpoint.pt"), "--out",
+                   str(tmp_path / "r.nc")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "TEM" in err, err
+    assert not (tmp_path / "r.nc").exists()
+
+
 # ------------------------------------------------------------------ config errors
 @pytest.mark.parametrize("override,needle", [
     ("model.tem_n_g_sub=[7,2]", "model.tem_n_g_sub[0] = 7 exceeds model.tem_n_g[0] = 6"),
