@@ -281,6 +281,8 @@ class TEM(nn.Module):
         self.register_buffer("sub_pos", sub_pos, persistent=False)
         self.register_buffer("p_pos", p_pos, persistent=False)
         self.register_buffer("conn_gen", conn.float(), persistent=False)
+        # Frequencies falling with the module index (the default): conn is "from m ≥ f".
+        self.conn_suffix = bool(torch.equal(conn, torch.ones(n_f, n_f).triu().bool().T))
         self.register_buffer("conn_inf", torch.ones(n_f, n_f), persistent=False)
         self.register_buffer("iters_gen", torch.tensor(config.tem_iters_gen)[:, None],
                              persistent=False)
@@ -401,8 +403,13 @@ class TEM(nn.Module):
         ``conn[m, f]`` (one batched matmul per product, no loop over modules)."""
         hT = h.transpose(1, 2)  # (B, n_f, Q, P)
         s = hT @ U.transpose(-1, -2)  # (B, n_f, Q, K): per-module overlaps
-        s = torch.einsum("bmqk,mf->bfqk", s, conn) * w
-        return (s @ V).transpose(1, 2)
+        if conn is self.conn_inf:  # every module from every module: one total overlap
+            s = s.sum(1, keepdim=True)
+        elif self.conn_suffix:  # modules in falling frequency: module f from m ≥ f
+            s = s.flip(1).cumsum(1).flip(1)
+        else:
+            s = torch.einsum("bmqk,mf->bfqk", s, conn)
+        return ((s * w) @ V).transpose(1, 2)
 
     def _read_all(self, h, old, new, D, d_scale, conn):
         """Read the memory visible at a step: old terms, this chunk's, the dense part."""
