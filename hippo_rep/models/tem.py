@@ -88,7 +88,11 @@ _EPS = 1e-8
 @dataclass
 class TEMOutput(Output):
     """:class:`~hippo_rep.models.temt.Output` plus TEM's own: ``p`` (B, L, n_p) the inferred
-    grounded location, ``terms`` the unweighted loss terms of the chunk (:data:`LOSS_NAMES`)."""
+    grounded location, ``terms`` the unweighted loss terms of the chunk (:data:`LOSS_NAMES`).
+
+    ``logits_pi`` is x predicted from g_gen (before x_t is seen), ``logits_g`` from g_inf;
+    ``g`` is g_inf and ``g_pi`` g_gen. ``written`` is all False and ``slot`` all −1: TEM has
+    no memory slots (its Hebbian matrices change at every step)."""
 
     p: torch.Tensor | None = None
     terms: dict | None = None
@@ -549,8 +553,9 @@ class TEM(nn.Module):
             "reg_g": g.pow(2).sum(-1).mean(),
             "reg_p": p.abs().sum((-2, -1)).mean(),
         }
-        written = torch.ones(B, L, dtype=torch.bool, device=dev)
-        slot = (state.t + torch.arange(L, device=dev)).expand(B, -1)
+        # No memory slots (as TEM-t's "hebbian" variant): the matrices change at every step.
+        written = torch.zeros(B, L, dtype=torch.bool, device=dev)
+        slot = torch.full((B, L), -1, dtype=torch.long, device=dev)
         out = TEMOutput(logits_pi=logits[0], logits_g=logits[1], g=g, g_pi=g_gen,
                         written=written, slot=slot, p=self.p_units(p), terms=terms)
         terms_new = torch.stack([torch.stack(v, 2) for v in new]).unflatten(0, (2, 2))
