@@ -8,7 +8,7 @@ carried; torch_tem's "iteration" is one 20-step chunk, so the table gives both
 iterations/s and 20-step chunks/s (forward + backward; the optimiser step is once per
 trainer iteration here, once per chunk in torch_tem, and costs little beside them).
 Prints a table with TEM-t/TEM ratios and the torch_tem figure measured on this machine
-(0.25 iterations/s; ``--torch-tem``) for reference.
+(0.25 iterations/s, measured earlier by the project; ``--torch-tem``) for reference.
 
     python benchmarks/bench_tem_vs_temt.py --iterations 3
 """
@@ -24,7 +24,8 @@ import torch
 from hippo_rep.config import load_config
 from hippo_rep.training.trainer import Trainer
 
-#: torch_tem at default sizes on a 5x5 world, 2 cores (REFERENCES.md), iterations/s.
+#: torch_tem (github jbakermans/torch_tem) at default settings on a 5x5 world, measured on
+#: this 2-core machine by the project before this benchmark existed, iterations/s.
 TORCH_TEM_IT_PER_S = 0.25
 
 
@@ -64,7 +65,7 @@ def main() -> None:
               f"{r['chunk_per_s'] / tem['chunk_per_s']:7.2f} "
               f"{r['chunk_per_s'] / a.torch_tem:12.1f}")
     print(f"{'torch_tem':10s} {'':8s} {a.torch_tem:17.2f} {a.torch_tem / tem['chunk_per_s']:7.2f}"
-          f" {1.0:12.1f}   (measured earlier, REFERENCES.md; not run here)")
+          f" {1.0:12.1f}   (measured earlier on this machine; not run here)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """TEM: the Tolman-Eichenbaum Machine (Whittington et al. 2020, Cell), ``model.kind = "tem"``.
 
-Written from the paper's equations (summarised in ``shared/REFERENCES.md``); torch_tem
-(the public PyTorch port) was read only to check the reading. Per environment, at step t
+Written from the paper's equations; the defaults are those of torch_tem (the public PyTorch
+port), whose source was read only to check the reading. Per environment, at step t
 with the action a_t that led to the current node and observation x_t (one-hot, n_obs):
 
 Abstract location g (n_f frequency modules, module 0 the highest frequency)::
@@ -65,7 +65,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from hippo_rep.config import ModelConfig, TrainConfig
-from hippo_rep.models.temt import Output
 
 #: Slope of f_p's leaky ReLU (torch_tem's utils.leaky_relu).
 LEAKY_SLOPE = 0.01
@@ -86,16 +85,29 @@ _EPS = 1e-8
 
 
 @dataclass
-class TEMOutput(Output):
-    """:class:`~hippo_rep.models.temt.Output` plus TEM's own: ``p`` (B, L, n_p) the inferred
-    grounded location, ``terms`` the unweighted loss terms of the chunk (:data:`LOSS_NAMES`).
+class TEMOutput:
+    """Model outputs for one chunk, (B, L, ...): the fields of TEM-t's
+    :class:`hippo_rep.models.temt.Output` that apply (same names and meanings, so that
+    evaluation and training read either), plus TEM's own ``p`` and ``terms``.
 
     ``logits_pi`` is x predicted from g_gen (before x_t is seen), ``logits_g`` from g_inf;
     ``g`` is g_inf and ``g_pi`` g_gen. ``written`` is all False and ``slot`` all −1: TEM has
-    no memory slots (its Hebbian matrices change at every step)."""
+    no memory slots (its Hebbian matrices change at every step). ``p`` (B, L, n_p) is the
+    inferred grounded location, ``activity`` the same when asked for, ``terms`` the unweighted
+    loss terms of the chunk (:data:`LOSS_NAMES`).
+    """
 
-    p: torch.Tensor | None = None
-    terms: dict | None = None
+    logits_pi: torch.Tensor
+    logits_g: torch.Tensor
+    g: torch.Tensor
+    g_pi: torch.Tensor
+    written: torch.Tensor
+    slot: torch.Tensor
+    p: torch.Tensor
+    terms: dict
+    activity: torch.Tensor | None = None
+    gate: None = None  # TEM has no landmark gate
+    fam_activity: None = None  # nor FAM slots
 
 
 @dataclass
