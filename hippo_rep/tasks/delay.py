@@ -128,6 +128,9 @@ def delay_experiment(checkpoint, variants: Sequence[str] = DEFAULT_VARIANTS,
     its config, the window size and the task parameters.
     """
     model, cfg, _ = load_checkpoint(checkpoint)
+    if cfg.model.kind == "tem":
+        raise DelayTaskError(f"checkpoint {str(checkpoint)!r} is a TEM (model.kind = \"tem\"); "
+                             "the delay task compares TEM-t's memory variants")
     over = {k: v for k, v in (("memory_block", memory_block),
                               ("memory_blocks", memory_blocks)) if v is not None}
     results = []
