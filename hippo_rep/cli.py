@@ -340,7 +340,7 @@ def cmd_analyse(args) -> int:
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
     write_analysis(result, out, overwrite=args.overwrite)
-    from hippo_rep.analysis.classes import (
+    from hippo_rep.schema import (
         IS_GRID,
         IS_PLACE,
         IS_TWO_WAVE,

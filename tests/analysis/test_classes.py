@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from hippo_rep.analysis import AnalysisError, class_fractions
-from hippo_rep.analysis.classes import CLASSES, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
+from hippo_rep.schema import CLASSES, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
