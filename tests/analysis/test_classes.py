@@ -72,6 +72,7 @@ def test_shipped_numbers_and_every_reader_agrees():
 
     an = open_analysis(DATA / "analysis.nc")
     fr = class_fractions(an)
+    xr.testing.assert_identical(an.hippo.summary(), fr)  # the accessor is the same table
     assert set(fr["cell_class"].values) <= set(CLASSES)
     for (pop, cls), (k, n) in SHIPPED.items():
         one = fr.sel(population=pop, cell_class=cls)
