@@ -49,7 +49,6 @@ from hippo_rep.schema import (
     MEMORY_POPULATIONS,
     G,
     SchemaError,
-    class_fractions,
 )
 
 #: Per-(env, unit) variables of :func:`unit_table` (those present are used).
@@ -175,7 +174,7 @@ def classification_summary(analysis):
         ``median_spatial_info`` (bits per unit activity) and, when present,
         ``median_remap_corr`` (Pearson r over units).
     """
-    fr = class_fractions(analysis)
+    fr = analysis.hippo.summary()
     frac = fr["fraction"].to_pandas()  # population x class
     out = fr["denominator"].isel({CLASS_DIM: 0}, drop=True).to_pandas().to_frame("n")
     out.index.name = "variable"
@@ -695,7 +694,7 @@ def class_fraction_figure(analysis):
     """
     from matplotlib.figure import Figure
 
-    c = class_fractions(analysis)
+    c = analysis.hippo.summary()
     with paper_style():
         fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
                               * max(1, c.sizes["population"]) ** 0.5), layout="constrained")

@@ -60,7 +60,6 @@ from hippo_rep.schema import (
     MEMORY_ACTIVITY,
     G,
     SchemaError,
-    class_fractions,
     fraction_text,
 )
 from hippo_rep.sweep import open_sweep
@@ -294,7 +293,7 @@ def scores_figure(inputs: FigureInputs):
 
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
-    fr = class_fractions(ds)
+    fr = ds.hippo.summary()
     pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)

@@ -530,10 +530,9 @@ ACCESSOR = "hippo"
 
 @xr.register_dataset_accessor(ACCESSOR)
 class HippoAccessor:
-    """``ds.hippo``: the schema's view of a recording or analysis dataset.
-
-    Registered when :mod:`hippo_rep.schema` is imported (which opening a recording or an
-    analysis does). Errors name the attr, variable or population at fault.
+    """``ds.hippo``: the schema's view of a recording or an analysis, registered when this
+    module is imported (opening a recording or an analysis does). Every error is one line
+    naming the attr, variable or population at fault.
     """
 
     def __init__(self, ds: xr.Dataset):
@@ -541,13 +540,7 @@ class HippoAccessor:
 
     @property
     def kind(self) -> str:
-        """``"recording"`` or ``"analysis"`` (attr ``hippo_rep_kind``).
-
-        Raises
-        ------
-        SchemaError
-            If the dataset is neither.
-        """
+        """``"recording"`` or ``"analysis"`` (attr ``hippo_rep_kind``); SchemaError if neither."""
         kind = self._ds.attrs.get(KIND_ATTR)
         if kind not in (KIND, ANALYSIS_KIND):
             raise SchemaError(f"dataset is neither a hippo_rep recording nor an analysis: attr "
@@ -556,14 +549,8 @@ class HippoAccessor:
         return kind
 
     def validate(self, source: str | Path | None = None) -> xr.Dataset:
-        """Check the dataset against its kind's schema (:func:`validate` for recordings,
-        :func:`validate_analysis` for analyses) and return it.
-
-        Raises
-        ------
-        SchemaError or AnalysisError
-            The validator's one-line error listing every problem.
-        """
+        """The dataset, checked by its kind's validator: :func:`validate` (raises
+        SchemaError) or :func:`validate_analysis` (raises AnalysisError), naming ``source``."""
         if self.kind == KIND:
             validate(self._ds, source)
         else:
@@ -572,8 +559,8 @@ class HippoAccessor:
 
     @property
     def populations(self) -> tuple[str, ...]:
-        """The populations held: a recording's activity variables of :data:`POPULATIONS`,
-        or an analysis' distinct ``variable`` values of ``unit``, in order."""
+        """The populations held, in order: a recording's activity variables of
+        :data:`POPULATIONS`, or the distinct values of an analysis' ``variable`` coord."""
         ds = self._ds
         if self.kind == KIND:
             return tuple(p for p in POPULATIONS if p in ds.data_vars)
@@ -582,14 +569,9 @@ class HippoAccessor:
         return tuple(dict.fromkeys(np.asarray(ds[VARIABLE].values).astype(str).tolist()))
 
     def population(self, name: str) -> xr.DataArray | xr.Dataset:
-        """One population: the activity DataArray (env, time, <unit dim>) of a recording, or
-        the analysis subset of its units (every variable, ``unit`` dim restricted).
-
-        Raises
-        ------
-        SchemaError
-            If the dataset holds no population ``name`` (the message lists those it holds).
-        """
+        """One population: a recording's activity DataArray (env, time, <unit dim>), or the
+        analysis restricted to that population's units (every variable; ``unit`` dim).
+        SchemaError if the dataset does not hold ``name`` (naming those it holds)."""
         pops = self.populations
         if name not in pops:
             raise SchemaError(f"no population {name!r} in the {self.kind} "
@@ -599,16 +581,8 @@ class HippoAccessor:
         return self._ds.isel({UNIT: np.asarray(self._ds[VARIABLE].values).astype(str) == name})
 
     def summary(self) -> xr.Dataset:
-        """The class fractions of every population with their numerators and denominators:
-        :func:`class_fractions` of an analysis, dims (population, cell_class).
-
-        Raises
-        ------
-        SchemaError
-            For a recording (it has no classes).
-        AnalysisError
-            If the analysis lacks what :func:`class_fractions` needs.
-        """
+        """:func:`class_fractions` of an analysis: ``numerator``, ``denominator`` (int) and
+        ``fraction`` (0-1), dims (population, cell_class). SchemaError for a recording."""
         if self.kind != ANALYSIS_KIND:
             raise SchemaError("summary() needs an analysis dataset (class fractions); this is "
                               f"a {self.kind}")
