@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hippo_rep", "hippo_rep._layers", "hippo_rep.fileio", "hippo_rep.random_streams",
      "hippo_rep.datasets", "hippo_rep.cluster"),
     ("hippo_rep.worlds",),  # graphs, observations, random and delay walks (numpy only)
-    ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; the recording file format
+    ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; recording and analysis formats
     ("hippo_rep.models",),  # nn.Modules only
     ("hippo_rep.training",),  # training loop, checkpoints, evaluation
     ("hippo_rep.tasks",),  # PassKey and the long-delay task

@@ -340,15 +340,9 @@ def cmd_analyse(args) -> int:
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
     write_analysis(result, out, overwrite=args.overwrite)
-    from hippo_rep.analysis.classes import (
-        IS_GRID,
-        IS_PLACE,
-        IS_TWO_WAVE,
-        class_fractions,
-        fraction_text,
-    )
+    from hippo_rep.schema import IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
 
-    fr = class_fractions(result)
+    fr = result.hippo.summary()  # class_fractions
     parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
                                      ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
                                       (IS_PLACE, "place")))

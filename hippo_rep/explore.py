@@ -22,7 +22,6 @@ import numpy as np
 
 # matplotlib, IPython and ipywidgets (optional) are imported where a figure or widget is made.
 from hippo_rep.analysis import autocorrelogram as sac_of
-from hippo_rep.analysis.classes import CLASS_DIM, CLASS_LABELS, CLASSES, class_fractions
 from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
 from hippo_rep.plotting import paper_style
 from hippo_rep.plotting.display import (
@@ -40,6 +39,16 @@ from hippo_rep.plotting.scores import (
     count_distribution,
     score_histogram,
     scores_text,
+)
+from hippo_rep.schema import (
+    CLASS_DIM,
+    CLASS_LABELS,
+    CLASSES,
+    G_PI,
+    MEMORY_ACTIVITY,
+    MEMORY_POPULATIONS,
+    G,
+    SchemaError,
 )
 
 #: Per-(env, unit) variables of :func:`unit_table` (those present are used).
@@ -64,7 +73,7 @@ UNIT_ONLY_COLUMNS = ("remap_corr_mean",)
 
 #: Score that ranks the units of each population in the explorer (highest first); other
 #: populations use :data:`DEFAULT_RANK_SCORE`.
-RANK_SCORE = {"g": "gridness_60", "g_pi": "gridness_60", "memory_activity": "spatial_info"}
+RANK_SCORE = {G: "gridness_60", G_PI: "gridness_60", MEMORY_ACTIVITY: "spatial_info"}
 
 #: Ranking score of populations not in :data:`RANK_SCORE`.
 DEFAULT_RANK_SCORE = "spatial_info"
@@ -150,7 +159,7 @@ def classification_summary(analysis):
     """Per population: how many (unit, environment) pairs exist, the fractions in each class
     and median scores.
 
-    The fractions are :func:`~hippo_rep.analysis.classes.class_fractions` (the one
+    The fractions are :func:`~hippo_rep.schema.class_fractions` (the one
     definition, also used by the sweep, the ``scores`` figure and ``hippo-rep analyse``):
     over the (env, unit) pairs in which the unit exists (memory slots not written in an
     environment are left out).
@@ -165,7 +174,7 @@ def classification_summary(analysis):
         ``median_spatial_info`` (bits per unit activity) and, when present,
         ``median_remap_corr`` (Pearson r over units).
     """
-    fr = class_fractions(analysis)
+    fr = analysis.hippo.summary()
     frac = fr["fraction"].to_pandas()  # population x class
     out = fr["denominator"].isel({CLASS_DIM: 0}, drop=True).to_pandas().to_frame("n")
     out.index.name = "variable"
@@ -214,9 +223,8 @@ def _unit_of(analysis, variable: str, unit_index: int):
     match = (analysis["variable"] == variable) & (analysis["unit_index"] == int(unit_index))
     units = analysis["unit"].values[np.asarray(match.values)]
     if units.size == 0:
-        known = ", ".join(dict.fromkeys(map(str, analysis["variable"].values)))
         raise ExploreError(f"no unit {unit_index} of population {variable!r} in the analysis "
-                           f"(populations: {known})")
+                           f"(populations: {', '.join(analysis.hippo.populations)})")
     return units[0]
 
 
@@ -246,10 +254,10 @@ def ranked_units(analysis, env, variable: str) -> list[tuple[int, float]]:
     if env not in analysis["env"].values:
         raise ExploreError(f"no environment {env!r}; environments: "
                            f"{', '.join(map(str, analysis['env'].values))}")
-    sub = analysis.sel(unit=analysis["variable"] == variable)
-    if sub.sizes["unit"] == 0:
-        known = ", ".join(dict.fromkeys(map(str, analysis["variable"].values)))
-        raise ExploreError(f"no population {variable!r} in the analysis (populations: {known})")
+    try:
+        sub = analysis.hippo.population(variable)
+    except SchemaError as err:
+        raise ExploreError(str(err)) from None
     key = rank_key(analysis, variable)
     if key is None:
         score = np.full(sub.sizes["unit"], np.nan)
@@ -291,7 +299,7 @@ def map_problem(analysis, env, variable: str, unit_index: int) -> str | None:
     except ExploreError as err:
         return str(err)
     if not np.isfinite(analysis["rate_map"].sel(env=env, unit=unit).values).any():
-        pop = analysis["rate_map"].sel(env=env, unit=analysis["variable"] == variable)
+        pop = analysis.hippo.population(variable)["rate_map"].sel(env=env)
         if not np.isfinite(pop.values).any():
             return (f"population {variable!r} has no rate maps in env {env} (all NaN): "
                     "nothing to draw")
@@ -335,7 +343,7 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
     with paper_style():
         fig = Figure(figsize=UNIT_FIGSIZE, layout="constrained")
         axes = fig.subplots(1, 3, width_ratios=[1, 1, 1.3])
-        rate_map(m, ax=axes[0], outline_fields=variable == "memory_activity",
+        rate_map(m, ax=axes[0], outline_fields=variable in MEMORY_POPULATIONS,
                  title=f"rate map, env {env}\n{variable} {unit_index}")
         fig.colorbar(axes[0].collections[0], ax=axes[0], shrink=0.8,
                      label="mean activity (activity units)")
@@ -409,7 +417,7 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
         for ax, env, ok in zip(axes, envs, finite, strict=False):
             if ok:
                 rate_map(maps.sel(env=env), ax=ax, title=_score_title(analysis, env, unit, key),
-                         outline_fields=variable == "memory_activity")
+                         outline_fields=variable in MEMORY_POPULATIONS)
             else:
                 ax.text(0.5, 0.5, f"env {env}\nno map (all NaN)", ha="center", va="center",
                         transform=ax.transAxes, fontsize=6)
@@ -514,7 +522,7 @@ def explore_rate_maps(analysis, env=None, variables: Sequence[str] | None = None
     if env not in envs:
         raise ExploreError(f"no environment {env!r}; environments: {', '.join(map(str, envs))}")
     if variables is None:
-        variables = list(dict.fromkeys(map(str, analysis["variable"].values)))
+        variables = list(analysis.hippo.populations)
     if not variables:
         raise ExploreError("no population to explore (variables is empty)")
     register_figure_formatter(fmt)
@@ -686,7 +694,7 @@ def class_fraction_figure(analysis):
     """
     from matplotlib.figure import Figure
 
-    c = class_fractions(analysis)
+    c = analysis.hippo.summary()
     with paper_style():
         fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
                               * max(1, c.sizes["population"]) ** 0.5), layout="constrained")
@@ -711,12 +719,12 @@ def field_figure(analysis):
     missing = [v for v in ("field_area", "n_fields") if v not in analysis.data_vars]
     if missing:
         raise ExploreError(f"the analysis dataset lacks variable(s) {', '.join(missing)}")
-    pops = list(dict.fromkeys(map(str, analysis["variable"].values)))
+    pops = analysis.hippo.populations
     with paper_style():
         fig = Figure(figsize=(FULL_WIDTH, 4.2), layout="constrained")
         axes = fig.subplots(2, len(pops), squeeze=False)
         for j, p in enumerate(pops):
-            sub = analysis.sel(unit=analysis["variable"] == p)
+            sub = analysis.hippo.population(p)
             maps = sub.sizes["env"] * sub.sizes["unit"]
             score_histogram(sub["field_area"], ax=axes[0, j],
                             title=f"{p}: place-field area (largest {sub.sizes['field']} per map)",

@@ -19,16 +19,6 @@ import numpy as np
 # backend (build_figures selects Agg); the PassKey and delay readers of hippo_rep.tasks where
 # those inputs are read (they import torch).
 from hippo_rep.analysis import autocorrelogram as sac_of
-from hippo_rep.analysis.classes import (
-    IS_BAND,
-    IS_GRID,
-    IS_GRID_THRESHOLD,
-    IS_PLACE,
-    IS_SQUARE,
-    IS_TWO_WAVE,
-    class_fractions,
-    fraction_text,
-)
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.analysis.shuffle import (
@@ -60,6 +50,18 @@ from hippo_rep.plotting.transitions import (
     wave_vector_panel,
 )
 from hippo_rep.recording import open_recording
+from hippo_rep.schema import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    MEMORY_ACTIVITY,
+    G,
+    SchemaError,
+    fraction_text,
+)
 from hippo_rep.sweep import open_sweep
 
 #: Formats written by default.
@@ -197,22 +199,13 @@ def transitions_figure(inputs: FigureInputs):
 N_UNITS_SHOWN = 6
 
 
-def _units_of(analysis, variable: str):
-    if "variable" not in analysis.coords:
-        raise MissingInput("the analysis dataset lacks the 'variable' coordinate")
-    sel = analysis.sel(unit=analysis["variable"] == variable)
-    if sel.sizes["unit"] == 0:
-        raise MissingInput(f"the analysis dataset holds no {variable!r} units")
-    return sel
-
-
 @register("grid_cells")
 def grid_cells_figure(inputs: FigureInputs):
     """Rate maps of the most grid-like positional units (ranked in the first environment) with
     their autocorrelograms, gridness and spacing, in two environments."""
     import matplotlib.pyplot as plt
 
-    ds = _units_of(inputs.need("analysis", "rate_map", "gridness_60", "spacing"), "g")
+    ds = inputs.need("analysis", "rate_map", "gridness_60", "spacing").hippo.population(G)
     envs = ds["env"].values[:2]
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
     top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
@@ -244,7 +237,7 @@ def place_cells_figure(inputs: FigureInputs):
     import matplotlib.pyplot as plt
 
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
-    ds = _units_of(full, "memory_activity")
+    ds = full.hippo.population(MEMORY_ACTIVITY)
     envs = ds["env"].values[:2]
     fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
     grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
@@ -274,7 +267,7 @@ def place_cells_figure(inputs: FigureInputs):
 
 
 #: Populations of the ``scores`` figure, one row each: (recording variable, row label).
-SCORE_POPULATIONS = (("g", "positional units g"), ("memory_activity", "memory neurons"))
+SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"))
 
 
 def _attr(ds, name: str, default: float) -> float:
@@ -300,8 +293,8 @@ def scores_figure(inputs: FigureInputs):
 
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
-    fr = class_fractions(ds)
-    pops = [(_units_of(ds, v), label, v) for v, label in SCORE_POPULATIONS]
+    fr = ds.hippo.summary()
+    pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)
@@ -365,8 +358,8 @@ def remapping_figure(inputs: FigureInputs):
     if ds.sizes.get("env_pair", 0) == 0:
         raise MissingInput("the analysis dataset has no env_pair (remapping needs at least "
                            "2 environments)")
-    grid_var = str(ds.attrs.get("remap_tem_grid_variable", "g"))
-    mem_var = str(ds.attrs.get("remap_tem_memory_variable", "memory_activity"))
+    grid_var = str(ds.attrs.get("remap_tem_grid_variable", G))
+    mem_var = str(ds.attrs.get("remap_tem_memory_variable", MEMORY_ACTIVITY))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
     fig, axes = plt.subplots(2, 3, figsize=(FULL_WIDTH, 6.0), layout="constrained")
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
@@ -380,7 +373,7 @@ def remapping_figure(inputs: FigureInputs):
         axes[0, 1].set_axis_off()
     for v in (grid_var, mem_var):
         if v in np.asarray(ds["population"].values).tolist():
-            rate = _units_of(ds, v)["node_rate"]
+            rate = ds.hippo.population(v)["node_rate"]
             pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
                          ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
     remap_by_population(ds["remap_corr"], ax=axes[1, 0])
@@ -570,7 +563,7 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
         with paper_style():
             try:
                 fig = FIGURES[name](inputs)
-            except MissingInput as why:
+            except (MissingInput, SchemaError) as why:  # an input lacking what it needs
                 report[name] = f"skipped: {why}"
                 continue
             paths = []

@@ -1,8 +1,14 @@
-"""The recording schema: names of dims, variables, coordinates and attrs, and ``validate``.
+"""The file formats of hippo_rep: recordings and analysis datasets, and ``ds.hippo``.
 
 A *recording* is an :class:`xarray.Dataset` of a model walking fresh environments (see
-:mod:`hippo_rep.recording`). Every name below is part of the file format that the analysis
-code reads; change none of them without bumping :data:`SCHEMA_VERSION`.
+:mod:`hippo_rep.recording`), checked by :func:`validate` (in full) and
+:func:`require_recording` (what the analysis reads). An *analysis* is the dataset of
+:func:`hippo_rep.analysis.analyse`, checked by :func:`validate_analysis`; its cell classes
+(:data:`CLASSES`) are counted by :func:`class_fractions` over one denominator
+(:data:`DENOMINATOR`). Importing this module registers the ``ds.hippo`` accessor
+(:class:`HippoAccessor`: ``kind``, ``validate()``, ``populations``, ``population(name)``,
+``summary()``). Every name below is part of the file format that the analysis code reads;
+change none of them without bumping :data:`SCHEMA_VERSION`.
 
 Dimensions
     ``env`` (environment, one walk each), ``time`` (step of the walk), ``g_unit``
@@ -31,10 +37,12 @@ degrees from +x towards +y, maps indexed ``[row = y, col = x]``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 
 from hippo_rep.datasets import open_raw
 from hippo_rep.fileio import quote
@@ -158,8 +166,22 @@ OPTIONAL_VARS: dict[str, VarSpec] = {
 }
 
 
+# --------------------------------------------------------------------------- populations
+#: Activity variables (populations) a recording may hold, in the order they are analysed.
+POPULATIONS: tuple[str, ...] = (G, G_PI, MEMORY_ACTIVITY, FAM_ACTIVITY)
+#: The unit dim of each population (``fam_activity``: FAM slots, ``model.memory="fam"`` only).
+UNIT_DIMS: dict[str, str] = {G: G_UNIT, G_PI: G_UNIT, MEMORY_ACTIVITY: MEMORY,
+                             FAM_ACTIVITY: FAM_SLOT}
+#: Populations of memory neurons (masked by the analysis before their memory exists).
+MEMORY_POPULATIONS: tuple[str, ...] = (MEMORY_ACTIVITY,)
+
+
 class SchemaError(ValueError):
     """A dataset or file that is not a valid hippo_rep recording."""
+
+
+class AnalysisError(ValueError):
+    """A recording or analysis input that cannot be analysed (names the field at fault)."""
 
 
 def var_attrs(name: str) -> dict:
@@ -252,3 +274,316 @@ def _problems(ds) -> list[str]:
 
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def require_recording(recording: object, populations: Sequence[str] = (),
+                      need_xy: bool = False) -> xr.Dataset:
+    """Check that ``recording`` holds what the analysis needs (lighter than :func:`validate`:
+    recordings made by hand need only the kind attr, the populations asked for and the
+    coords the analysis reads).
+
+    Parameters
+    ----------
+    recording : object
+        Should be an :class:`xarray.Dataset` with attr ``hippo_rep_kind = "recording"``.
+    populations : sequence of str
+        Activity variables (:data:`POPULATIONS`) that must be present, with dims
+        ``(env, time, <unit dim>)`` (:data:`UNIT_DIMS`); memory populations also need the
+        ``memory_time`` coord.
+    need_xy : bool
+        Also require the per-step position coords ``x`` and ``y`` (env, time).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``recording`` unchanged.
+
+    Raises
+    ------
+    AnalysisError
+        Naming the missing or malformed variable, coord or attr.
+    """
+    if not isinstance(recording, xr.Dataset):
+        raise AnalysisError(
+            f"a recording must be an xarray.Dataset; got {type(recording).__name__}"
+        )
+    kind = recording.attrs.get(KIND_ATTR)
+    if kind != KIND:
+        raise AnalysisError(f"not a hippo_rep recording: attr {KIND_ATTR!r} is {kind!r}, "
+                            f"expected {KIND!r}")
+    for name in (ENV, TIME):
+        if name not in recording.dims:
+            raise AnalysisError(f"recording has no {name!r} dim (dims: {sorted(recording.dims)})")
+    for name in populations:
+        if name not in UNIT_DIMS:
+            raise AnalysisError(f"unknown activity variable {name!r}; known: {POPULATIONS}")
+        if name not in recording.data_vars:
+            present = [v for v in POPULATIONS if v in recording.data_vars]
+            raise AnalysisError(
+                f"recording has no variable {name!r} (activity variables present: {present})"
+            )
+        want = (ENV, TIME, UNIT_DIMS[name])
+        if set(recording[name].dims) != set(want):
+            raise AnalysisError(
+                f"recording variable {name!r} must have dims {want}; got {recording[name].dims}"
+            )
+        if name in MEMORY_POPULATIONS and MEMORY_TIME not in recording.coords:
+            raise AnalysisError(f"recording has no {MEMORY_TIME!r} coord (env, memory)")
+    for name in (NODE, NODE_X, NODE_Y) + ((X, Y) if need_xy else ()):
+        dims = COORDS[name].dims
+        if name not in recording.variables:
+            raise AnalysisError(f"recording has no {name!r} coord {dims}")
+        if set(recording[name].dims) != set(dims):
+            raise AnalysisError(
+                f"recording coord {name!r} must have dims {dims}; got {recording[name].dims}"
+            )
+    return recording
+
+
+# =========================================================================== analysis outputs
+#: The kind attr (:data:`KIND_ATTR`) of an analysis dataset (:func:`hippo_rep.analysis.analyse`).
+ANALYSIS_KIND = "analysis"
+#: The unit dim of analyses: every population's units concatenated, labelled by the coords
+#: ``variable`` (the population) and ``unit_index`` (the unit's index in the recording).
+UNIT, VARIABLE, UNIT_INDEX = "unit", "variable", "unit_index"
+#: Rate maps (env, unit, y, x); a unit exists in an environment where its map has a finite bin.
+RATE_MAP = "rate_map"
+
+# ------------------------------------------------------------------ cell classes ((env, unit) bool)
+#: Grid cell: a hexagonal plane-wave pattern (three waves of near-equal length ~60 degrees
+#: apart) whose gridness-60 beats its own shuffle null (see ``analysis.shuffle.classify``).
+IS_GRID = "is_grid"
+#: The field's rule of thumb alone (gridness-60 > 0.3): NOT a grid classification (two
+#: plane waves 55-75 degrees apart pass it); kept to show what the rule of thumb calls a grid.
+IS_GRID_THRESHOLD = "is_grid_threshold"
+#: Band cell: one plane wave, its plane-wave share above its own shuffle null.
+IS_BAND = "is_band"
+#: Two-wave ("oblique / plane-wave") pattern: two plane waves, not a square grid, its
+#: plane-wave share above its own shuffle null.
+IS_TWO_WAVE = "is_two_wave"
+#: Square grid: two plane waves of near-equal length ~90 degrees apart, significant.
+IS_SQUARE = "is_square"
+#: Place cell: spatial information above its own shuffle null and one to three fields.
+IS_PLACE = "is_place"
+#: Every class, in reporting order.
+CLASSES: tuple[str, ...] = (IS_GRID, IS_GRID_THRESHOLD, IS_BAND, IS_TWO_WAVE, IS_SQUARE,
+                            IS_PLACE)
+#: Short labels of the classes for tables and figures.
+CLASS_LABELS: dict[str, str] = {
+    IS_GRID: "grid (hexagonal, gridness > own null)",
+    IS_GRID_THRESHOLD: "gridness-60 > 0.3 (rule of thumb)",
+    IS_BAND: "band (one plane wave)",
+    IS_TWO_WAVE: "two-wave (oblique plane waves)",
+    IS_SQUARE: "square (two waves at 90°)",
+    IS_PLACE: "place (spatial info > own null, 1–3 fields)",
+}
+#: The population and class dims of :func:`class_fractions`.
+POPULATION_DIM, CLASS_DIM = "population", "cell_class"
+#: What every class fraction (:func:`class_fractions`) divides by, for every class and
+#: population (stored in its attrs).
+DENOMINATOR = ("(env, unit) pairs of the population in which the unit exists: its rate map "
+               "has at least one finite bin (a memory slot not written in an environment, "
+               "whose map is all NaN there, is no neuron of that environment)")
+
+#: What :func:`validate_analysis` requires of an analysis dataset: variable → (dims, dtype kinds).
+ANALYSIS_REQUIRED = {
+    RATE_MAP: ((ENV, UNIT, Y, X), "f"),
+    "occupancy": ((ENV, Y, X), "f"),
+    "gridness_60": ((ENV, UNIT), "f"),
+    "gridness_90": ((ENV, UNIT), "f"),
+    "spacing": ((ENV, UNIT), "f"),
+    "orientation": ((ENV, UNIT), "f"),
+    "spatial_info": ((ENV, UNIT), "f"),
+    "place_score": ((ENV, UNIT), "f"),
+    "n_fields": ((ENV, UNIT), "iu"),
+    IS_GRID: ((ENV, UNIT), "b"),
+    IS_PLACE: ((ENV, UNIT), "b"),
+    VARIABLE: ((UNIT,), "UOT"),
+    UNIT_INDEX: ((UNIT,), "iu"),
+}
+#: Optional variables whose dims are checked when present (figures read them).
+ANALYSIS_OPTIONAL = {
+    IS_GRID_THRESHOLD: ((ENV, UNIT), "b"),
+    "node_rate": ((ENV, UNIT, WORLD_NODE), "f"),
+    "gridness_60_null_q": (("quantile", ENV, UNIT), "f"),
+    "spatial_info_null_q": (("quantile", ENV, UNIT), "f"),
+    "remap_corr": ((UNIT, "env_pair"), "f"),
+    "pv_corr": ((POPULATION_DIM, "env_pair"), "f"),
+}
+
+
+def validate_analysis(ds: xr.Dataset, source=None) -> None:
+    """Check that ``ds`` is a hippo_rep analysis dataset (kind attr, the variables of
+    :data:`ANALYSIS_REQUIRED` with their dims and dtypes, optional ones' dims).
+
+    Raises
+    ------
+    AnalysisError
+        Listing every problem in one message, naming ``source``.
+    """
+    where = f"{str(source)!r}" if source is not None else "dataset"
+    kind = ds.attrs.get(KIND_ATTR)
+    if kind != ANALYSIS_KIND:
+        raise AnalysisError(f"{where} is not a hippo_rep analysis (attr {KIND_ATTR} is "
+                            f"{quote(kind)}, expected {ANALYSIS_KIND!r})")
+    problems = []
+    missing = [n for n in ANALYSIS_REQUIRED if n not in ds.variables]
+    if missing:
+        problems.append(f"missing variable(s) {', '.join(missing)}")
+    for name, (dims, kinds) in {**ANALYSIS_REQUIRED, **ANALYSIS_OPTIONAL}.items():
+        if name not in ds.variables:
+            continue
+        var = ds.variables[name]
+        if tuple(var.dims) != dims:
+            problems.append(f"{name} has dims {quote(tuple(var.dims))}, expected {dims}")
+        elif var.dtype.kind not in kinds:
+            problems.append(f"{name} has dtype {var.dtype}")
+    if problems:
+        raise AnalysisError(f"{where} is not a valid hippo_rep analysis: "
+                            + "; ".join(problems))
+
+
+def class_fractions(analysis: xr.Dataset, classes: tuple[str, ...] | None = None) -> xr.Dataset:
+    """Fraction of units of each population in each class: the one definition.
+
+    The denominator is the (env, unit) pairs in which the unit exists (:data:`DENOMINATOR`).
+    Memory neurons are created anew in each environment, so the memory dim of a recording is
+    as long as the most memories any environment wrote; the slots beyond an environment's own
+    count have no activity and an all-NaN rate map there. Counting them (as "every slot" did)
+    would report neurons that do not exist as unclassified; counting only pairs with a finite
+    score of one kind (as "only slots with a score" did) would give each class its own
+    denominator. Existence is one rule for every class and population; a unit that exists
+    but whose score is undefined (e.g. a constant map) counts in the denominator and not in
+    any class.
+
+    Parameters
+    ----------
+    analysis : xarray.Dataset
+        An analysis (:func:`~hippo_rep.analysis.analyse`): the ``is_*`` flags (env, unit),
+        the ``variable`` coord of ``unit`` and ``rate_map`` (env, unit, y, x).
+    classes : tuple of str, optional
+        Class flags to count (default: those of :data:`CLASSES` present).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (population, cell_class): ``numerator`` (int, pairs in the class),
+        ``denominator`` (int, pairs that exist; the same for every class of a population),
+        ``fraction`` (numerator / denominator, 0-1; NaN when no pair exists). Attrs:
+        ``denominator`` (the rule), class ``labels``.
+
+    Raises
+    ------
+    AnalysisError
+        If the analysis lacks ``rate_map``, the ``variable`` coord, or every class flag.
+    """
+    if not isinstance(analysis, xr.Dataset):
+        raise AnalysisError(f"analysis must be an xarray.Dataset; got {type(analysis).__name__}")
+    for need in (RATE_MAP, VARIABLE):
+        if need not in analysis.variables:
+            raise AnalysisError(f"analysis lacks {need!r}, needed for class_fractions")
+    if classes is None:
+        classes = tuple(c for c in CLASSES if c in analysis.data_vars)
+    missing = [c for c in classes if c not in analysis.data_vars]
+    if not classes or missing:
+        raise AnalysisError(f"analysis lacks the class flags {missing or list(CLASSES)}")
+    exists = analysis[RATE_MAP].notnull().any((Y, X)).transpose(ENV, UNIT)
+    var = np.asarray(analysis[VARIABLE].values).astype(str)
+    pops = list(dict.fromkeys(var.tolist()))
+    num = np.zeros((len(pops), len(classes)), dtype=np.int64)
+    den = np.zeros((len(pops), len(classes)), dtype=np.int64)
+    ex = exists.values
+    for i, pop in enumerate(pops):
+        cols = var == pop
+        e = ex[:, cols]
+        for j, c in enumerate(classes):
+            flag = analysis[c].transpose(ENV, UNIT).values[:, cols].astype(bool)
+            num[i, j] = int((flag & e).sum())
+            den[i, j] = int(e.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(den > 0, num / np.maximum(den, 1), np.nan)
+    dims = (POPULATION_DIM, CLASS_DIM)
+    out = xr.Dataset(
+        {"numerator": (dims, num), "denominator": (dims, den), "fraction": (dims, frac)},
+        coords={POPULATION_DIM: pops, CLASS_DIM: list(classes)},
+    )
+    out["numerator"].attrs = {"long_name": "(env, unit) pairs in the class"}
+    out["denominator"].attrs = {"long_name": DENOMINATOR}
+    out["fraction"].attrs = {"long_name": "numerator / denominator", "units": "1"}
+    out.attrs = {"denominator": DENOMINATOR,
+                 "labels": "; ".join(f"{c}: {CLASS_LABELS.get(c, c)}" for c in classes)}
+    return out
+
+
+def fraction_text(fractions: xr.Dataset, population: str, cell_class: str) -> str:
+    """``"k/n = p%"`` of one population and class of :func:`class_fractions`."""
+    one = fractions.sel({POPULATION_DIM: population, CLASS_DIM: cell_class})
+    k, n = int(one["numerator"]), int(one["denominator"])
+    pct = 100.0 * float(one["fraction"]) if n else float("nan")
+    return f"{k}/{n} = {pct:.0f}%"
+
+
+# =========================================================================== ds.hippo
+#: Name of the dataset accessor registered by this module (``ds.hippo``).
+ACCESSOR = "hippo"
+
+
+@xr.register_dataset_accessor(ACCESSOR)
+class HippoAccessor:
+    """``ds.hippo``: the schema's view of a recording or an analysis, registered when this
+    module is imported (opening a recording or an analysis does). Every error is one line
+    naming the attr, variable or population at fault.
+    """
+
+    def __init__(self, ds: xr.Dataset):
+        self._ds = ds
+
+    @property
+    def kind(self) -> str:
+        """``"recording"`` or ``"analysis"`` (attr ``hippo_rep_kind``); SchemaError if neither."""
+        kind = self._ds.attrs.get(KIND_ATTR)
+        if kind not in (KIND, ANALYSIS_KIND):
+            raise SchemaError(f"dataset is neither a hippo_rep recording nor an analysis: attr "
+                              f"{KIND_ATTR} is {quote(kind)}, expected {KIND!r} or "
+                              f"{ANALYSIS_KIND!r}")
+        return kind
+
+    def validate(self, source: str | Path | None = None) -> xr.Dataset:
+        """The dataset, checked by its kind's validator: :func:`validate` (raises
+        SchemaError) or :func:`validate_analysis` (raises AnalysisError), naming ``source``."""
+        if self.kind == KIND:
+            validate(self._ds, source)
+        else:
+            validate_analysis(self._ds, source)
+        return self._ds
+
+    @property
+    def populations(self) -> tuple[str, ...]:
+        """The populations held, in order: a recording's activity variables of
+        :data:`POPULATIONS`, or the distinct values of an analysis' ``variable`` coord."""
+        ds = self._ds
+        if self.kind == KIND:
+            return tuple(p for p in POPULATIONS if p in ds.data_vars)
+        if VARIABLE not in ds.variables:
+            raise SchemaError(f"analysis has no {VARIABLE!r} coordinate ({UNIT},)")
+        return tuple(dict.fromkeys(np.asarray(ds[VARIABLE].values).astype(str).tolist()))
+
+    def population(self, name: str) -> xr.DataArray | xr.Dataset:
+        """One population: a recording's activity DataArray (env, time, <unit dim>), or the
+        analysis restricted to that population's units (every variable; ``unit`` dim).
+        SchemaError if the dataset does not hold ``name`` (naming those it holds)."""
+        pops = self.populations
+        if name not in pops:
+            raise SchemaError(f"no population {name!r} in the {self.kind} "
+                              f"(populations: {', '.join(pops) or 'none'})")
+        if self.kind == KIND:
+            return self._ds[name]
+        return self._ds.isel({UNIT: np.asarray(self._ds[VARIABLE].values).astype(str) == name})
+
+    def summary(self) -> xr.Dataset:
+        """:func:`class_fractions` of an analysis: ``numerator``, ``denominator`` (int) and
+        ``fraction`` (0-1), dims (population, cell_class). SchemaError for a recording."""
+        if self.kind != ANALYSIS_KIND:
+            raise SchemaError("summary() needs an analysis dataset (class fractions); this is "
+                              f"a {self.kind}")
+        return class_fractions(self._ds)

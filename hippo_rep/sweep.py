@@ -83,15 +83,6 @@ import numpy as np
 import xarray as xr
 
 from hippo_rep import __version__
-from hippo_rep.analysis.classes import (
-    IS_BAND,
-    IS_GRID,
-    IS_GRID_THRESHOLD,
-    IS_PLACE,
-    IS_SQUARE,
-    IS_TWO_WAVE,
-    class_fractions,
-)
 from hippo_rep.analysis.pipeline import analyse, open_analysis, write_analysis
 from hippo_rep.cluster import ClusterError, dask_client
 from hippo_rep.config import (
@@ -104,6 +95,16 @@ from hippo_rep.config import (
 )
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.recording import open_recording, record_to_file
+from hippo_rep.schema import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    MEMORY_ACTIVITY,
+    G,
+)
 from hippo_rep.worlds import WorldError, parse_world
 
 #: The manifest's file name, at the sweep's root.
@@ -903,10 +904,11 @@ def summarise_analysis(analysis) -> dict[str, float]:
     out = dict.fromkeys(SUMMARY, math.nan)
     if "variable" not in a.coords:
         return out
-    var = a["variable"].values
-    g, mem = a.isel(unit=var == "g"), a.isel(unit=var == "memory_activity")
+    held = a.hippo.populations
+    g, mem = (a.hippo.population(p) if p in held else a.isel(unit=[])
+              for p in (G, MEMORY_ACTIVITY))
 
-    fr = class_fractions(a) if "rate_map" in a else None
+    fr = a.hippo.summary() if "rate_map" in a else None
 
     def frac(pop, flag):
         if fr is None or flag not in fr["cell_class"] or pop not in fr["population"]:
@@ -918,11 +920,11 @@ def summarise_analysis(analysis) -> dict[str, float]:
         x = x[np.isfinite(x)]
         return float(x.mean()) if x.size else math.nan
 
-    out["grid_fraction"] = frac("g", IS_GRID)
-    out["grid_fraction_threshold"] = frac("g", IS_GRID_THRESHOLD)
-    out["two_wave_fraction"] = frac("g", IS_TWO_WAVE)
-    out["band_fraction"] = frac("g", IS_BAND)
-    out["square_fraction"] = frac("g", IS_SQUARE)
+    out["grid_fraction"] = frac(G, IS_GRID)
+    out["grid_fraction_threshold"] = frac(G, IS_GRID_THRESHOLD)
+    out["two_wave_fraction"] = frac(G, IS_TWO_WAVE)
+    out["band_fraction"] = frac(G, IS_BAND)
+    out["square_fraction"] = frac(G, IS_SQUARE)
     if "gridness_60" in g and g.sizes.get("unit", 0):
         s = g["gridness_60"].values
         s = s[np.isfinite(s)]
@@ -935,14 +937,14 @@ def summarise_analysis(analysis) -> dict[str, float]:
         first = g["wave_length"].isel(wave=0).values
         first = first[np.isfinite(first)]
         out["wavelength_median"] = float(np.median(first)) if first.size else math.nan
-    out["place_fraction"] = frac("memory_activity", IS_PLACE)
+    out["place_fraction"] = frac(MEMORY_ACTIVITY, IS_PLACE)
     if "remap_corr" in a:
         out["remap_corr_g"] = nanmean(g["remap_corr"].values) if g.sizes["unit"] else math.nan
         out["remap_corr_memory"] = (nanmean(mem["remap_corr"].values) if mem.sizes["unit"]
                                     else math.nan)
     if "pv_corr" in a and "population" in a["pv_corr"].dims:
         pops = list(a["population"].values)
-        for pop, name in (("g", "pv_corr_g"), ("memory_activity", "pv_corr_memory")):
+        for pop, name in ((G, "pv_corr_g"), (MEMORY_ACTIVITY, "pv_corr_memory")):
             if pop in pops:
                 out[name] = nanmean(a["pv_corr"].sel(population=pop).values)
     if "tem_corr_mean" in a:

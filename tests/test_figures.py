@@ -81,6 +81,15 @@ def test_map_figure_skipped_when_variable_missing(tmp_path, synthetic_analysis):
     assert isinstance(report["place_cells"], list)
 
 
+def test_map_figure_skipped_when_population_missing(tmp_path, synthetic_analysis):
+    only_g = synthetic_analysis.hippo.population("g")
+    report = build_figures(FigureInputs(analysis=only_g), tmp_path,
+                           only=["grid_cells", "place_cells"], formats=("png",))
+    assert isinstance(report["grid_cells"], list)
+    assert report["place_cells"] == ("skipped: no population 'memory_activity' in the "
+                                     "analysis (populations: g)")
+
+
 MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF", "svg": b"<?xml"}
 
 

@@ -378,9 +378,9 @@ def test_figure_formatter_registered_on_a_shell():
 def test_class_fraction_bars_draw_the_one_definition(tiny):
     from matplotlib.figure import Figure
 
-    from hippo_rep.analysis.classes import class_fractions
     from hippo_rep.explore import class_fraction_figure
     from hippo_rep.plotting.scores import class_fraction_bars
+    from hippo_rep.schema import class_fractions
 
     _, ds = tiny
     c = class_fractions(ds)

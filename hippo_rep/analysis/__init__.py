@@ -9,13 +9,15 @@ Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
 :func:`place_fields`, :func:`place_score`, :func:`spatial_information`, :func:`sparsity`,
 :func:`selectivity`, :func:`plane_waves` (how many plane waves, hexagonal or not).
 Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
-:func:`class_fractions` (the one definition of every reported fraction),
+:func:`class_fractions` (the one definition of every reported fraction, from
+:mod:`hippo_rep.schema`, which also names the cell classes and the analysis outputs),
 :func:`remapping`, :func:`population`, and :func:`analyse` (everything, dask-parallel over
 units) with :func:`write_analysis` / :func:`open_analysis`.
 """
 
+from hippo_rep.schema import CLASSES, class_fractions
+
 from .autocorr import autocorrelogram
-from .classes import CLASSES, class_fractions
 from .fields import place_fields, place_score
 from .gridscore import band_scores, grid_scores
 from .pipeline import analyse, open_analysis, write_analysis

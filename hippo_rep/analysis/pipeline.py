@@ -39,7 +39,17 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-from hippo_rep.fileio import clean_stale, quote
+from hippo_rep.fileio import clean_stale
+from hippo_rep.schema import (
+    ANALYSIS_KIND,
+    G_PI,
+    KIND_ATTR,
+    MEMORY_ACTIVITY,
+    POPULATIONS,
+    G,
+    require_recording,
+    validate_analysis,
+)
 
 from ._checks import blockwise
 from .autocorr import MIN_OVERLAP
@@ -65,9 +75,7 @@ from .population import (
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
-    VARIABLES,
     AnalysisError,
-    check_recording,
     node_index,
     rate_maps,
     unit_activity,
@@ -131,35 +139,6 @@ ANALYSIS_MAX_FIELDS = 4
 
 #: Output suffixes :func:`write_analysis` understands.
 SUFFIXES = (".nc", ".zarr")
-
-#: The analysis dataset's kind attr.
-ANALYSIS_KIND = "analysis"
-
-#: What :func:`open_analysis` requires of an analysis dataset: variable → (dims, dtype kinds).
-ANALYSIS_REQUIRED = {
-    "rate_map": (("env", "unit", "y", "x"), "f"),
-    "occupancy": (("env", "y", "x"), "f"),
-    "gridness_60": (("env", "unit"), "f"),
-    "gridness_90": (("env", "unit"), "f"),
-    "spacing": (("env", "unit"), "f"),
-    "orientation": (("env", "unit"), "f"),
-    "spatial_info": (("env", "unit"), "f"),
-    "place_score": (("env", "unit"), "f"),
-    "n_fields": (("env", "unit"), "iu"),
-    "is_grid": (("env", "unit"), "b"),
-    "is_place": (("env", "unit"), "b"),
-    "variable": (("unit",), "UOT"),
-    "unit_index": (("unit",), "iu"),
-}
-#: Optional variables whose dims are checked when present (figures read them).
-ANALYSIS_OPTIONAL = {
-    "is_grid_threshold": (("env", "unit"), "b"),
-    "node_rate": (("env", "unit", "world_node"), "f"),
-    "gridness_60_null_q": (("quantile", "env", "unit"), "f"),
-    "spatial_info_null_q": (("quantile", "env", "unit"), "f"),
-    "remap_corr": (("unit", "env_pair"), "f"),
-    "pv_corr": (("population", "env_pair"), "f"),
-}
 
 #: Recording attrs copied to the analysis (provenance); ``seed`` and ``package_version``
 #: become ``recording_seed`` and ``recording_package_version``.
@@ -277,7 +256,7 @@ def analyse(
         ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave)),
         ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
         (quantile, env, unit), ``*_percentile``, the classes of
-        :mod:`~hippo_rep.analysis.classes` (``is_grid``, ``is_grid_threshold``,
+        :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
         ``is_band``, ``is_two_wave``, ``is_square``, ``is_place``); ``rate_map`` (env, unit, y, x),
         ``occupancy`` (env, y, x), ``node_rate`` (env, unit, world_node), ``node_occupancy``,
         ``node_map``; ``shuffle_shift`` (env, shuffle); the remapping variables
@@ -293,12 +272,12 @@ def analyse(
     """
     if variables is None:
         if not isinstance(recording, xr.Dataset):
-            check_recording(recording)
-        variables = [v for v in VARIABLES if v in recording.data_vars]
+            require_recording(recording)
+        variables = [v for v in POPULATIONS if v in recording.data_vars]
         if not variables:
-            check_recording(recording, ["g"])
+            require_recording(recording, [G])
     variables = list(dict.fromkeys(variables))
-    check_recording(recording, variables, need_xy=decode)
+    require_recording(recording, variables, need_xy=decode)
     shuffles = check_n_shuffles(shuffles, "shuffles")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise AnalysisError(f"seed must be an int >= 0; got {seed!r}")
@@ -419,8 +398,8 @@ def analyse(
         remap = remapping_from_rates(
             {v: m["node_rate"] for v, m in maps.items()},
             variables,
-            grid_variable=next((v for v in ("g", "g_pi") if v in variables), None),
-            memory_variable="memory_activity" if "memory_activity" in variables else None,
+            grid_variable=next((v for v in (G, G_PI) if v in variables), None),
+            memory_variable=MEMORY_ACTIVITY if MEMORY_ACTIVITY in variables else None,
             n_shuffles=remap_shuffles,
             rng=np.random.default_rng(tem_ss),
             per_unit=False,
@@ -662,7 +641,7 @@ def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Da
     out["variable"].attrs = {"long_name": "population (recording variable) of each unit"}
     out["unit_index"].attrs = {"long_name": "index of the unit within its population"}
     attrs: dict[str, object] = {
-        "hippo_rep_kind": ANALYSIS_KIND,
+        KIND_ATTR: ANALYSIS_KIND,
         "package_version": __version__,
         "seed": p["seed"],
         "seed_use": "numpy SeedSequence(seed).spawn(2): shifts, TEM-test permutations",
@@ -863,33 +842,3 @@ def open_analysis(path: str | os.PathLike) -> xr.Dataset:
     validate_analysis(ds, path)
     return ds
 
-
-def validate_analysis(ds: xr.Dataset, source=None) -> None:
-    """Check that ``ds`` is a hippo_rep analysis dataset (kind attr, the variables of
-    :data:`ANALYSIS_REQUIRED` with their dims and dtypes, optional ones' dims).
-
-    Raises
-    ------
-    AnalysisError
-        Listing every problem in one message, naming ``source``.
-    """
-    where = f"{str(source)!r}" if source is not None else "dataset"
-    kind = ds.attrs.get("hippo_rep_kind")
-    if kind != ANALYSIS_KIND:
-        raise AnalysisError(f"{where} is not a hippo_rep analysis (attr hippo_rep_kind is "
-                            f"{quote(kind)}, expected {ANALYSIS_KIND!r})")
-    problems = []
-    missing = [n for n in ANALYSIS_REQUIRED if n not in ds.variables]
-    if missing:
-        problems.append(f"missing variable(s) {', '.join(missing)}")
-    for name, (dims, kinds) in {**ANALYSIS_REQUIRED, **ANALYSIS_OPTIONAL}.items():
-        if name not in ds.variables:
-            continue
-        var = ds.variables[name]
-        if tuple(var.dims) != dims:
-            problems.append(f"{name} has dims {quote(tuple(var.dims))}, expected {dims}")
-        elif var.dtype.kind not in kinds:
-            problems.append(f"{name} has dtype {var.dtype}")
-    if problems:
-        raise AnalysisError(f"{where} is not a valid hippo_rep analysis: "
-                            + "; ".join(problems))

@@ -38,13 +38,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from threadpoolctl import threadpool_limits
 
+from hippo_rep.schema import POPULATIONS, require_recording
+
 from .ratemaps import rate_maps_from_nodes
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
-    VARIABLES,
     AnalysisError,
-    check_recording,
     node_index,
     unit_activity,
 )
@@ -300,9 +300,9 @@ def population(
         If the recording lacks ``x``/``y`` or a variable, or the parameters are not >= 1 / 2.
     """
     if variables is None:
-        variables = [v for v in VARIABLES if v in recording.data_vars]
+        variables = [v for v in POPULATIONS if v in recording.data_vars]
     variables = list(variables)
-    check_recording(recording, variables, need_xy=True)
+    require_recording(recording, variables, need_xy=True)
     if int(max_steps_per_env) < 1 or int(folds) < 2:
         raise AnalysisError(
             f"max_steps_per_env must be >= 1 and folds >= 2; got {max_steps_per_env}, {folds}"

@@ -18,104 +18,29 @@ as recorded (see :mod:`hippo_rep.analysis.population`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import xarray as xr
+
+from hippo_rep.schema import (
+    MEMORY_POPULATIONS,
+    MEMORY_TIME,
+    UNIT,
+    UNIT_DIMS,
+    WORLD_NODE,
+    AnalysisError,
+    G,
+    require_recording,
+)
 
 from ._checks import check_positive_number
 from .ratemaps import rate_maps_from_nodes, smooth
 
-#: Activity variables of a recording that the analysis knows, in the order they are analysed.
-VARIABLES: tuple[str, ...] = ("g", "g_pi", "memory_activity", "fam_activity")
-
-#: The unit dim of each activity variable (``fam_activity``: FAM slots, ``model.memory="fam"``
-#: recordings only, analysed like any population when present).
-UNIT_DIMS: dict[str, str] = {"g": "g_unit", "g_pi": "g_unit", "memory_activity": "memory",
-                             "fam_activity": "fam_slot"}
-
-#: Variables that hold memory neurons (masked before their memory exists).
-MEMORY_VARIABLES: tuple[str, ...] = ("memory_activity",)
-
-#: The world-node dim of recordings and of per-node outputs.
-NODE_DIM = "world_node"
-
-#: The unit dim of every per-unit output.
-UNIT_DIM = "unit"
+#: The world-node dim of recordings and of per-node outputs (schema ``WORLD_NODE``), and the
+#: unit dim of every per-unit output (schema ``UNIT``).
+NODE_DIM, UNIT_DIM = WORLD_NODE, UNIT
 
 
-class AnalysisError(ValueError):
-    """A recording or analysis input that cannot be analysed (names the field at fault)."""
-
-
-def check_recording(
-    recording: object,
-    variables: Sequence[str] = (),
-    need_xy: bool = False,
-) -> xr.Dataset:
-    """Check that ``recording`` is a hippo_rep recording holding what the analysis needs.
-
-    Parameters
-    ----------
-    recording : object
-        Should be an :class:`xarray.Dataset` with attr ``hippo_rep_kind = "recording"``.
-    variables : sequence of str
-        Activity variables that must be present, with dims ``(env, time, <unit dim>)``.
-    need_xy : bool
-        Also require the per-step position coords ``x`` and ``y`` (env, time).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``recording`` unchanged.
-
-    Raises
-    ------
-    AnalysisError
-        Naming the missing or malformed variable, coord or attr.
-    """
-    if not isinstance(recording, xr.Dataset):
-        raise AnalysisError(
-            f"a recording must be an xarray.Dataset; got {type(recording).__name__}"
-        )
-    kind = recording.attrs.get("hippo_rep_kind")
-    if kind != "recording":
-        raise AnalysisError(
-            "not a hippo_rep recording: attr 'hippo_rep_kind' is "
-            f"{kind!r}, expected 'recording'"
-        )
-    for name in ("env", "time"):
-        if name not in recording.dims:
-            raise AnalysisError(f"recording has no {name!r} dim (dims: {sorted(recording.dims)})")
-    for name in variables:
-        if name not in UNIT_DIMS:
-            raise AnalysisError(f"unknown activity variable {name!r}; known: {VARIABLES}")
-        if name not in recording.data_vars:
-            present = [v for v in VARIABLES if v in recording.data_vars]
-            raise AnalysisError(
-                f"recording has no variable {name!r} (activity variables present: {present})"
-            )
-        want = ("env", "time", UNIT_DIMS[name])
-        if set(recording[name].dims) != set(want):
-            raise AnalysisError(
-                f"recording variable {name!r} must have dims {want}; got {recording[name].dims}"
-            )
-        if name in MEMORY_VARIABLES and "memory_time" not in recording.coords:
-            raise AnalysisError("recording has no 'memory_time' coord (env, memory)")
-    coords = {"node": ("env", "time"), "node_x": (NODE_DIM,), "node_y": (NODE_DIM,)}
-    if need_xy:
-        coords.update(x=("env", "time"), y=("env", "time"))
-    for name, dims in coords.items():
-        if name not in recording.variables:
-            raise AnalysisError(f"recording has no {name!r} coord {dims}")
-        if set(recording[name].dims) != set(dims):
-            raise AnalysisError(
-                f"recording coord {name!r} must have dims {dims}; got {recording[name].dims}"
-            )
-    return recording
-
-
-def unit_activity(recording: xr.Dataset, variable: str = "g", mask_memory: bool = True
+def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = True
                   ) -> xr.DataArray:
     """Activity of one population as ``(env, time, unit)`` float64.
 
@@ -137,7 +62,7 @@ def unit_activity(recording: xr.Dataset, variable: str = "g", mask_memory: bool 
         recording's ``g_unit`` / ``memory`` coord, else 0..n-1); ``env`` coord kept; attr
         ``variable``.
     """
-    check_recording(recording, [variable])
+    require_recording(recording, [variable])
     udim = UNIT_DIMS[variable]
     da = recording[variable].transpose("env", "time", udim)
     index = (
@@ -146,8 +71,8 @@ def unit_activity(recording: xr.Dataset, variable: str = "g", mask_memory: bool 
         else np.arange(da.sizes[udim])
     )
     values = np.asarray(da.values, dtype=np.float64)
-    if mask_memory and variable in MEMORY_VARIABLES:
-        mt = recording["memory_time"].transpose("env", udim).values.astype(np.int64)
+    if mask_memory and variable in MEMORY_POPULATIONS:
+        mt = recording[MEMORY_TIME].transpose("env", udim).values.astype(np.int64)
         t = np.arange(values.shape[1])
         exists = (t[None, :, None] > mt[:, None, :]) & (mt[:, None, :] >= 0)
         values = np.where(exists, values, np.nan)
@@ -182,7 +107,7 @@ def node_index(recording: xr.Dataset) -> xr.DataArray:
 
 def rate_maps(
     recording: xr.Dataset,
-    variable: str = "g",
+    variable: str = G,
     smooth_sigma: float | None = None,
     resolution: float | None = None,
 ) -> xr.Dataset:
@@ -221,7 +146,7 @@ def rate_maps(
     AnalysisError
         If the recording lacks the variable or the coords ``node``, ``node_x``, ``node_y``.
     """
-    check_recording(recording, [variable])
+    require_recording(recording, [variable])
     act = unit_activity(recording, variable)
     ds = rate_maps_from_nodes(
         act,

@@ -70,12 +70,12 @@ import xarray as xr
 from scipy import fft as sfft
 from scipy import ndimage
 
+from hippo_rep.schema import MEMORY_ACTIVITY, POPULATIONS, G, require_recording
+
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
-    VARIABLES,
     AnalysisError,
-    check_recording,
     rate_maps,
 )
 from .shuffle import as_rng, check_n_shuffles
@@ -652,8 +652,8 @@ def _pair_attrs(ds: xr.Dataset) -> None:
 def remapping(
     recording: xr.Dataset,
     variables: Sequence[str] | None = None,
-    grid_variable: str = "g",
-    memory_variable: str = "memory_activity",
+    grid_variable: str = G,
+    memory_variable: str = MEMORY_ACTIVITY,
     n_shuffles: int = TEM_SHUFFLES,
     rng: int | np.random.Generator = 0,
 ) -> xr.Dataset:
@@ -689,9 +689,9 @@ def remapping(
         With fewer than two environments or a missing variable.
     """
     if variables is None:
-        variables = [v for v in VARIABLES if v in recording.data_vars]
+        variables = [v for v in POPULATIONS if v in recording.data_vars]
     variables = list(variables)
-    check_recording(recording, sorted({*variables, grid_variable, memory_variable}))
+    require_recording(recording, sorted({*variables, grid_variable, memory_variable}))
     if recording.sizes["env"] < 2:
         raise AnalysisError("remapping needs a recording with at least 2 environments")
     maps = {v: rate_maps(recording, v) for v in dict.fromkeys([*variables, grid_variable,
@@ -725,8 +725,8 @@ def stack_units(rates: dict[str, xr.DataArray]) -> xr.DataArray:
 def remapping_from_rates(
     rates: dict[str, xr.DataArray],
     variables: Sequence[str],
-    grid_variable: str | None = "g",
-    memory_variable: str | None = "memory_activity",
+    grid_variable: str | None = G,
+    memory_variable: str | None = MEMORY_ACTIVITY,
     n_shuffles: int = TEM_SHUFFLES,
     rng: int | np.random.Generator = 0,
     per_unit: bool = True,

@@ -19,7 +19,7 @@ Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave a
 patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
 percentile of its own null); a place cell has spatial information above the 99th percentile
 of its own null and one to three place fields. Class names are defined once, in
-:mod:`hippo_rep.analysis.classes`.
+:mod:`hippo_rep.schema`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,19 @@ import xarray as xr
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+from hippo_rep.schema import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    G,
+    require_recording,
+)
+
 from ._checks import MAP_DIMS, blockwise, check_maps
 from .autocorr import _autocorr_block
-from .classes import IS_BAND, IS_GRID, IS_GRID_THRESHOLD, IS_PLACE, IS_SQUARE, IS_TWO_WAVE
 from .fields import place_score
 from .gridscore import (
     DEEPMIND_MIN_OVERLAP,
@@ -55,7 +65,6 @@ from .recordings import (
     NODE_DIM,
     UNIT_DIM,
     AnalysisError,
-    check_recording,
     node_index,
     rate_maps,
     unit_activity,
@@ -519,7 +528,7 @@ def shuffle_null(
     score_fn: str | ScoreFn | Sequence[str | ScoreFn] = "gridness_60",
     n: int = DEFAULT_SHUFFLES,
     rng: int | np.random.Generator = 0,
-    variable: str = "g",
+    variable: str = G,
     smooth_sigma: float | None = None,
     resolution: float | None = None,
     min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION,
@@ -570,7 +579,7 @@ def shuffle_null(
     """
     n = check_n_shuffles(n)
     scorers = _resolve_scorers(score_fn)
-    check_recording(recording, [variable])
+    require_recording(recording, [variable])
     gen, seed_attr = as_rng(rng)
     maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution)
     observed = _apply_scorers(scorers, maps)
@@ -662,7 +671,7 @@ def classify(
     Returns
     -------
     xarray.Dataset
-        Bool, dims of the scores (names from :mod:`~hippo_rep.analysis.classes`):
+        Bool, dims of the scores (names from :mod:`~hippo_rep.schema`):
         ``is_grid`` (hexagonal, gridness-60 > its null's ``grid_quantile`` and >
         ``grid_min_score``), ``is_grid_threshold`` (gridness-60 > ``grid_threshold`` alone:
         the rule of thumb, not a grid classification), ``is_band`` (one plane wave),

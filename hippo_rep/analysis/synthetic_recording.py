@@ -147,9 +147,9 @@ def synthetic_recording(
     env_t = ("env", "time")
     ds = xr.Dataset(
         {
-            "g": (("env", "time", "g_unit"), g.astype(np.float32)),
-            "g_pi": (("env", "time", "g_unit"), g_pi.astype(np.float32)),
-            "memory_activity": (("env", "time", "memory"), mem.astype(np.float32)),
+            S.G: (S.DATA_VARS[S.G].dims, g.astype(np.float32)),
+            S.G_PI: (S.DATA_VARS[S.G_PI].dims, g_pi.astype(np.float32)),
+            S.MEMORY_ACTIVITY: (S.DATA_VARS[S.MEMORY_ACTIVITY].dims, mem.astype(np.float32)),
         },
         coords={
             "env": np.arange(n_env),

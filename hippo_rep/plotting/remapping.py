@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.schema import G_PI, MEMORY_ACTIVITY, G
+
 #: Display names of the populations (recording variables).
-POPULATION_LABELS = {"g": "positional\ng", "g_pi": "path-integr.\ng_pi",
-                     "memory_activity": "memory\nneurons"}
+POPULATION_LABELS = {G: "positional\ng", G_PI: "path-integr.\ng_pi",
+                     MEMORY_ACTIVITY: "memory\nneurons"}
 
 #: Colours of the populations (Okabe-Ito).
-POPULATION_COLORS = {"g": "#0072B2", "g_pi": "#56B4E9", "memory_activity": "#CC79A7"}
+POPULATION_COLORS = {G: "#0072B2", G_PI: "#56B4E9", MEMORY_ACTIVITY: "#CC79A7"}
 
 #: Horizontal jitter of the per-unit points in :func:`remap_by_population`, in box widths.
 JITTER = 0.15
@@ -133,7 +135,7 @@ def tem_scatter(points, ax=None, title: str | None = None):
                                                           replace=False)
         va, vb = va[keep], vb[keep]
     alpha = SCATTER_ALPHA[0] if va.size <= DENSE_POINTS else SCATTER_ALPHA[1]
-    ax.scatter(va, vb, s=3, alpha=alpha, color=POPULATION_COLORS["memory_activity"], lw=0,
+    ax.scatter(va, vb, s=3, alpha=alpha, color=POPULATION_COLORS[MEMORY_ACTIVITY], lw=0,
                rasterized=True)
     if va.size >= 2 and np.std(va) > 0 and np.std(vb) > 0:
         r = float(np.corrcoef(va, vb)[0, 1])
@@ -168,7 +170,7 @@ def tem_test(tem, ax=None):
     ax = _ax(ax)
     n = tem.sizes["env_pair"]
     x = np.arange(n)
-    ax.plot(x, tem["tem_corr"].values, "o", color=POPULATION_COLORS["memory_activity"],
+    ax.plot(x, tem["tem_corr"].values, "o", color=POPULATION_COLORS[MEMORY_ACTIVITY],
             label="observed", ms=4)
     ax.plot(x, tem["tem_null_mean"].values, "_", color="0.4", ms=8, mew=1.5,
             label="null mean")
@@ -289,7 +291,7 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
     ax.scatter(x, y, s=2, alpha=alpha, lw=0, color=POPULATION_COLORS.get(population, "0.3"),
                rasterized=True, label=_label(population).replace("\n", " "))
     if x.size >= 3 and np.std(x) > 0 and np.std(y) > 0:
-        ax.text(0.03, 0.97 if population != "memory_activity" else 0.87,
+        ax.text(0.03, 0.97 if population != MEMORY_ACTIVITY else 0.87,
                 f"{_label(population).replace(chr(10), ' ')}: r = "
                 f"{float(np.corrcoef(x, y)[0, 1]):.2f}",
                 transform=ax.transAxes, va="top", fontsize=6,

@@ -162,7 +162,7 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None):
     Parameters
     ----------
     fractions : xarray.Dataset
-        :func:`hippo_rep.analysis.classes.class_fractions`: ``numerator``, ``denominator``
+        :func:`hippo_rep.schema.class_fractions`: ``numerator``, ``denominator``
         and ``fraction``, dims (population, cell_class).
     ax : matplotlib Axes, optional
     title : str, optional

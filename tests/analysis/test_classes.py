@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from hippo_rep.analysis import AnalysisError, class_fractions
-from hippo_rep.analysis.classes import CLASSES, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
+from hippo_rep.schema import CLASSES, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -72,6 +72,7 @@ def test_shipped_numbers_and_every_reader_agrees():
 
     an = open_analysis(DATA / "analysis.nc")
     fr = class_fractions(an)
+    xr.testing.assert_identical(an.hippo.summary(), fr)  # the accessor is the same table
     assert set(fr["cell_class"].values) <= set(CLASSES)
     for (pop, cls), (k, n) in SHIPPED.items():
         one = fr.sel(population=pop, cell_class=cls)
