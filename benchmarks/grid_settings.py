@@ -57,8 +57,11 @@ SETTING_SWEEP = {"orth_linear_hexworld": dict(eval_world="hex:11", record_world=
 #: Base preset of every setting.
 PRESET = "small"
 #: What each run evaluates and records (see hippo_rep.sweep.SweepSettings).
+#: ``calibrate=False``: eval.json and the recording use the trained write threshold; the
+#: ``calibrate`` command adds the calibrated evaluation beside it (the table shows both).
 SWEEP_SETTINGS = dict(eval_world="square:11", eval_steps=1500, eval_envs=16,
-                      record_world="square:20", record_steps=2000, record_envs=8, shuffles=20)
+                      record_world="square:20", record_steps=2000, record_envs=8, shuffles=20,
+                      calibrate=False)
 
 
 def run(out: Path, seeds: int, names: list[str]) -> None:

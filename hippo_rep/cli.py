@@ -498,7 +498,8 @@ def cmd_sweep(args) -> int:
     settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
                              record_steps=args.record_steps, shuffles=args.shuffles,
                              eval_steps=args.eval_steps, eval_world=args.eval_world,
-                             record_world=args.record_world)
+                             record_world=args.record_world,
+                             calibrate=not args.no_calibrate)
     try:
         rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
                         settings=settings, scheduler=args.scheduler, workers=args.workers,
@@ -576,6 +577,9 @@ def _add_sweep_parser(sub) -> None:
                    help=f"steps per recorded walk (default: {DEFAULT_RECORD_STEPS})")
     s.add_argument("--shuffles", type=int, default=DEFAULT_SHUFFLES,
                    help=f"shuffles of the analysis' nulls (default: {DEFAULT_SHUFFLES})")
+    s.add_argument("--no-calibrate", action="store_true",
+                   help="evaluate and record TEM-t with its trained write threshold (default: "
+                        "calibrated after training, as hippo-rep calibrate does)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_sweep)
 

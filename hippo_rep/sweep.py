@@ -113,6 +113,9 @@ MANIFEST = "sweep.json"
 RUNS_DIR = "runs"
 #: Files of a run folder, in the order the stages write them.
 CHECKPOINT_FILE = "checkpoint.pt"
+#: TEM-t's checkpoint with its write threshold calibrated (``settings.calibrate``); evaluated
+#: and recorded instead of the trained one.
+CALIBRATED_FILE = "calibrated.pt"
 EVAL_FILE = "eval.json"
 RECORDING_FILE = "recording.nc"
 ANALYSIS_FILE = "analysis.nc"
@@ -126,6 +129,8 @@ RESULT_FILES = ("config.toml", "metrics.csv", CHECKPOINT_FILE, EVAL_FILE, RECORD
 #: The manifest's format tag and version.
 FORMAT, FORMAT_VERSION = "hippo_rep.sweep", 1
 
+#: Calibrate TEM-t's write threshold after training (``hippo-rep calibrate``), as the demo does.
+DEFAULT_CALIBRATE = True
 #: Seeds per grid combination when not given (``train.seed`` = 0).
 DEFAULT_SEEDS = 1
 #: Held-out environments evaluated per run (``hippo-rep evaluate``'s default).
@@ -242,6 +247,10 @@ class SweepSettings:
         World spec evaluated / recorded (None: the run's first training world), e.g. held-out
         ``square:11`` for a model trained on 8×8, or ``square:20`` so a map holds several
         grid periods.
+    calibrate : bool
+        Calibrate a TEM-t's add-if-novel write threshold after training and evaluate and
+        record that copy (``calibrated.pt``; :data:`DEFAULT_CALIBRATE`). Other model kinds
+        are used as trained.
     """
 
     eval_envs: int = DEFAULT_EVAL_ENVS
@@ -256,6 +265,7 @@ class SweepSettings:
     decode: bool = DEFAULT_DECODE
     eval_world: str | None = None
     record_world: str | None = None
+    calibrate: bool = DEFAULT_CALIBRATE
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -267,9 +277,9 @@ class SweepSettings:
                     except (WorldError, TypeError, AttributeError) as err:
                         raise SweepError(f"settings.{f.name}: {err}") from None
                 continue
-            if f.name == "decode":
+            if f.name in ("decode", "calibrate"):
                 if not isinstance(v, bool):
-                    raise SweepError(f"settings.decode must be true or false; got {v!r}")
+                    raise SweepError(f"settings.{f.name} must be true or false; got {v!r}")
                 continue
             if v is None and f.name == "eval_steps":
                 continue
@@ -558,6 +568,9 @@ def read_manifest(path) -> dict:
     if data.get("format_version", 0) > FORMAT_VERSION:
         raise SweepError(f"sweep manifest {str(file)!r} has format version "
                          f"{data['format_version']}; this hippo_rep reads ≤ {FORMAT_VERSION}")
+    if isinstance(data.get("settings"), dict):
+        # sweeps written before calibration existed evaluated the trained checkpoint
+        data["settings"].setdefault("calibrate", False)
     return data
 
 
@@ -635,14 +648,19 @@ def _train_stage(run_dir: Path, cfg: Config) -> int | None:
 
 def _execute(run_dir: Path, cfg: Config, settings: SweepSettings) -> dict:
     # torch: imported by the runs that evaluate, not by reading a sweep (open_sweep, figures)
+    from hippo_rep.training.calibrate import calibrate_checkpoint
     from hippo_rep.training.checkpoint import file_sha256
     from hippo_rep.training.evaluate import evaluate_checkpoint
 
     ckpt = run_dir / CHECKPOINT_FILE
     resumed = _train_stage(run_dir, cfg)
     if resumed is not None:  # outputs of an earlier checkpoint are stale
-        for name in (EVAL_FILE, RECORDING_FILE, ANALYSIS_FILE):
+        for name in (CALIBRATED_FILE, EVAL_FILE, RECORDING_FILE, ANALYSIS_FILE):
             (run_dir / name).unlink(missing_ok=True)
+    if settings.calibrate and cfg.model.kind == "temt":
+        if not (run_dir / CALIBRATED_FILE).is_file():
+            calibrate_checkpoint(ckpt, run_dir / CALIBRATED_FILE)
+        ckpt = run_dir / CALIBRATED_FILE
     if not (run_dir / EVAL_FILE).is_file():
         result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs, world=settings.eval_world,
                                      n_steps=settings.eval_steps, seed=settings.eval_seed)

@@ -23,6 +23,7 @@ from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.config import ConfigError
 from hippo_rep.recording import open_recording
 from hippo_rep.sweep import (
+    CALIBRATED_FILE,
     DEFAULT_DECODE,
     DEFAULT_REMAP_SHUFFLES,
     MANIFEST,
@@ -37,7 +38,7 @@ from hippo_rep.sweep import (
     summarise_analysis,
 )
 from hippo_rep.training import trainer as trainer_mod
-from hippo_rep.training.checkpoint import read_checkpoint
+from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
 
 BASE = ["world.worlds=square:6", "world.walk_steps=40", "train.iterations=3",
         "train.batch_size=4", "model.n_g=8", "model.d_key=8", "model.d_value=8",
@@ -146,6 +147,11 @@ def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
     assert float(one["loop_cosine"]) == ev["transitions"]["loop_returns"]["loop_cosine"]
     with open_recording(run / "recording.nc") as rec:
         assert rec.attrs["world"] == "square:7x7"
+        # TEM-t is evaluated and recorded with its calibrated write threshold
+        assert rec.attrs["checkpoint_sha256"] == file_sha256(run / CALIBRATED_FILE)
+    cal = read_checkpoint(run / CALIBRATED_FILE)["extra"]["calibration"]
+    assert ev["transitions"]["loop_returns"]["write_threshold"] == cal["threshold"]
+    assert cal["source_sha256"] == file_sha256(run / "checkpoint.pt")
     ana = open_analysis(run / "analysis.nc")
     g = ana.isel(unit=ana["variable"].values == "g")
     assert float(one["grid_fraction"]) == float(g["is_grid"].mean())  # every g unit scored
@@ -156,6 +162,26 @@ def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
     assert np.isfinite(summary["remap_corr_g"]) and np.isfinite(summary["pv_corr_memory"])
     assert json.loads(ds.attrs["manifest"])["runs"][0]["name"] == NAMES[0]
     assert str(one["run"].values) == run.name
+
+
+def test_a_manifest_from_before_calibration_reads_as_uncalibrated(tmp_path):
+    settings = dataclasses.asdict(SETTINGS)
+    del settings["calibrate"]
+    (tmp_path / MANIFEST).write_text(json.dumps({"format": sweep_mod.FORMAT,
+                                                 "format_version": 1, "settings": settings}))
+    assert sweep_mod.read_manifest(tmp_path)["settings"]["calibrate"] is False
+    assert SweepSettings().calibrate is True  # what new sweeps do
+
+
+@pytest.mark.slow
+def test_without_calibration_the_trained_checkpoint_is_evaluated(tmp_path):
+    out = tmp_path / "sweep"
+    rep = _sweep(out, grid=[], seeds=1, settings=dataclasses.replace(SETTINGS, calibrate=False))
+    run = out / RUNS_DIR / rep.done[0]
+    assert not (run / CALIBRATED_FILE).exists()
+    ev = json.loads((run / "eval.json").read_text())
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
+    assert ev["transitions"]["loop_returns"]["write_threshold"] == 0.98
 
 
 @pytest.mark.slow
