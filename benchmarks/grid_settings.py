@@ -77,16 +77,20 @@ def run(out: Path, seeds: int, names: list[str]) -> None:
 
 
 def reanalyse(out: Path) -> None:
-    import json
-
     from hippo_rep.analysis.pipeline import analyse, write_analysis
     from hippo_rep.recording import open_recording
-    from hippo_rep.sweep import ANALYSIS_FILE, ANALYSIS_SCHEDULER, RECORDING_FILE, RUNS_DIR
+    from hippo_rep.sweep import (
+        ANALYSIS_FILE,
+        ANALYSIS_SCHEDULER,
+        RECORDING_FILE,
+        RUNS_DIR,
+        read_manifest,
+    )
 
     for name in SETTINGS:
         if not (out / name / "sweep.json").is_file():
             continue
-        st = json.loads((out / name / "sweep.json").read_text())["settings"]
+        st = read_manifest(out / name)["settings"]
         for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
             if not (run_dir / "done.json").is_file():
                 continue
@@ -106,16 +110,15 @@ CALIBRATED_CHECKPOINT, CALIBRATED_EVAL = "calibrated.pt", "eval_calibrated.json"
 def calibrate(out: Path) -> None:
     """Calibrate every finished run's write threshold (hippo_rep.training.calibrate) and
     evaluate the calibrated copy on the same held-out walks as the run's own evaluation."""
-    import json
-
-    from hippo_rep.sweep import RUNS_DIR
+    from hippo_rep.fileio import write_json
+    from hippo_rep.sweep import RUNS_DIR, read_manifest
     from hippo_rep.training.calibrate import calibrate_checkpoint
     from hippo_rep.training.evaluate import evaluate_checkpoint
 
     for name in SETTINGS:
         if not (out / name / "sweep.json").is_file():
             continue
-        st = json.loads((out / name / "sweep.json").read_text())["settings"]
+        st = read_manifest(out / name)["settings"]
         for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
             if not (run_dir / "done.json").is_file() or (run_dir / CALIBRATED_EVAL).is_file():
                 continue
@@ -124,7 +127,7 @@ def calibrate(out: Path) -> None:
                                       world=st["eval_world"], n_steps=st["eval_steps"],
                                       seed=st["eval_seed"])
             res["calibration"] = rep
-            (run_dir / CALIBRATED_EVAL).write_text(json.dumps(res, indent=1))
+            write_json(run_dir / CALIBRATED_EVAL, res, indent=1)
             print(f"calibrated {name}/{run_dir.name}: threshold {rep['threshold']:.3f}, "
                   f"{res['memory']['memories_per_node']:.2f} memories/node", flush=True)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
 from hippo_rep import __version__
+from hippo_rep.fileio import write_json
 
 #: Default held-out environments and steps of ``hippo-rep evaluate``.
 DEFAULT_EVAL_ENVS = 32
@@ -168,7 +169,7 @@ def cmd_evaluate(args) -> int:
     result["meta"]["checkpoint_sha256"] = file_sha256(args.checkpoint)
     _print_eval(result)
     if args.json:
-        _write_json(args.json, result)
+        write_json(args.json, result)
         print(f"wrote {args.json}")
     return 0
 
@@ -196,12 +197,6 @@ def cmd_calibrate(args) -> int:
               f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})")
     print(f"write threshold {rep['initial_threshold']:g} → {rep['threshold']:g}; wrote {args.out}")
     return 0
-
-
-def _write_json(path, data) -> None:
-    from hippo_rep.fileio import atomic_write
-
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2)))
 
 
 def _print_eval(result: dict) -> None:
@@ -433,7 +428,7 @@ def cmd_passkey_eval(args) -> int:
     _passkey_wide([{"accuracy": a, "ci_low": ci[f][0], "ci_high": ci[f][1]}
                    for f, a in acc.items()], "prompts per length (--samples)")
     if args.json:
-        _write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
+        write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
                                 "step": payload.get("step"), "seed": args.seed,
                                 "n_samples": args.samples, "threads": args.threads,
                                 "confidence": CONFIDENCE,

@@ -79,6 +79,11 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
+def write_json(path: str | Path, data, indent: int = 2) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=indent)))
+
+
 def atomic_write(path: str | Path, write) -> None:
     """Call ``write(tmp_path)`` then rename onto ``path``: a crash leaves the old file intact
     (and its temporary file is removed by the next write of ``path``)."""

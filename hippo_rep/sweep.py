@@ -93,7 +93,7 @@ from hippo_rep.config import (
     parse_override,
     read_raw,
 )
-from hippo_rep.fileio import atomic_write, read_json
+from hippo_rep.fileio import atomic_write, read_json, write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.schema import (
     IS_BAND,
@@ -621,10 +621,6 @@ def is_finished(run_dir) -> bool:
         return False
 
 
-def _write_json(path: Path, data) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2)))
-
-
 def _train_stage(run_dir: Path, cfg: Config) -> int | None:
     """Train, or continue training from the run's checkpoint. Returns the iteration resumed
     from (None: trained from scratch, or already trained)."""
@@ -665,7 +661,7 @@ def _execute(run_dir: Path, cfg: Config, settings: SweepSettings) -> dict:
         result = evaluate_checkpoint(ckpt, n_envs=settings.eval_envs, world=settings.eval_world,
                                      n_steps=settings.eval_steps, seed=settings.eval_seed)
         result["meta"]["checkpoint_sha256"] = file_sha256(ckpt)
-        _write_json(run_dir / EVAL_FILE, result)
+        write_json(run_dir / EVAL_FILE, result)
     rec = run_dir / RECORDING_FILE
     if not rec.is_file():
         record_to_file(ckpt, rec, n_envs=settings.record_envs, n_steps=settings.record_steps,
@@ -723,7 +719,7 @@ def _run_one(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
             stages = _execute(run_dir, config, settings)
         res["resumed_from"] = stages["resumed_from"]
         res["wall_s"] = time.perf_counter() - t0
-        _write_json(run_dir / DONE_FILE, {
+        write_json(run_dir / DONE_FILE, {
             "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
             "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
                         for k, v in stages["summary"].items()},
@@ -814,7 +810,7 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
         if clear:
             _clear(out)
         out.mkdir(parents=True, exist_ok=True)
-        _write_json(out / MANIFEST, manifest)
+        write_json(out / MANIFEST, manifest)
         todo = []
         for r in runs:
             if is_finished(out / RUNS_DIR / r.name):

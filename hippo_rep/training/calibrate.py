@@ -27,9 +27,8 @@ import numpy as np
 import torch
 
 from hippo_rep.config import from_dict
-from hippo_rep.fileio import atomic_write
 from hippo_rep.random_streams import calibration_rng
-from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, write_payload
 from hippo_rep.training.evaluate import memories_per_node, run_model
 from hippo_rep.worlds import parse_world, sample_episodes
 
@@ -197,5 +196,5 @@ def calibrate_checkpoint(path, out, n_envs: int = CALIBRATION_ENVS,
     from_dict(cfg, "calibrated config")  # still a valid config
     payload = dict(payload, config=cfg,
                    extra={**(payload.get("extra") or {}), "calibration": report})
-    atomic_write(out, lambda tmp: torch.save(payload, tmp))
+    write_payload(out, payload)
     return report

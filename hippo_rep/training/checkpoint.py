@@ -52,6 +52,11 @@ def save_checkpoint(path, model: TEMt, config: Config, step: int, optimizer=None
         "torch_rng_state": torch.random.get_rng_state(),
         "extra": extra or {},
     }
+    write_payload(path, payload)
+
+
+def write_payload(path, payload: dict) -> None:
+    """Write a checkpoint payload atomically (temporary file, then rename)."""
     atomic_write(path, lambda tmp: torch.save(payload, tmp))
 
 
