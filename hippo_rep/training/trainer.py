@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.config import DEVICE_PATTERN, DEVICES, Config, to_toml, world_kind
+from hippo_rep.config import DEVICE_PATTERN, DEVICES, Config, world_kind
 from hippo_rep.fileio import atomic_write
 from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.random_streams import batch_rng
@@ -153,7 +153,7 @@ class Trainer:
             self.optim = self._optimizer()
             self.out.mkdir(parents=True, exist_ok=True)
             atomic_write(self.out / "config.toml",
-                         lambda tmp: Path(tmp).write_text(to_toml(config)))
+                         lambda tmp: Path(tmp).write_text(config.to_toml()))
             atomic_write(self.metrics_path,
                          lambda tmp: _write_csv_header(tmp, metric_fields(config)))
         self.tb = _tensorboard(self.out)
