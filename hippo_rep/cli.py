@@ -129,11 +129,8 @@ def cmd_train(args) -> int:
     else:
         read_raw(args.config)  # a clear error for a missing file before anything is written
         cfg = load_config(args.config, args.set)
-    if args.device is not None:
-        from hippo_rep.config import validate
-
-        cfg = cfg.replace(train=_replace(cfg.train, device=args.device))
-        validate(cfg, "--device")
+    if args.device is not None:  # checked as train.device
+        cfg = cfg.replace(train=cfg.train.replace(device=args.device))
     t0 = time.perf_counter()
     try:
         ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress,
@@ -144,12 +141,6 @@ def cmd_train(args) -> int:
         return 130
     print(f"trained in {time.perf_counter() - t0:.0f} s → {ckpt}")
     return 0
-
-
-def _replace(dc, **kw):
-    import dataclasses
-
-    return dataclasses.replace(dc, **kw)
 
 
 def cmd_evaluate(args) -> int:

@@ -64,7 +64,6 @@ import xarray as xr
 # import torch (tests/test_recording.py checks), and netCDF files need no zarr.
 from hippo_rep import __version__
 from hippo_rep import schema as S
-from hippo_rep.config import world_kind
 from hippo_rep.datasets import (
     CHUNKS_COMPLETE_ATTR,
     RecordingError,
@@ -74,7 +73,7 @@ from hippo_rep.datasets import (
 )
 from hippo_rep.fileio import atomic_write, clean_stale
 from hippo_rep.random_streams import RECORD_STREAM, record_rng
-from hippo_rep.worlds import parse_world, random_observations, sample_episodes, step_types
+from hippo_rep.worlds import random_observations, sample_episodes, step_types
 
 #: Environments recorded by default.
 DEFAULT_ENVS = 16
@@ -190,7 +189,11 @@ class Recorder:
                  world: str | None = None, seed: int = 0, same_observations: bool = False,
                  chunk: int = DEFAULT_CHUNK, device: str = "cpu",
                  threads: int | None = None):
-        from hippo_rep.training.checkpoint import file_sha256, load_checkpoint  # torch
+        from hippo_rep.training.checkpoint import (  # torch
+            check_actions,
+            file_sha256,
+            load_checkpoint,
+        )
 
         n_envs = _positive("n_envs", n_envs)
         chunk = _positive("chunk", chunk)
@@ -206,12 +209,8 @@ class Recorder:
             raise RecordingError(f"checkpoint {str(checkpoint)!r} is a TEM (model.kind = "
                                  "\"tem\"); recording TEM is not supported yet (evaluate it "
                                  "with hippo-rep evaluate)")
-        w = parse_world(cfg.world.worlds[0] if world is None else world)
-        if w.n_actions != payload["n_actions"]:
-            raise RecordingError(
-                f"world {w.spec!r} has {w.n_actions} actions but checkpoint "
-                f"{str(checkpoint)!r} was trained on {world_kind(cfg)} worlds "
-                f"({payload['n_actions']} actions); record a {world_kind(cfg)} world")
+        w = check_actions(cfg.world.worlds[0] if world is None else world,
+                          payload["n_actions"], f"checkpoint {str(checkpoint)!r}", RecordingError)
         n_steps = cfg.world.walk_steps if n_steps is None else n_steps
         self.threads = cfg.train.threads if threads is None else int(threads)
         self.world, self.chunk, self.device = w, chunk, device

@@ -105,6 +105,7 @@ from hippo_rep.schema import (
     MEMORY_ACTIVITY,
     G,
 )
+from hippo_rep.typed_config import Rule, TypedConfig, setting
 from hippo_rep.worlds import WorldError, parse_world
 
 #: The manifest's file name, at the sweep's root.
@@ -218,7 +219,7 @@ class SweepError(ValueError):
 
 
 @dataclass(frozen=True)
-class SweepSettings:
+class SweepSettings(TypedConfig):
     """What each run evaluates, records and analyses after training (the same for every run).
 
     Attributes
@@ -253,39 +254,30 @@ class SweepSettings:
         are used as trained.
     """
 
-    eval_envs: int = DEFAULT_EVAL_ENVS
-    eval_steps: int | None = None
-    eval_seed: int = DEFAULT_EVAL_SEED
-    record_envs: int = DEFAULT_RECORD_ENVS
-    record_steps: int = DEFAULT_RECORD_STEPS
-    record_seed: int = DEFAULT_RECORD_SEED
-    shuffles: int = DEFAULT_SHUFFLES
-    remap_shuffles: int = DEFAULT_REMAP_SHUFFLES
-    analysis_seed: int = DEFAULT_ANALYSIS_SEED
+    section = "settings"
+    error = SweepError
+
+    eval_envs: int = setting(DEFAULT_EVAL_ENVS, Rule(low=1))
+    eval_steps: int | None = setting(None, Rule(low=1))
+    eval_seed: int = setting(DEFAULT_EVAL_SEED, Rule(low=0))
+    record_envs: int = setting(DEFAULT_RECORD_ENVS, Rule(low=1))
+    record_steps: int = setting(DEFAULT_RECORD_STEPS, Rule(low=1))
+    record_seed: int = setting(DEFAULT_RECORD_SEED, Rule(low=0))
+    shuffles: int = setting(DEFAULT_SHUFFLES, Rule(low=1))
+    remap_shuffles: int = setting(DEFAULT_REMAP_SHUFFLES, Rule(low=1))
+    analysis_seed: int = setting(DEFAULT_ANALYSIS_SEED, Rule(low=0))
     decode: bool = DEFAULT_DECODE
     eval_world: str | None = None
     record_world: str | None = None
     calibrate: bool = DEFAULT_CALIBRATE
 
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if f.name.endswith("_world"):
-                if v is not None:
-                    try:
-                        parse_world(v)
-                    except (WorldError, TypeError, AttributeError) as err:
-                        raise SweepError(f"settings.{f.name}: {err}") from None
-                continue
-            if f.name in ("decode", "calibrate"):
-                if not isinstance(v, bool):
-                    raise SweepError(f"settings.{f.name} must be true or false; got {v!r}")
-                continue
-            if v is None and f.name == "eval_steps":
-                continue
-            minimum = 0 if f.name.endswith("seed") else 1
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise SweepError(f"settings.{f.name} must be an int ≥ {minimum}; got {v!r}")
+    def check(self) -> None:
+        for name in ("eval_world", "record_world"):
+            if getattr(self, name) is not None:
+                try:
+                    parse_world(getattr(self, name))
+                except WorldError as err:
+                    raise SweepError(f"settings.{name}: {err}") from None
 
 
 @dataclass(frozen=True)

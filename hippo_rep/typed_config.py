@@ -23,7 +23,6 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import tomli_w
 
@@ -131,12 +130,13 @@ def _coerce(value, typ, name: str):
 class TypedConfig:
     """Base of the frozen-dataclass configs (see the module docstring)."""
 
+    # Class attributes, not annotated: typing.get_type_hints of a config lists its fields only.
     #: The section's name in messages and TOML ("model" → "model.n_g"); "" for a top level.
-    section: ClassVar[str] = ""
+    section = ""
     #: The exception type raised for a bad value.
-    error: ClassVar[type[Exception]] = ConfigError
+    error = ConfigError
     #: Keys that older versions wrote and that did nothing: dropped by :meth:`from_dict`.
-    removed: ClassVar[frozenset[str]] = frozenset()
+    removed = frozenset()
 
     def __post_init__(self):
         for f, typ in _fields(type(self)):
@@ -147,7 +147,7 @@ class TypedConfig:
                 raise self.error(str(err)) from None
             object.__setattr__(self, f.name, value)
             rule = f.metadata.get("rule")
-            problem = rule.check(name, value) if rule is not None else None
+            problem = rule.check(name, value) if rule and value is not None else None
             if problem:
                 raise self.error(problem)
         self.check()
@@ -183,14 +183,13 @@ class TypedConfig:
             misspelt one, the nearest).
         """
         try:
-            return cls._build(data, source)
+            return cls._build(data)
         except tuple({cls.error, ConfigError, *_section_errors(cls)}) as err:
             raise cls.error(f"{source}: {err}") from None
 
     @classmethod
-    def _build(cls, data, source: str):
-        fields = dict(_fields(cls))
-        names = {f.name: typ for f, typ in fields.items()}
+    def _build(cls, data):
+        names = {f.name: typ for f, typ in _fields(cls)}
         where = f"[{cls.section}]" if cls.section else "the config"
         if not isinstance(data, dict):
             raise ConfigError(f"{where} must be a table; got {type(data).__name__}")
@@ -204,13 +203,16 @@ class TypedConfig:
             shown = quote(", ".join(prefix + k for k in unknown))[1:-1]
             raise ConfigError(f"unknown {kind}(s) {shown}{hint}; valid {kind}s in {where}: "
                               f"{', '.join(sorted(names))}")
-        kw = {k: names[k]._build(v, source) if _is_section(names[k]) else v
-              for k, v in data.items()}
-        return cls(**kw)
+        return cls(**{k: names[k]._build(v) if _is_section(names[k]) else v
+                      for k, v in data.items()})
 
     @classmethod
     def from_json(cls, text: str, source: str = "config"):
-        return cls.from_dict(json.loads(text), source)
+        """Build from :meth:`to_json`'s text (errors name ``source``)."""
+        try:
+            return cls.from_dict(json.loads(text), source)
+        except (json.JSONDecodeError, RecursionError):
+            raise cls.error(f"{source}: not valid JSON") from None
 
     @classmethod
     def from_toml(cls, path: str | Path):

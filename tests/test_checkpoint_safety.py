@@ -12,11 +12,14 @@ from hippo_rep import cli
 from hippo_rep.config import load_config
 from hippo_rep.models.temt import build_model
 from hippo_rep.tasks import passkey as P
+from hippo_rep.tasks.delay import DelayTaskError, delay_accuracy
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import (
     WEIGHTS_SHA256_KEY,
     CheckpointError,
+    check_actions,
     load_checkpoint,
+    read_checkpoint,
     save_checkpoint,
     weights_sha256,
 )
@@ -190,3 +193,62 @@ def test_mistyped_fields_are_one_line(tmp_path, capsys, temt_ckpt, field, value,
     torch.save(payload, tmp_path / "typed.pt")
     rc, err = run_cli(capsys, "evaluate", tmp_path / "typed.pt")
     assert rc == 2 and len(err.splitlines()) == 1 and "typed.pt" in err and needle in err
+
+
+# ------------------------------------------------------------------ kinds and action sets
+def test_files_carry_their_kind(temt_ckpt, passkey_ckpt):
+    assert torch.load(temt_ckpt, weights_only=True)["kind"] == "temt"
+    assert torch.load(passkey_ckpt, weights_only=True)["kind"] == "passkey"
+
+
+def test_wrong_kind_is_one_line_naming_file_and_both_kinds(capsys, temt_ckpt, passkey_ckpt):
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(passkey_ckpt)
+    msg = str(info.value)
+    assert str(passkey_ckpt) in msg and "'passkey'" in msg and "'temt'" in msg
+    with pytest.raises(P.PassKeyError) as info:
+        P.load_checkpoint(temt_ckpt)
+    msg = str(info.value)
+    assert str(temt_ckpt) in msg and "(kind 'temt'), not a PassKey" in msg and "'passkey'" in msg
+    for argv in (["evaluate", passkey_ckpt], ["passkey", "eval", temt_ckpt]):
+        rc, err = run_cli(capsys, *argv)
+        assert rc == 2 and len(err.splitlines()) == 1 and "checkpoint.pt" in err
+        assert "'passkey'" in err and "'temt'" in err
+
+
+def test_files_without_kind_still_load(tmp_path, passkey_ckpt):
+    """Older files: PassKey's own format name, or TEM-t's format whose model.kind says it."""
+    old = torch.load(passkey_ckpt, weights_only=True)
+    del old["kind"]
+    old["format"] = "hippo_rep.passkey_checkpoint"
+    torch.save(old, tmp_path / "old_pk.pt")
+    model, cfg, payload = P.load_checkpoint(tmp_path / "old_pk.pt")
+    assert payload["kind"] == "passkey" and cfg == P.load_checkpoint(passkey_ckpt)[1]
+    cfg = load_config("tiny", ["model.kind=sinusoidal"])
+    model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    save_checkpoint(tmp_path / "sin.pt", model, cfg, 0)
+    old = torch.load(tmp_path / "sin.pt", weights_only=True)
+    del old["kind"], old["model_kind"]
+    torch.save(old, tmp_path / "old_sin.pt")
+    assert load_checkpoint(tmp_path / "old_sin.pt")[2]["kind"] == "sinusoidal"
+    assert read_checkpoint(DATA / "temt_paper.pt")["kind"] == "temt"
+    # a kind that contradicts the config is refused
+    old["kind"] = "temt"
+    torch.save(old, tmp_path / "mixed.pt")
+    with pytest.raises(CheckpointError, match=r"mixed\.pt.*kind 'temt'.*'sinusoidal'"):
+        load_checkpoint(tmp_path / "mixed.pt")
+
+
+def test_world_with_another_action_set_is_refused_by_every_caller(tmp_path, capsys, temt_ckpt):
+    for argv in (["evaluate", temt_ckpt, "--world", "hex:4", "--envs", "1", "--steps", "5"],
+                 ["record", temt_ckpt, "--world", "hex:4", "--out", tmp_path / "r.nc",
+                  "--envs", "1", "--steps", "5"]):
+        rc, err = run_cli(capsys, *argv)
+        assert rc == 2 and len(err.splitlines()) == 1, err
+        assert ("world 'hex:4x4' has 7 actions but checkpoint" in err and "checkpoint.pt" in err
+                and "trained on square worlds (5 actions)" in err), err
+    model, _, _ = load_checkpoint(temt_ckpt)
+    with pytest.raises(DelayTaskError, match=r"'hex:4x4' has 7 actions but the model was "
+                                             r"trained on square worlds \(5 actions\)"):
+        delay_accuracy(model, delays=(1,), n_envs=1, world="hex:4", n_obs=model.n_obs)
+    assert check_actions("square:3", 5, "m").n_actions == 5

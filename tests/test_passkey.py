@@ -219,19 +219,19 @@ def test_option_table_covers_every_option():
     import dataclasses
 
     names = {f"model.{f.name}" for f in dataclasses.fields(P.FAMConfig)} | \
-        {f"train.{f.name}" for f in dataclasses.fields(P.TrainConfig)}
+        {f"train.{f.name}" for f in dataclasses.fields(P.PassKeyTrainConfig)}
     assert names - set(OPTION_VALUES) == {"model.variant", "model.vocab_size",
                                           "train.log_every"}
 
 
 def _base(variant):
     return P.PassKeyConfig(P.FAMConfig(variant=variant, **OPT_MODEL),
-                           P.TrainConfig(**OPT_TRAIN))
+                           P.PassKeyTrainConfig(**OPT_TRAIN))
 
 
 def _unchecked(cfg, option, value):
     """``cfg`` with ``option`` set, skipping PassKeyConfig's refusals (FAMConfig and
-    TrainConfig still check their own fields): what a refused option would have done."""
+    PassKeyTrainConfig still check their own fields): what a refused option would have done."""
     import dataclasses
 
     section, key = option.split(".")
@@ -281,7 +281,7 @@ def test_each_option_changes_the_loss_or_is_refused_where_it_does_nothing(varian
 
 def test_conditionally_inert_options_are_refused(monkeypatch, tmp_path):
     fam0 = P.PassKeyConfig(P.FAMConfig(variant="fam", **{**OPT_MODEL, "n_mem": 0}),
-                           P.TrainConfig(**OPT_TRAIN))
+                           P.PassKeyTrainConfig(**OPT_TRAIN))
     with pytest.raises(P.PassKeyError, match=r"mem_stop_grad.*'fam'.*n_mem = 0"):
         fam0.with_overrides(["model.mem_stop_grad=true"])
     nopos = _base("bswa").with_overrides(["model.pos_encoding='none'"])

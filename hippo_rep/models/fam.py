@@ -41,7 +41,6 @@ tests compare against, and the only form of the FM ablation, whose memory is rec
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -49,6 +48,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from hippo_rep.typed_config import Rule, TypedConfig, choice, setting
 
 #: Attention variants: full causal, BSWA, BSWA + FAM, and the FM and SUM ablations.
 VARIANTS = ("full", "bswa", "fam", "fm", "sum")
@@ -64,52 +65,44 @@ class FAMConfigError(ValueError):
     """A TransformerFAM configuration or input that cannot be used."""
 
 
+_AT_LEAST_1 = Rule(low=1)
+_AT_LEAST_0 = Rule(low=0)
+
+
 @dataclass(frozen=True)
-class FAMConfig:
+class FAMConfig(TypedConfig):
+    section = "model"
+    error = FAMConfigError
     # Token vocabulary (PassKey: 36 = 16 filler + 16 key values + 4 specials).
-    vocab_size: int = 36
+    vocab_size: int = setting(36, _AT_LEAST_1)
     # Width of the residual stream (d = 64 reproduced PassKey in a CPU pilot).
-    d_model: int = 64
+    d_model: int = setting(64, _AT_LEAST_1)
     # Attention heads; d_model must be divisible by it (head width even for rope).
-    n_heads: int = 4
+    n_heads: int = setting(4, _AT_LEAST_1)
     # Transformer layers (pre-LN blocks).
-    n_layers: int = 2
+    n_layers: int = setting(2, _AT_LEAST_1)
     # Hidden width of the feed-forward sublayer (4 x d_model, as usual).
-    d_ff: int = 256
+    d_ff: int = setting(256, _AT_LEAST_1)
     # Attention variant: full | bswa | fam | fm | sum (see the module docstring).
-    variant: str = "fam"
+    variant: str = choice("fam", VARIANTS)
     # Block size B in tokens (the paper: 1024; the CPU replication: 16). Unused by "full".
-    block_size: int = 16
+    block_size: int = setting(16, _AT_LEAST_1)
     # Memory segments M: previous blocks each query sees in full (paper: 3; 0 allowed).
-    n_mem: int = 1
+    n_mem: int = setting(1, _AT_LEAST_0)
     # FAM slots F per layer for "fam" and "sum" (paper: 64; CPU replication: 4); ignored by
     # full, bswa and fm.
-    n_fam: int = 4
+    n_fam: int = setting(4, _AT_LEAST_0)
     # Detach the memory segments' keys/values (fm: outputs), as in Transformer-XL; the paper's
     # BSWA lets gradients flow into them (False).
     mem_stop_grad: bool = False
     # Positional encoding of queries and keys: rope (rotary, relative) | none.
-    pos_encoding: str = "rope"
+    pos_encoding: str = choice("rope", POS_ENCODINGS)
     # Base of the rotary frequencies.
-    rope_base: float = 10000.0
+    rope_base: float = setting(10000.0, Rule(low=1, low_open=True))
     # Std of the normal initialisation of embeddings, projections and the initial FAM.
-    init_std: float = 0.02
+    init_std: float = setting(0.02, Rule(low=0, low_open=True))
 
-    def __post_init__(self):
-        checks = [("vocab_size", self.vocab_size, 1), ("d_model", self.d_model, 1),
-                  ("n_heads", self.n_heads, 1), ("n_layers", self.n_layers, 1),
-                  ("d_ff", self.d_ff, 1), ("block_size", self.block_size, 1),
-                  ("n_mem", self.n_mem, 0), ("n_fam", self.n_fam, 0)]
-        for name, value, low in checks:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise FAMConfigError(f"model.{name} must be an integer; got {value!r}")
-            if value < low:
-                raise FAMConfigError(f"model.{name} must be ≥ {low}; got {value}")
-        if self.variant not in VARIANTS:
-            raise FAMConfigError(f"model.variant must be one of {VARIANTS}; got {self.variant!r}")
-        if self.pos_encoding not in POS_ENCODINGS:
-            raise FAMConfigError(f"model.pos_encoding must be one of {POS_ENCODINGS}; "
-                                 f"got {self.pos_encoding!r}")
+    def check(self) -> None:
         if self.variant in FAM_VARIANTS and self.n_fam < 1:
             raise FAMConfigError(f"model.n_fam must be ≥ 1 for variant {self.variant!r} "
                                  f"(F feedback slots per layer); got {self.n_fam}")
@@ -119,46 +112,11 @@ class FAMConfig:
         if self.pos_encoding == "rope" and (self.d_model // self.n_heads) % 2:
             raise FAMConfigError("model.pos_encoding='rope' needs an even head width "
                                  f"d_model/n_heads; got {self.d_model // self.n_heads}")
-        if not isinstance(self.mem_stop_grad, bool):
-            raise FAMConfigError(f"model.mem_stop_grad must be true or false; "
-                                 f"got {self.mem_stop_grad!r}")
-        for name in ("rope_base", "init_std"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise FAMConfigError(f"model.{name} must be a number; got {value!r}")
-        if not self.rope_base > 1:
-            raise FAMConfigError(f"model.rope_base must be > 1; got {self.rope_base}")
-        if not self.init_std > 0:
-            raise FAMConfigError(f"model.init_std must be > 0; got {self.init_std}")
 
     @property
     def slots(self) -> int:
         """F for the variants with feedback slots, else 0."""
         return self.n_fam if self.variant in FAM_VARIANTS else 0
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict, source: str = "model config") -> FAMConfig:
-        """Build from a dict, naming unknown keys and bad values."""
-        if not isinstance(data, dict):
-            raise FAMConfigError(f"{source}: expected a table of model settings")
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        bad = sorted(set(data) - set(names))
-        if bad:
-            raise FAMConfigError(f"{source}: unknown key(s) {', '.join(bad)}; valid keys: "
-                                 f"{', '.join(sorted(names))}")
-        kw = {}
-        for k, v in data.items():
-            if names[k].type in ("float", float) and isinstance(v, int) \
-                    and not isinstance(v, bool):
-                v = float(v)
-            kw[k] = v
-        try:
-            return cls(**kw)
-        except FAMConfigError as err:
-            raise FAMConfigError(f"{source}: {err}") from None
 
 
 class FAMOutput(NamedTuple):

@@ -26,9 +26,9 @@ import xarray as xr
 from hippo_rep import __version__
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.models.temt import TEMt, load_across_memory
-from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import predictions
-from hippo_rep.worlds import HOME_SIZE, delay_walk, parse_world, random_observations
+from hippo_rep.worlds import HOME_SIZE, delay_walk, random_observations
 
 #: World of the task: larger than the 8x8 training worlds so the excursion can stay away.
 DEFAULT_WORLD = "square:10"
@@ -75,10 +75,7 @@ def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = 
     predicted), ``n_scored``, ``walk_steps`` (mean walk length), ``chance`` (1 / n_obs) and
     ``node_agent`` (1: every scored node was visited before).
     """
-    w = parse_world(world)
-    if w.n_actions != model.n_actions:
-        raise DelayTaskError(f"world {world!r} has {w.n_actions} actions; the model was "
-                             f"trained with {model.n_actions}")
+    w = check_actions(world, model.n_actions, "the model", DelayTaskError)
     if n_obs != model.n_obs:
         raise DelayTaskError(f"n_obs {n_obs} differs from the model's {model.n_obs}")
     if n_envs < 1:

@@ -22,7 +22,6 @@ same prompts for a filler length whatever other lengths are evaluated).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import math
@@ -35,11 +34,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write, quote, read_json
+from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.models.fam import (
     FAM_VARIANTS,
     FAMConfig,
-    FAMConfigError,
     FAMTransformer,
     build_fam_model,
 )
@@ -50,6 +48,8 @@ from hippo_rep.tasks import (
     PASSKEY_VARIANT_DEFINED_BY,
     PASSKEY_VARIANTS,
 )
+from hippo_rep.training import checkpoint
+from hippo_rep.typed_config import Rule, TypedConfig, setting
 
 PAD, BOS, KEY, QUERY = 0, 1, 2, 3
 #: Number of key values and of filler tokens.
@@ -90,75 +90,61 @@ VARIANT_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "train.recon_weight": (FAM_VARIANTS, "it has no FAM slots to reconstruct from"),
 }
 
-FORMAT = "hippo_rep.passkey_checkpoint"
-FORMAT_VERSION = 1
-
 
 class PassKeyError(ValueError):
     """A PassKey setting, checkpoint or sweep that cannot be used."""
 
 
+_COUNT = Rule(low=0)
+_NON_NEGATIVE = Rule(low=0)
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class PassKeyTrainConfig(TypedConfig):
+    section = "train"
+    error = PassKeyError
     # Optimisation steps (~800 steps of batch 32 reproduced PassKey in a CPU pilot).
-    steps: int = 800
+    steps: int = setting(800, _COUNT)
     # Prompts per step; all prompts of a step share one filler length.
-    batch_size: int = 32
+    batch_size: int = setting(32, Rule(low=1))
     # Peak AdamW learning rate.
-    lr: float = 2e-3
+    lr: float = setting(2e-3, Rule(low=0, low_open=True))
     # Steps of linear warm-up, then cosine decay to 10 % of lr.
-    warmup: int = 50
+    warmup: int = setting(50, _COUNT)
     # AdamW weight decay.
-    weight_decay: float = 0.0
+    weight_decay: float = setting(0.0, _NON_NEGATIVE)
     # Gradient-norm clipping (0 = off).
-    grad_clip: float = 1.0
+    grad_clip: float = setting(1.0, _NON_NEGATIVE)
     # Shortest filler length drawn for training.
-    filler_min: int = 0
+    filler_min: int = setting(0, _COUNT)
     # Longest filler length drawn for training (8 blocks of 16 at the default).
     filler_max: int = 128
     # Random state passing: probability that a prompt starts from the final FAM of the
     # previous step's prompt (same batch row) instead of the learned initial FAM (fam/sum).
-    state_passing: float = 0.0
+    state_passing: float = setting(0.0, Rule(low=0, high=1, why="a probability"))
     # Weight of the diversity loss (Hwang et al. 2024, eq. 2, appendix C.4; it always hurt there).
-    diversity_weight: float = 0.0
+    diversity_weight: float = setting(0.0, _NON_NEGATIVE)
     # Weight of the reconstruction loss (Hwang et al. 2024, appendix C.5: did not help;
     # fam/sum only).
-    recon_weight: float = 0.0
+    recon_weight: float = setting(0.0, _NON_NEGATIVE)
     # Seed of the initialisation, batches and state-passing draws.
     seed: int = 0
     # Steps per logged row of the training history.
-    log_every: int = 50
+    log_every: int = setting(50, Rule(low=1))
 
-    def __post_init__(self):
-        ints = ("steps", "batch_size", "warmup", "filler_min", "filler_max", "seed", "log_every")
-        for name in ints:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise PassKeyError(f"train.{name} must be an integer; got {v!r}")
-        for name in ("lr", "weight_decay", "grad_clip", "state_passing", "diversity_weight",
-                     "recon_weight"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise PassKeyError(f"train.{name} must be a finite number; got {v!r}")
-        low = {"steps": 0, "batch_size": 1, "warmup": 0, "filler_min": 0, "log_every": 1,
-               "lr": 1e-12, "weight_decay": 0, "grad_clip": 0, "diversity_weight": 0,
-               "recon_weight": 0}
-        for name, lo in low.items():
-            if getattr(self, name) < lo:
-                raise PassKeyError(f"train.{name} must be ≥ {lo}; got {getattr(self, name)}")
+    def check(self) -> None:
         if self.filler_max < self.filler_min:
             raise PassKeyError(f"train.filler_max ({self.filler_max}) must be ≥ "
                                f"train.filler_min ({self.filler_min})")
-        if not 0 <= self.state_passing <= 1:
-            raise PassKeyError(f"train.state_passing is a probability; got {self.state_passing}")
 
 
 @dataclass(frozen=True)
-class PassKeyConfig:
+class PassKeyConfig(TypedConfig):
+    error = PassKeyError
     model: FAMConfig = field(default_factory=FAMConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: PassKeyTrainConfig = field(default_factory=PassKeyTrainConfig)
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.model.vocab_size != VOCAB:
             raise PassKeyError(f"model.vocab_size must be {VOCAB} for PassKey; "
                                f"got {self.model.vocab_size}")
@@ -184,36 +170,6 @@ class PassKeyConfig:
             if why:
                 raise PassKeyError(why)
         return self
-
-    def to_dict(self) -> dict:
-        return {"model": self.model.to_dict(), "train": dataclasses.asdict(self.train)}
-
-    @classmethod
-    def from_dict(cls, data: dict, source: str = "passkey config") -> PassKeyConfig:
-        """Build from ``{"model": {...}, "train": {...}}``, naming unknown keys/bad values."""
-        if not isinstance(data, dict):
-            raise PassKeyError(f"{source}: expected a table with [model] and [train]")
-        bad = sorted(set(data) - {"model", "train"})
-        if bad:
-            raise PassKeyError(f"{source}: unknown section(s) {bad}; valid: model, train")
-        try:
-            model = FAMConfig.from_dict(data.get("model", {}), source)
-        except FAMConfigError as err:
-            raise PassKeyError(str(err)) from None
-        raw = data.get("train", {})
-        if not isinstance(raw, dict):
-            raise PassKeyError(f"{source}: [train] must be a table")
-        fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-        bad = sorted(set(raw) - set(fields))
-        if bad:
-            raise PassKeyError(f"{source}: unknown key(s) {', '.join('train.' + b for b in bad)}"
-                               f"; valid keys in [train]: {', '.join(sorted(fields))}")
-        kw = {k: float(v) if fields[k].type == "float" and isinstance(v, int)
-              and not isinstance(v, bool) else v for k, v in raw.items()}
-        try:
-            return cls(model, TrainConfig(**kw))
-        except PassKeyError as err:
-            raise PassKeyError(f"{source}: {err}") from None
 
     def with_overrides(self, overrides: Sequence[str] = (), variant: str | None = None
                        ) -> PassKeyConfig:
@@ -314,7 +270,7 @@ def answer_of(logits: torch.Tensor) -> torch.Tensor:
 
 
 # -------------------------------------------------------------------------- training
-def _lr_factor(step: int, cfg: TrainConfig) -> float:
+def _lr_factor(step: int, cfg: PassKeyTrainConfig) -> float:
     if cfg.warmup and step < cfg.warmup:
         return (step + 1) / cfg.warmup
     span = max(1, cfg.steps - cfg.warmup)
@@ -467,18 +423,10 @@ def _atomic_text(path: Path, text: str) -> None:
 
 def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
                     optimizer=None, history: list | None = None) -> None:
-    """Write a PassKey checkpoint atomically (temporary file, then ``os.replace``); the
-    config is stored inside, so :func:`load_checkpoint` rebuilds the model alone."""
-    from hippo_rep import __version__
-    from hippo_rep.training.checkpoint import WEIGHTS_SHA256_KEY, weights_sha256
-
-    payload = {"format": FORMAT, "format_version": FORMAT_VERSION,
-               "package_version": __version__, "config": cfg.to_dict(), "step": step,
-               "model_state": model.state_dict(),
-               WEIGHTS_SHA256_KEY: weights_sha256(model.state_dict()),
-               "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
-               "history": history or []}
-    atomic_write(path, lambda tmp: torch.save(payload, tmp))
+    """Write a PassKey checkpoint (kind ``"passkey"``, :mod:`hippo_rep.training.checkpoint`);
+    the config is stored inside, so :func:`load_checkpoint` rebuilds the model alone."""
+    checkpoint.save_checkpoint(path, model, cfg, step, optimizer, kind="passkey",
+                               history=history or [])
 
 
 def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
@@ -490,37 +438,10 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
         Naming the file: missing, corrupt, another kind of checkpoint (e.g. TEM-t's), or a
         state that does not fit its config.
     """
-    from hippo_rep.training.checkpoint import (
-        WEIGHTS_SHA256_KEY,
-        check_state,
-        load_torch_file,
-    )
-
-    path = Path(path)
-    payload = load_torch_file(path, PassKeyError)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
-        raise PassKeyError(f"checkpoint {str(path)!r} is not a PassKey checkpoint (format "
-                           f"{quote(got)}, expected {FORMAT!r}); train one with "
-                           "`hippo-rep passkey train`")
-    if payload.get("format_version") != FORMAT_VERSION:
-        raise PassKeyError(f"checkpoint {str(path)!r} has format version "
-                           f"{quote(payload.get('format_version'))}; this hippo_rep reads "
-                           f"{FORMAT_VERSION}")
-    for key in ("config", "model_state"):
-        if key not in payload:
-            raise PassKeyError(f"checkpoint {str(path)!r} lacks {key!r}")
-    check_state(payload["model_state"], f"checkpoint {str(path)!r}", PassKeyError,
-                payload.get(WEIGHTS_SHA256_KEY))
+    payload = checkpoint.read_checkpoint(path, ("passkey",), PassKeyError)
     cfg = PassKeyConfig.from_dict(payload["config"], f"checkpoint {str(path)!r}")
-    model = FAMTransformer(cfg.model)
-    try:
-        model.load_state_dict(payload["model_state"])
-    except (RuntimeError, KeyError, TypeError) as err:
-        first = str(err).strip().splitlines()
-        raise PassKeyError(f"checkpoint {str(path)!r}: weights do not match its config "
-                           f"({first[0] if first else type(err).__name__} …)") from None
-    return model.eval(), cfg, payload
+    return checkpoint.load_weights(FAMTransformer(cfg.model), payload, path, PassKeyError), \
+        cfg, payload
 
 
 # ------------------------------------------------------------------------------ sweep

@@ -1,5 +1,9 @@
-"""One checkpoint schema, atomic writes and validated loading.
+"""One checkpoint schema for every model, atomic writes and validated loading.
 
+Every file carries its ``kind`` (:data:`KINDS`: a TEM-t, a TEM, the sinusoidal baseline or
+PassKey's TransformerFAM); a reader names the kinds it accepts and a file of another kind is
+refused in one line naming the file and both kinds. Files written before ``kind`` existed
+still load: the kind is inferred (PassKey's old format name, else ``model.kind``).
 Checkpoints hold plain data only (tensors, dicts, lists, numbers, strings) and are read with
 ``torch.load(..., weights_only=True)``: a file that needs any other object (a pickled class, a
 function call) is refused before anything in it runs. Every checkpoint carries the SHA-256 of
@@ -20,38 +24,55 @@ from hippo_rep import __version__
 from hippo_rep.config import Config, ConfigError, from_dict, world_kind
 from hippo_rep.fileio import MAX_QUOTE, atomic_write, quote
 from hippo_rep.models.temt import TEMt, build_model
-from hippo_rep.worlds import n_actions_for
+from hippo_rep.worlds import KINDS as KINDS_OF_WORLDS
+from hippo_rep.worlds import World, n_actions_for, parse_world
 
 FORMAT = "hippo_rep.checkpoint"
 FORMAT_VERSION = 1
 #: Payload key of the SHA-256 of the model tensors (see :func:`weights_sha256`).
 WEIGHTS_SHA256_KEY = "weights_sha256"
-_REQUIRED = ("format", "format_version", "config", "model_state", "n_actions", "n_obs", "step")
+#: What a checkpoint can hold, and its name in messages.
+KINDS = {"temt": "TEM-t", "tem": "TEM", "sinusoidal": "sinusoidal-baseline",
+         "passkey": "PassKey"}
+#: The kinds :func:`load_checkpoint` rebuilds (models of the 2D worlds).
+WORLD_KINDS = ("temt", "tem", "sinusoidal")
+#: The format name of PassKey checkpoints written before ``kind`` existed.
+OLD_PASSKEY_FORMAT = "hippo_rep.passkey_checkpoint"
+_REQUIRED = ("format_version", "config", "model_state", "step")
+#: Fields the world models' checkpoints add.
+_WORLD_REQUIRED = ("n_actions", "n_obs")
 
 
 class CheckpointError(ValueError):
     """A file that is not a usable hippo_rep checkpoint."""
 
 
-def save_checkpoint(path, model: TEMt, config: Config, step: int, optimizer=None,
-                    extra: dict | None = None) -> None:
-    """Write a checkpoint atomically (temporary file, then rename)."""
+def save_checkpoint(path, model, config, step: int, optimizer=None, extra: dict | None = None,
+                    kind: str | None = None, **fields) -> None:
+    """Write a checkpoint atomically (temporary file, then rename).
+
+    ``kind`` defaults to ``config.model.kind`` (TEM-t, TEM, sinusoidal), whose files also hold
+    ``n_actions``, ``n_obs`` and the world kind; ``fields`` are stored as they are (PassKey's
+    ``history``).
+    """
+    kind = config.model.kind if kind is None else kind
     payload = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "kind": kind,
         "package_version": __version__,
-        "model_kind": config.model.kind,
-        "world_kind": world_kind(config),
         "config": config.to_dict(),
-        "n_actions": model.n_actions,
-        "n_obs": model.n_obs,
         "step": step,
         "model_state": model.state_dict(),
         WEIGHTS_SHA256_KEY: weights_sha256(model.state_dict()),
         "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
         "torch_rng_state": torch.random.get_rng_state(),
         "extra": extra or {},
+        **fields,
     }
+    if kind in WORLD_KINDS:
+        payload.update(model_kind=kind, world_kind=world_kind(config),
+                       n_actions=model.n_actions, n_obs=model.n_obs)
     write_payload(path, payload)
 
 
@@ -129,62 +150,113 @@ def check_state(state, where: str, error: type[Exception], expected_sha256=None,
                         "or damaged)")
 
 
-def read_checkpoint(path) -> dict:
-    """Load and check a checkpoint's payload.
+def checkpoint_kind(payload: dict) -> object:
+    """The ``kind`` of a checkpoint payload; inferred for files written before it existed."""
+    if "kind" in payload:
+        return payload["kind"]
+    if payload.get("format") == OLD_PASSKEY_FORMAT:
+        return "passkey"
+    config = payload.get("config")
+    model = config.get("model") if isinstance(config, dict) else None
+    return payload.get("model_kind", model.get("kind", "temt") if isinstance(model, dict)
+                       else "temt")
+
+
+def read_checkpoint(path, kinds=WORLD_KINDS, error: type[Exception] = CheckpointError) -> dict:
+    """Load and check a checkpoint's payload, of one of ``kinds``.
 
     Raises
     ------
-    CheckpointError
-        Naming the file: missing, unreadable/corrupt, not a hippo_rep checkpoint, or missing
-        fields.
+    error
+        Naming the file: missing, unreadable/corrupt, not a hippo_rep checkpoint, another kind
+        (naming both), missing fields, or weights that are not finite or not their SHA-256.
     """
     path = Path(path)
-    payload = load_torch_file(path, CheckpointError)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{str(path)!r} is not a hippo_rep checkpoint "
-                              f"(expected format {FORMAT!r})")
-    missing = [k for k in _REQUIRED if k not in payload]
-    if missing:
-        raise CheckpointError(f"checkpoint {str(path)!r} lacks field(s) {missing}")
     where = f"checkpoint {str(path)!r}"
-    for key, types in (("format_version", int), ("config", dict), ("n_actions", int),
-                       ("n_obs", int), ("step", int)):
-        if isinstance(payload[key], bool) or not isinstance(payload[key], types):
-            raise CheckpointError(f"{where}: field {key!r} has the wrong type "
-                                  f"({type(payload[key]).__name__})")
+    payload = load_torch_file(path, error)
+    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, OLD_PASSKEY_FORMAT):
+        raise error(f"{str(path)!r} is not a hippo_rep checkpoint (expected format {FORMAT!r})")
+    kind = checkpoint_kind(payload)
+    if kind not in KINDS:
+        raise error(f"{where} has unknown kind {quote(kind)}; known: {', '.join(KINDS)}")
+    if kind not in kinds:
+        def either(items):
+            return " or ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+        raise error(f"{where} is a {KINDS[kind]} checkpoint (kind {kind!r}), not a "
+                    f"{either([KINDS[k] for k in kinds])} checkpoint (kind "
+                    f"{either([repr(k) for k in kinds])})")
+    required = _REQUIRED + (_WORLD_REQUIRED if kind in WORLD_KINDS else ())
+    missing = [k for k in required if k not in payload]
+    if missing:
+        raise error(f"{where} lacks field(s) {missing}")
+    for key in ("format_version", "config", "step", *_WORLD_REQUIRED):
+        want = dict if key == "config" else int
+        if key in payload and (isinstance(payload[key], bool)
+                               or not isinstance(payload[key], want)):
+            raise error(f"{where}: field {key!r} has the wrong type "
+                        f"({type(payload[key]).__name__})")
     if payload["format_version"] > FORMAT_VERSION:
-        raise CheckpointError(f"{where} has format version {payload['format_version']}; "
-                              f"this hippo_rep reads ≤ {FORMAT_VERSION}")
-    if payload["step"] < 0 or payload["n_actions"] < 1 or payload["n_obs"] < 1:
-        raise CheckpointError(f"{where}: step, n_actions or n_obs out of range")
-    check_state(payload["model_state"], where, CheckpointError,
-                payload.get(WEIGHTS_SHA256_KEY))
-    return payload
+        raise error(f"{where} has format version {payload['format_version']}; this hippo_rep "
+                    f"reads ≤ {FORMAT_VERSION}")
+    if payload["step"] < 0 or min(payload.get(k, 1) for k in _WORLD_REQUIRED) < 1:
+        raise error(f"{where}: step, n_actions or n_obs out of range")
+    check_state(payload["model_state"], where, error, payload.get(WEIGHTS_SHA256_KEY))
+    return dict(payload, kind=kind)
 
 
-def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[TEMt, Config, dict]:
-    """Rebuild the model of a checkpoint. Returns (model in eval mode, config, payload)."""
-    payload = read_checkpoint(path)
-    try:
-        config = from_dict(payload["config"], f"checkpoint {str(path)!r}")
-    except ConfigError as err:
-        raise CheckpointError(str(err)) from None
-    expected = n_actions_for(world_kind(config))
-    if payload["n_actions"] != expected:
-        raise CheckpointError(f"checkpoint {str(path)!r}: n_actions {payload['n_actions']} does "
-                              f"not match its {world_kind(config)} world ({expected})")
-    if payload["n_obs"] != config.world.n_obs:
-        raise CheckpointError(f"checkpoint {str(path)!r}: n_obs {payload['n_obs']} does not "
-                              f"match its config's world.n_obs ({config.world.n_obs})")
-    model = build_model(config.model, payload["n_actions"], payload["n_obs"])
+def load_weights(model: torch.nn.Module, payload: dict, path, error=CheckpointError):
+    """``model`` with the payload's weights, in eval mode; a state that does not fit raises
+    ``error`` naming the file and the first problem."""
     try:
         model.load_state_dict(payload["model_state"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise CheckpointError(f"checkpoint {str(path)!r}: weights do not fit the model "
-                              f"({first[:MAX_QUOTE]})") from None
-    model.to(device).eval()
-    return model, config, payload
+        raise error(f"checkpoint {str(path)!r}: weights do not match its config "
+                    f"({first[:MAX_QUOTE]})") from None
+    return model.eval()
+
+
+def check_actions(world: World | str, n_actions: int, model: str,
+                  error: type[Exception] = CheckpointError) -> World:
+    """``world`` (a spec or a World) if its action set is the model's (``n_actions``).
+
+    Raises
+    ------
+    error
+        One line naming the world, ``model`` (e.g. "checkpoint 'x.pt'"), both action counts
+        and the lattice kinds that would fit.
+    """
+    w = parse_world(world) if isinstance(world, str) else world
+    if w.n_actions != n_actions:
+        fits = [k for k in KINDS_OF_WORLDS if n_actions_for(k) == n_actions] or ["no"]
+        raise error(f"world {w.spec!r} has {w.n_actions} actions but {model} was trained on "
+                    f"{' or '.join(fits)} worlds ({n_actions} actions)")
+    return w
+
+
+def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[TEMt, Config, dict]:
+    """Rebuild the model of a TEM-t, TEM or sinusoidal checkpoint.
+
+    Returns (model in eval mode, config, payload).
+    """
+    payload = read_checkpoint(path)
+    where = f"checkpoint {str(path)!r}"
+    try:
+        config = from_dict(payload["config"], where)
+    except ConfigError as err:
+        raise CheckpointError(str(err)) from None
+    if config.model.kind != payload["kind"]:
+        raise CheckpointError(f"{where} is of kind {payload['kind']!r} but its config has "
+                              f"model.kind = {config.model.kind!r}")
+    expected = n_actions_for(world_kind(config))
+    if payload["n_actions"] != expected:
+        raise CheckpointError(f"{where}: n_actions {payload['n_actions']} does not match its "
+                              f"{world_kind(config)} world ({expected})")
+    if payload["n_obs"] != config.world.n_obs:
+        raise CheckpointError(f"{where}: n_obs {payload['n_obs']} does not match its config's "
+                              f"world.n_obs ({config.world.n_obs})")
+    model = build_model(config.model, payload["n_actions"], payload["n_obs"])
+    return load_weights(model, payload, path).to(device), config, payload
 
 
 def file_sha256(path) -> str:

@@ -6,14 +6,12 @@ import numpy as np
 import torch
 
 from hippo_rep import __version__
-from hippo_rep.config import world_kind
 from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.random_streams import eval_rng
-from hippo_rep.training.checkpoint import CheckpointError, load_checkpoint
+from hippo_rep.training.checkpoint import CheckpointError, check_actions, load_checkpoint
 from hippo_rep.worlds import (
     World,
     ideal_agents,
-    parse_world,
     proportion_visited,
     sample_episodes,
     step_types,
@@ -153,13 +151,8 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     if n_envs < 1:
         raise CheckpointError(f"n_envs must be ≥ 1; got {n_envs!r}")
     model, cfg, payload = load_checkpoint(path)
-    worlds = ([parse_world(world)] if world is not None
-              else [parse_world(s) for s in cfg.world.worlds])
-    if worlds[0].n_actions != payload["n_actions"]:
-        raise CheckpointError(
-            f"world {worlds[0].spec!r} has {worlds[0].n_actions} actions but checkpoint "
-            f"{str(path)!r} was trained on {world_kind(cfg)} worlds "
-            f"({payload['n_actions']} actions)")
+    worlds = [check_actions(w, payload["n_actions"], f"checkpoint {str(path)!r}")
+              for w in ([world] if world is not None else cfg.world.worlds)]
     n_steps = cfg.world.walk_steps if n_steps is None else n_steps
     result = evaluate(model, worlds, n_envs, n_steps, cfg.world.n_obs, seed=seed,
                       keep_heading=cfg.world.keep_heading, stay_prob=cfg.world.stay_prob)
