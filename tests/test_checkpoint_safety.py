@@ -228,7 +228,7 @@ def test_files_without_kind_still_load(tmp_path, passkey_ckpt):
     model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
     save_checkpoint(tmp_path / "sin.pt", model, cfg, 0)
     old = torch.load(tmp_path / "sin.pt", weights_only=True)
-    del old["kind"], old["model_kind"]
+    del old["kind"]
     torch.save(old, tmp_path / "old_sin.pt")
     assert load_checkpoint(tmp_path / "old_sin.pt")[2]["kind"] == "sinusoidal"
     assert read_checkpoint(DATA / "temt_paper.pt")["kind"] == "temt"
@@ -251,4 +251,9 @@ def test_world_with_another_action_set_is_refused_by_every_caller(tmp_path, caps
     with pytest.raises(DelayTaskError, match=r"'hex:4x4' has 7 actions but the model was "
                                              r"trained on square worlds \(5 actions\)"):
         delay_accuracy(model, delays=(1,), n_envs=1, world="hex:4", n_obs=model.n_obs)
+    with pytest.raises(T.TrainingError, match=r"'hex:4x4' has 7 actions but train\.init_from "
+                                              r".*checkpoint\.pt' was trained on square"):
+        T.Trainer(load_config("tiny", ["world.worlds=hex:4",
+                                       f"train.init_from={temt_ckpt.as_posix()}"]),
+                  tmp_path / "run", progress=False)
     assert check_actions("square:3", 5, "m").n_actions == 5

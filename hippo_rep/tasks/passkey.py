@@ -95,7 +95,6 @@ class PassKeyError(ValueError):
     """A PassKey setting, checkpoint or sweep that cannot be used."""
 
 
-_COUNT = Rule(low=0)
 _NON_NEGATIVE = Rule(low=0)
 
 
@@ -104,19 +103,19 @@ class PassKeyTrainConfig(TypedConfig):
     section = "train"
     error = PassKeyError
     # Optimisation steps (~800 steps of batch 32 reproduced PassKey in a CPU pilot).
-    steps: int = setting(800, _COUNT)
+    steps: int = setting(800, _NON_NEGATIVE)
     # Prompts per step; all prompts of a step share one filler length.
     batch_size: int = setting(32, Rule(low=1))
     # Peak AdamW learning rate.
     lr: float = setting(2e-3, Rule(low=0, low_open=True))
     # Steps of linear warm-up, then cosine decay to 10 % of lr.
-    warmup: int = setting(50, _COUNT)
+    warmup: int = setting(50, _NON_NEGATIVE)
     # AdamW weight decay.
     weight_decay: float = setting(0.0, _NON_NEGATIVE)
     # Gradient-norm clipping (0 = off).
     grad_clip: float = setting(1.0, _NON_NEGATIVE)
     # Shortest filler length drawn for training.
-    filler_min: int = setting(0, _COUNT)
+    filler_min: int = setting(0, _NON_NEGATIVE)
     # Longest filler length drawn for training (8 blocks of 16 at the default).
     filler_max: int = 128
     # Random state passing: probability that a prompt starts from the final FAM of the

@@ -56,6 +56,8 @@ def save_checkpoint(path, model, config, step: int, optimizer=None, extra: dict 
     ``history``).
     """
     kind = config.model.kind if kind is None else kind
+    if kind not in KINDS:
+        raise CheckpointError(f"kind must be one of {', '.join(KINDS)}; got {quote(kind)}")
     payload = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -71,8 +73,8 @@ def save_checkpoint(path, model, config, step: int, optimizer=None, extra: dict 
         **fields,
     }
     if kind in WORLD_KINDS:
-        payload.update(model_kind=kind, world_kind=world_kind(config),
-                       n_actions=model.n_actions, n_obs=model.n_obs)
+        payload.update(world_kind=world_kind(config), n_actions=model.n_actions,
+                       n_obs=model.n_obs)
     write_payload(path, payload)
 
 

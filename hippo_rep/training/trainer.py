@@ -13,11 +13,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.config import DEVICE_PATTERN, DEVICES, Config, world_kind
+from hippo_rep.config import Config, world_kind
 from hippo_rep.fileio import atomic_write
 from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
+    check_actions,
     file_sha256,
     load_checkpoint,
     save_checkpoint,
@@ -66,8 +67,7 @@ class TrainingError(RuntimeError):
 
 
 def resolve_device(name: str) -> torch.device:
-    if not isinstance(name, str) or not DEVICE_PATTERN.fullmatch(name):
-        raise TrainingError(f"device must be one of {DEVICES} or cuda:N; got {name!r:.200}")
+    """The torch device of a ``train.device`` value (its form checked by TrainConfig)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
@@ -190,11 +190,12 @@ class Trainer:
         "full"-memory run → a bounded-memory variant: only the memory keys may differ, and
         weights the source lacks (FAM slots) keep their fresh initialisation)."""
         model, cfg, payload = load_checkpoint(path)
+        check_actions(self.worlds[0], payload["n_actions"], f"train.init_from {path!r}",
+                      TrainingError)
         same = replace(cfg.model, **{k: getattr(self.cfg.model, k) for k in _MEMORY_KEYS})
-        if same != self.cfg.model or payload["n_actions"] != self.n_actions \
-                or payload["n_obs"] != self.cfg.world.n_obs:
-            raise TrainingError(f"train.init_from: {path!r} has another model config, action "
-                                "set or n_obs than this run (only model.memory* may differ)")
+        if same != self.cfg.model or payload["n_obs"] != self.cfg.world.n_obs:
+            raise TrainingError(f"train.init_from: {path!r} has another model config or n_obs "
+                                "than this run (only model.memory* may differ)")
         problems = load_across_memory(self.model, model.state_dict())
         if problems:
             raise TrainingError(f"train.init_from: {path!r}: weights do not fit "
