@@ -314,7 +314,9 @@ def cmd_record(args) -> int:
     with open_recording(out) as ds:
         print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
               f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g units, "
-              f"{ds.sizes['memory']} memory neurons) in {time.perf_counter() - t0:.1f} s "
+              + (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
+                 else f"{ds.sizes['memory']} memory neurons")
+              + f") in {time.perf_counter() - t0:.1f} s "
               f"→ {out}")
     return 0
 

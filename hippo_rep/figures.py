@@ -59,8 +59,10 @@ from hippo_rep.schema import (
     IS_TWO_WAVE,
     MEMORY_ACTIVITY,
     G,
+    P,
     SchemaError,
     fraction_text,
+    place_population,
 )
 from hippo_rep.sweep import open_sweep
 
@@ -237,7 +239,9 @@ def place_cells_figure(inputs: FigureInputs):
     import matplotlib.pyplot as plt
 
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
-    ds = full.hippo.population(MEMORY_ACTIVITY)
+    pop = place_population(full.hippo.populations) or MEMORY_ACTIVITY
+    ds = full.hippo.population(pop)
+    name = "TEM p unit" if pop == P else "memory"
     envs = ds["env"].values[:2]
     fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
     grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
@@ -253,21 +257,24 @@ def place_cells_figure(inputs: FigureInputs):
         for j, u in enumerate(top):
             rate_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j], outline_fields=True,
                      cmap="magma",
-                     title=f"env {env}, memory {int(ds['unit_index'].sel(unit=u))}\n"
+                     title=f"env {env}, {name} {int(ds['unit_index'].sel(unit=u))}\n"
                            f"place score {float(score.sel(unit=u)):.2f}")
     dist = fig.add_subplot(grid[len(envs), :])
     place_score_by_population(full["place_score"], ax=dist)
     ny, nx = full.sizes["y"], full.sizes["x"]
     dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
                    "maps large enough for a grid unit to show several fields)", fontsize=7)
-    fig.suptitle("memory neurons (softmax units), fields outlined at 20% of the peak; "
+    fig.suptitle(("TEM grounded locations p" if pop == P else "memory neurons (softmax units)")
+                 + ", fields outlined at 20% of the peak; "
                  "white = unvisited", fontsize=8, y=1.01)
     fig.subplots_adjust(hspace=0.6)
     return fig
 
 
-#: Populations of the ``scores`` figure, one row each: (recording variable, row label).
-SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"))
+#: Populations of the ``scores`` figure, one row each: (recording variable, row label); the
+#: second row is the model's place-like population (TEM-t's memory neurons or TEM's p).
+SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"),
+                     (P, "TEM grounded locations p"))
 
 
 def _attr(ds, name: str, default: float) -> float:
@@ -294,7 +301,9 @@ def scores_figure(inputs: FigureInputs):
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
     fr = ds.hippo.summary()
-    pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS]
+    held = ds.hippo.populations
+    pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS
+            if v == G or v == place_population(held)]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)

@@ -404,6 +404,19 @@ class TEM(nn.Module):
         """Padded p (..., n_f, P) → its n_p units (module-major, then g_down, then x_c)."""
         return p.flatten(-2)[..., self.p_pos]
 
+    def unit_coords(self) -> dict[str, torch.Tensor]:
+        """Where each unit comes from, as long tensors: ``module`` (n_g,), the frequency
+        module of each g unit; ``p_module``, ``p_g_unit``, ``p_sensory_unit`` (n_p,), the
+        module, g unit and compressed sensory unit of each p unit (order of :meth:`p_units`)."""
+        shape = (self.n_f, self.g_max, self.n_x)
+        dev = self.pad_idx.device
+        module = torch.arange(self.n_f, device=dev)[:, None, None].expand(shape)
+        sensory = torch.arange(self.n_x, device=dev).expand(shape)
+        g_unit = self.pad_idx[:, :, None].expand(shape)
+        return {"module": self.g_mod.clone(),
+                **{k: v.flatten()[self.p_pos] for k, v in
+                   (("p_module", module), ("p_g_unit", g_unit), ("p_sensory_unit", sensory))}}
+
     # ------------------------------------------------------------------ pieces
     def transition_deltas(self) -> torch.Tensor:
         """D_a for every action, (n_actions, n_g, n_g); action 0 (stay) has a zero input."""
