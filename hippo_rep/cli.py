@@ -478,7 +478,8 @@ def cmd_figures(args) -> int:
     inputs = load_inputs(analysis=args.analysis, recording=args.recording, evals=args.eval,
                          passkey=getattr(args, "passkey", None),
                          sweep=getattr(args, "sweep", None),
-                         delay=getattr(args, "delay", None))
+                         delay=getattr(args, "delay", None),
+                         learning_speed=getattr(args, "learning_speed", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
     for name, res in report.items():
@@ -763,6 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
     f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
     f.add_argument("--delay", metavar="RESULT", help="hippo-rep delay result (.nc or .json)")
+    f.add_argument("--learning-speed", metavar="FILE",
+                   help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
     f.set_defaults(func=cmd_figures)
 
     _add_sweep_parser(sub)

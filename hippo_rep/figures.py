@@ -31,6 +31,7 @@ from hippo_rep.analysis.shuffle import (
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
 from hippo_rep.plotting.delay import plot_delay
+from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
 from hippo_rep.plotting.maps import autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import place_score_by_population
@@ -98,7 +99,8 @@ class FigureInputs:
     (:func:`hippo_rep.tasks.passkey.read_sweep`: ``variant``, ``filler`` in tokens,
     ``accuracy`` and ``std`` as fractions). ``sweep`` is a sweep's table
     (:func:`hippo_rep.sweep.open_sweep`). ``delay`` is a long-delay loop-closure result
-    (:func:`hippo_rep.tasks.delay.delay_experiment`).
+    (:func:`hippo_rep.tasks.delay.delay_experiment`). ``learning_speed`` is the JSON of
+    ``benchmarks/bench_tem_vs_temt.py --learning`` (:func:`read_learning_speed`).
     """
 
     evals: dict[str, dict] = field(default_factory=dict)
@@ -107,6 +109,7 @@ class FigureInputs:
     passkey: list[dict] | None = None
     sweep: object | None = None
     delay: object | None = None
+    learning_speed: dict | None = None
 
     def need_evals(self) -> dict[str, dict]:
         if not self.evals:
@@ -166,6 +169,27 @@ def learning_figure(inputs: FigureInputs):
     meta = first.get("meta", {})
     fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
                  f"{meta.get('steps', '?')} steps", fontsize=8, y=1.08)
+    _label_panels(axes)
+    return fig
+
+
+@register("learning_speed")
+def learning_speed_figure(inputs: FigureInputs):
+    """The TEM-t paper's Fig. 4: held-out zero-shot accuracy of TEM and TEM-t against
+    gradient updates and against training wall-clock seconds, node agent as the ceiling."""
+    import matplotlib.pyplot as plt
+
+    data = inputs.learning_speed
+    if data is None:
+        raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
+                           "benchmarks/bench_tem_vs_temt.py --learning)")
+    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.6), layout="constrained")
+    learning_speed(data, "updates", ax=axes[0])
+    learning_speed(data, "seconds", ax=axes[1])
+    worlds = ", ".join(data.get("worlds", []))
+    fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
+                 f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
+                 f"{data.get('threads', '?')} CPU thread(s))", fontsize=7)
     _label_panels(axes)
     return fig
 
@@ -485,8 +509,31 @@ def read_eval(path) -> dict:
     return data
 
 
+def read_learning_speed(path) -> dict:
+    """A learning-speed JSON (``bench_tem_vs_temt.py --learning``), checked for what the
+    ``learning_speed`` figure reads (FigureError naming the file and the field)."""
+    path = Path(path)
+    data = read_json(path, FigureError, "learning-speed file")
+    if not isinstance(data, dict) or data.get("kind") != LEARNING_SPEED_KIND:
+        raise FigureError(f"{str(path)!r} is not a learning-speed JSON (kind is not "
+                          f"{LEARNING_SPEED_KIND!r})")
+    runs = data.get("runs")
+    if not isinstance(runs, dict) or not runs:
+        raise FigureError(f"{str(path)!r}: 'runs' is not a table of models")
+    for kind, rows in runs.items():
+        if not isinstance(rows, list) or not rows or not all(
+                isinstance(r, dict) and {"updates", "seconds", "zero_shot"} <= r.keys()
+                for r in rows):
+            raise FigureError(f"{str(path)!r}: runs.{kind} is not a list of evaluations with "
+                              "updates, seconds and zero_shot")
+    if not isinstance(data.get("node_agent"), (int, float)):
+        raise FigureError(f"{str(path)!r}: 'node_agent' is not a number")
+    return data
+
+
 def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
-                missing_ok: bool = False, sweep=None, delay=None) -> FigureInputs:
+                missing_ok: bool = False, sweep=None, delay=None,
+                learning_speed=None) -> FigureInputs:
     """Read the figures' inputs from files.
 
     Parameters
@@ -508,6 +555,8 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         :func:`hippo_rep.sweep.open_sweep`.
     delay : path, optional
         A ``hippo-rep delay`` result (``.nc`` or ``.json``).
+    learning_speed : path, optional
+        A learning-speed JSON (``benchmarks/bench_tem_vs_temt.py --learning``).
 
     Returns
     -------
@@ -540,6 +589,8 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         out.passkey = read_sweep(passkey)
     if present(sweep):
         out.sweep = open_sweep(sweep)
+    if present(learning_speed):
+        out.learning_speed = read_learning_speed(learning_speed)
     return out
 
 
