@@ -94,7 +94,10 @@ class TEMOutput:
     ``g`` is g_inf and ``g_pi`` g_gen. ``written`` is all False and ``slot`` all −1: TEM has
     no memory slots (its Hebbian matrices change at every step). ``p`` (B, L, n_p) is the
     inferred grounded location, ``activity`` the same when asked for, ``terms`` the unweighted
-    loss terms of the chunk (:data:`LOSS_NAMES`).
+    loss terms of the chunk (:data:`LOSS_NAMES`). ``p_hat_gen`` and ``p_hat_inf`` (B, L, n_p)
+    are the memories retrieved at each step against which ``p`` is written (from g_inf in
+    the generative memory, from x̃ in the inference memory): step t adds
+    η (p + p̂)ᵀ(p − p̂) to each.
     """
 
     logits_pi: torch.Tensor
@@ -105,6 +108,8 @@ class TEMOutput:
     slot: torch.Tensor
     p: torch.Tensor
     terms: dict
+    p_hat_gen: torch.Tensor | None = None
+    p_hat_inf: torch.Tensor | None = None
     activity: torch.Tensor | None = None
     gate: None = None  # TEM has no landmark gate
     fam_activity: None = None  # nor FAM slots
@@ -582,7 +587,8 @@ class TEM(nn.Module):
         written = torch.zeros(B, L, dtype=torch.bool, device=dev)
         slot = torch.full((B, L), -1, dtype=torch.long, device=dev)
         out = TEMOutput(logits_pi=logits[0], logits_g=logits[1], g=g, g_pi=g_gen,
-                        written=written, slot=slot, p=self.p_units(p), terms=terms)
+                        written=written, slot=slot, p=self.p_units(p), terms=terms,
+                        p_hat_gen=self.p_units(p_gi), p_hat_inf=self.p_units(p_x))
         terms_new = torch.stack([torch.stack(v, 2) for v in new]).unflatten(0, (2, 2))
         new_state = replace(state, g=g[:, -1], x_f=x_f,
                             U=torch.cat([state.U, terms_new[:, 0]], 3),
@@ -594,7 +600,8 @@ def _cat_outputs(outs: list[TEMOutput], return_activity: bool) -> TEMOutput:
     """Concatenate per-sub-chunk outputs along time (terms: step-weighted means)."""
     n = [o.g.shape[1] for o in outs]
     cat = {f: torch.cat([getattr(o, f) for o in outs], 1)
-           for f in ("logits_pi", "logits_g", "g", "g_pi", "written", "slot", "p")}
+           for f in ("logits_pi", "logits_g", "g", "g_pi", "written", "slot", "p",
+                     "p_hat_gen", "p_hat_inf")}
     terms = {k: sum(o.terms[k] * m for o, m in zip(outs, n, strict=True)) / sum(n)
              for k in LOSS_NAMES}
     return TEMOutput(**cat, activity=cat["p"] if return_activity else None, terms=terms)
