@@ -479,7 +479,8 @@ def cmd_figures(args) -> int:
                          passkey=getattr(args, "passkey", None),
                          sweep=getattr(args, "sweep", None),
                          delay=getattr(args, "delay", None),
-                         learning_speed=getattr(args, "learning_speed", None))
+                         learning_speed=getattr(args, "learning_speed", None),
+                         tem_analysis=getattr(args, "tem_analysis", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
     for name, res in report.items():
@@ -669,7 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     c.set_defaults(func=cmd_calibrate)
 
-    r = sub.add_parser("record", help="record g and memory-neuron activity into .nc or .zarr")
+    r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
+                                      "into .nc or .zarr")
     r.add_argument("checkpoint")
     r.add_argument("--out", required=True,
                    help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
@@ -766,6 +768,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delay", metavar="RESULT", help="hippo-rep delay result (.nc or .json)")
     f.add_argument("--learning-speed", metavar="FILE",
                    help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
+    f.add_argument("--tem-analysis", metavar="FILE",
+                   help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)")
     f.set_defaults(func=cmd_figures)
 
     _add_sweep_parser(sub)

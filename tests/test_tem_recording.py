@@ -138,3 +138,44 @@ def test_analysis_rate_maps_of_p_match_the_recording(rec):
                      for n in range(rec.sizes["world_node"])])
     np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True)
 
+
+
+def test_tem_vs_temt_figure_from_two_analyses(ckpt, rec, tmp_path):
+    from tests.test_recording import _checkpoint
+
+    temt_rec = R.record_checkpoint(_checkpoint(tmp_path / "temt.pt"), **KW)
+    temt = analyse(temt_rec, shuffles=3)
+    tem = analyse(rec, shuffles=3)
+    report = build_figures(FigureInputs(analysis=temt), tmp_path, only=["tem_vs_temt"])
+    assert report["tem_vs_temt"].startswith("skipped:") and "--tem-analysis" in \
+        report["tem_vs_temt"]
+    swapped = build_figures(FigureInputs(analysis=tem, tem_analysis=temt), tmp_path,
+                            only=["tem_vs_temt"])
+    assert "not the analysis of a TEM recording" in swapped["tem_vs_temt"]
+    report = build_figures(FigureInputs(analysis=temt, tem_analysis=tem), tmp_path,
+                           only=["tem_vs_temt"], formats=["png", "svg"])
+    assert [p.suffix for p in report["tem_vs_temt"]] == [".png", ".svg"]
+    svg = (tmp_path / "tem_vs_temt.svg").read_text()
+    # one best unit per TEM module (2 modules), labelled by module, and both populations
+    assert "module 0" in svg and "module 1" in svg and "TEM p" in svg
+    assert "TEM-t memory" in svg
+
+
+def test_score_distributions_counts_and_medians():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.compare import score_distributions
+
+    fig, ax = plt.subplots()
+    groups = {"a": np.array([[1.0, 2.0, np.nan], [3.0, 4.0, 5.0]]), "b": [0.5, np.nan],
+              "empty": [np.nan]}
+    assert score_distributions(groups, ax=ax, ylabel="gridness") is ax
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["a\nn = 5, 3.00", "b\nn = 1, 0.50", "empty\nn = 0, –"]
+    medians = [ln for ln in ax.get_lines() if ln.get_color() == "k"]
+    assert [float(ln.get_ydata()[0]) for ln in medians] == [3.0, 0.5]
+    assert ax.get_ylabel() == "gridness"
+    plt.close(fig)
