@@ -39,8 +39,10 @@ def test_learning_speed_panel_draws_the_data():
         np.testing.assert_allclose(temt.get_ydata(), [0.02, 0.2, 0.55, 0.92, 0.97])
         np.testing.assert_allclose(tem.get_ydata(), [0.02, np.nan, 0.1, 0.3])
         want = np.array([r[x] for r in data["runs"]["temt"]], float)
-        want[0] = want[1] / 2  # update / second 0 drawn at half the first positive value
+        # update / second 0 drawn at half the smallest positive value of either model
+        want[0] = {"updates": 0.5, "seconds": 2.5}[x]  # TEM's 1 update, TEM-t's 5 s
         np.testing.assert_allclose(temt.get_xdata(), want)
+        assert tem.get_xdata()[0] == want[0]
         assert ax.get_xscale() == "log"
         ceiling = [ln for ln in ax.get_lines() if ln.get_label() == "node agent (limit)"]
         assert len(ceiling) == 1 and np.allclose(ceiling[0].get_ydata(), 1.0)

@@ -95,7 +95,8 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
         ``zero_shot`` (fraction of revisits through a never-crossed edge predicted
         correctly, 0-1, or None)}, ``node_agent`` (the ceiling, 0-1).
     x : {"updates", "seconds"}
-        The abscissa (logarithmic; update 0 / second 0 is drawn at the axis' left end).
+        The abscissa (logarithmic; update 0 / second 0 is drawn at half the smallest
+        positive value of any model).
     ax : matplotlib Axes, optional
     thresholds : sequence of float
         Accuracies drawn as dotted reference lines.
@@ -103,12 +104,12 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
     if x not in SPEED_AXES:
         raise ValueError(f"x must be one of {sorted(SPEED_AXES)}; got {x!r}")
     ax = _ax(ax)
+    every = np.array([r[x] for rows in data["runs"].values() for r in rows], dtype=float)
+    floor = every[every > 0].min() / 2 if (every > 0).any() else 1.0  # where 0 is drawn
     for kind, rows in data["runs"].items():
         label, color = SPEED_MODELS.get(kind, (kind, None))
         xs = np.array([r[x] for r in rows], dtype=float)
         ys = _values([r["zero_shot"] for r in rows])
-        positive = xs[xs > 0]
-        floor = positive.min() / 2 if positive.size else 1.0
         ax.plot(np.where(xs > 0, xs, floor), ys, marker="o", ms=2.5, color=color, label=label)
     ax.axhline(data["node_agent"], **{**AGENT_STYLE["node_agent"], "lw": 0.8})
     for t in thresholds:
