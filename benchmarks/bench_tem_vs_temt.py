@@ -11,6 +11,20 @@ Prints a table with TEM-t/TEM ratios and the torch_tem figure measured on this m
 (0.25 iterations/s, measured earlier by the project; ``--torch-tem``) for reference.
 
     python benchmarks/bench_tem_vs_temt.py --iterations 3
+
+``--learning OUT.json`` measures learning speed instead (the TEM-t paper's Fig. 4): TEM and
+TEM-t are trained on the same batches (same worlds, seeds, batch size, walks, chunks and
+learning rate; only ``model.kind`` differs, plus ``--tem-schedule``) for ``--budget-s``
+seconds of training each, and evaluated on the same fixed held-out environments
+(:data:`EVAL_SEED`) at update 0, at updates 1, 2, 4, ... and at every ``budget / points``
+seconds of training: held-out zero-shot accuracy (revisits through an edge never crossed in
+either direction) against gradient updates and against training wall-clock seconds
+(evaluation time excluded), with the node agent's accuracy on the same steps as the ceiling.
+Prints the updates and seconds each model needs to reach 0.5 and 0.9 and their TEM / TEM-t
+ratios (a lower bound where TEM did not reach it), and writes the JSON that the
+``learning_speed`` figure draws (``hippo-rep figures --learning-speed OUT.json``).
+
+    python benchmarks/bench_tem_vs_temt.py --learning data/learning_speed.json --budget-s 540
 """
 
 from __future__ import annotations
@@ -22,11 +36,25 @@ import time
 import torch
 
 from hippo_rep.config import load_config
-from hippo_rep.training.trainer import Trainer
+from hippo_rep.fileio import write_json
+from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
+from hippo_rep.training.evaluate import evaluate
+from hippo_rep.training.trainer import TRAINING_EVAL_SEED, Trainer
 
 #: torch_tem (github jbakermans/torch_tem) at default settings on a 5x5 world, measured on
 #: this 2-core machine by the project before this benchmark existed, iterations/s.
 TORCH_TEM_IT_PER_S = 0.25
+#: Held-out environments of the learning-speed evaluation (the trainer's held-out seed).
+EVAL_SEED = TRAINING_EVAL_SEED
+#: Zero-shot accuracies whose first crossing is reported.
+THRESHOLDS = (0.5, 0.9)
+#: TEM's schedule for short runs (``--tem-schedule short``): η, λ and the latent losses on
+#: from the first update and inference kept to path integration (p2g offset held at 1), the
+#: setting that learned fastest in tests/test_tem.py. torch_tem's schedule
+#: (``--tem-schedule torch_tem``, the preset) ramps η in over 16,000 updates.
+TEM_SHORT_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1",
+                      "train.tem_latent_ramp=1", "train.tem_reg_p_decay=1",
+                      "train.tem_p2g_half=100000")
 
 
 def measure(kind: str, iterations: int, overrides: list[str]) -> dict:
@@ -43,6 +71,105 @@ def measure(kind: str, iterations: int, overrides: list[str]) -> dict:
             "params": sum(p.numel() for p in tr.model.parameters())}
 
 
+def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: int,
+                 points: int) -> list[dict]:
+    """Train ``kind`` for ``budget_s`` seconds of training; evaluate along the way."""
+    cfg = load_config("tem", [f"model.kind={kind}", "train.eval_every=0", *overrides])
+    wc = cfg.world
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, tmp, progress=False)
+
+        def held_out(updates: int, seconds: float) -> None:
+            t0 = time.perf_counter()
+            res = evaluate(tr.model, tr.worlds, eval_envs, wc.walk_steps, wc.n_obs,
+                           seed=EVAL_SEED, keep_heading=wc.keep_heading,
+                           stay_prob=wc.stay_prob)
+            rows.append({"updates": updates, "seconds": seconds,
+                         "zero_shot": res["model"]["revisit_unseen_edge"],
+                         "new_edge": res["model"]["revisit_new_edge"],
+                         "revisit": res["model"]["revisit"],
+                         "node_agent": res["node_agent"]["revisit_unseen_edge"],
+                         "n_zero_shot": res["counts"]["revisit_unseen_edge"],
+                         "eval_s": time.perf_counter() - t0})
+            print(f"  {kind}: {updates:5d} updates, {seconds:7.1f} s: zero-shot "
+                  f"{rows[-1]['zero_shot']:.3f} (revisit {rows[-1]['revisit']:.3f})",
+                  flush=True)
+
+        held_out(0, 0.0)
+        spent, it, next_t = 0.0, 0, budget_s / points
+        while spent < budget_s:
+            t0 = time.perf_counter()
+            tr.step(it)
+            spent += time.perf_counter() - t0
+            it += 1
+            if spent >= next_t or spent >= budget_s or (it & (it - 1)) == 0:
+                held_out(it, spent)
+                while next_t <= spent:
+                    next_t += budget_s / points
+    return rows
+
+
+def first_reaching(rows: list[dict], threshold: float) -> dict | None:
+    """The first evaluation at which zero-shot accuracy reaches ``threshold`` (None: never)."""
+    return next(({"updates": r["updates"], "seconds": r["seconds"]} for r in rows
+                 if r["zero_shot"] is not None and r["zero_shot"] >= threshold), None)
+
+
+def learning(a) -> None:
+    torch.set_num_threads(a.threads)
+    common = [f"train.threads={a.threads}", f"train.seed={a.seed}", *a.set]
+    tem_extra = list(TEM_SHORT_SCHEDULE) if a.tem_schedule == "short" else []
+    overrides = {"tem": [*common, *tem_extra], "temt": common}
+    runs = {k: learning_run(k, a.budget_s, overrides[k], a.eval_envs, a.points)
+            for k in ("tem", "temt")}
+    cfg = load_config("tem", common)
+    reached = {str(t): {k: first_reaching(r, t) for k, r in runs.items()} for t in THRESHOLDS}
+    out = {"kind": LEARNING_SPEED_KIND, "worlds": list(cfg.world.worlds),
+           "n_obs": cfg.world.n_obs, "walk_steps": cfg.world.walk_steps,
+           "batch_size": cfg.train.batch_size, "chunk_len": cfg.train.chunk_len,
+           "lr": cfg.train.lr, "seed": a.seed, "threads": a.threads, "budget_s": a.budget_s,
+           "eval_envs": a.eval_envs, "eval_seed": EVAL_SEED, "tem_schedule": a.tem_schedule,
+           "overrides": overrides, "runs": runs, "reached": reached,
+           "node_agent": runs["temt"][0]["node_agent"]}
+    write_json(a.learning, out)
+    print(f"worlds {cfg.world.worlds}, walk {cfg.world.walk_steps}, chunk "
+          f"{cfg.train.chunk_len}, batch {cfg.train.batch_size}, lr {cfg.train.lr}, seed "
+          f"{a.seed}, {a.budget_s:.0f} s of training each, {a.eval_envs} held-out walks, TEM "
+          f"schedule {a.tem_schedule}; node agent zero-shot {out['node_agent']:.3f}")
+    print(f"{'model':6s} {'updates':>8s} {'seconds':>8s} {'upd/s':>6s} {'final zero-shot':>16s}"
+          f" {'best':>6s}")
+    for k, r in runs.items():
+        best = max(x["zero_shot"] for x in r if x["zero_shot"] is not None)
+        print(f"{k:6s} {r[-1]['updates']:8d} {r[-1]['seconds']:8.1f} "
+              f"{r[-1]['updates'] / r[-1]['seconds']:6.3f} {r[-1]['zero_shot']:16.3f} "
+              f"{best:6.3f}")
+    print(f"{'reach':>6s} {'TEM upd':>9s} {'TEM-t upd':>10s} {'ratio':>8s} {'TEM s':>8s} "
+          f"{'TEM-t s':>8s} {'ratio':>8s}")
+    for t in THRESHOLDS:
+        tem, temt = reached[str(t)]["tem"], reached[str(t)]["temt"]
+        cells = []
+        for key in ("updates", "seconds"):
+            cells += [_cell(tem, runs["tem"], key), _cell(temt, runs["temt"], key),
+                      _ratio(tem, temt, runs["tem"], key)]
+        print(f"{t:6.1f} {cells[0]:>9s} {cells[1]:>10s} {cells[2]:>8s} {cells[3]:>8s} "
+              f"{cells[4]:>8s} {cells[5]:>8s}")
+    print(f"wrote {a.learning}")
+
+
+def _cell(hit: dict | None, rows: list[dict], key: str) -> str:
+    """Where a threshold was reached, or "> what was spent" when it was not."""
+    return f"{hit[key]:.0f}" if hit else f">{rows[-1][key]:.0f}"
+
+
+def _ratio(tem: dict | None, temt: dict | None, tem_rows: list[dict], key: str) -> str:
+    """TEM / TEM-t to reach a threshold ("> x": TEM did not reach it; n/a: TEM-t did not)."""
+    if temt is None:
+        return "n/a"
+    num = tem[key] if tem else tem_rows[-1][key]
+    return f"{'' if tem else '>'}{num / max(temt[key], 1e-9):.1f}"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iterations", type=int, default=3, help="timed iterations per model")
@@ -50,7 +177,20 @@ def main() -> None:
     p.add_argument("--torch-tem", type=float, default=TORCH_TEM_IT_PER_S,
                    help="torch_tem's 20-step iterations/s on this machine")
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
+    p.add_argument("--learning", metavar="OUT.json",
+                   help="measure learning speed (zero-shot accuracy vs updates and seconds)")
+    p.add_argument("--budget-s", type=float, default=540.0,
+                   help="--learning: seconds of training per model")
+    p.add_argument("--eval-envs", type=int, default=16, help="--learning: held-out walks")
+    p.add_argument("--points", type=int, default=12,
+                   help="--learning: evaluations spread over the budget (besides 1, 2, 4, ...)")
+    p.add_argument("--seed", type=int, default=0, help="--learning: training seed")
+    p.add_argument("--tem-schedule", choices=("short", "torch_tem"), default="short",
+                   help="--learning: TEM's annealing (see TEM_SHORT_SCHEDULE)")
     a = p.parse_args()
+    if a.learning:
+        learning(a)
+        return
     torch.set_num_threads(a.threads)
     rows = [measure(k, a.iterations, [f"train.threads={a.threads}", *a.set])
             for k in ("tem", "temt")]

@@ -35,8 +35,13 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 #   hippo-rep passkey sweep --out runs/passkey_sweep --samples 64 \
 #       --set train.steps=400 --set train.batch_size=16 --set train.filler_max=64
 [ -f data/passkey/sweep.json ] || { mkdir -p data/passkey; cp runs/passkey_sweep/sweep.json data/passkey/; }
+# TEM and TEM-t learning speed (the TEM-t paper's Fig. 4), 9 min of training each (about
+# 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
+[ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
+    --learning data/learning_speed.json --budget-s 540 --points 12 --eval-envs 16
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
-    --eval data/eval_baseline.json --passkey data/passkey --delay data/delay.nc --out "$FIGURES"
+    --eval data/eval_baseline.json --passkey data/passkey --delay data/delay.nc \
+    --learning-speed data/learning_speed.json --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
-    recording.nc analysis.nc delay.nc passkey/sweep.json > SHA256SUMS)
+    recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json > SHA256SUMS)
 du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

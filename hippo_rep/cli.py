@@ -305,7 +305,9 @@ def cmd_record(args) -> int:
     with open_recording(out) as ds:
         print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
               f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g units, "
-              f"{ds.sizes['memory']} memory neurons) in {time.perf_counter() - t0:.1f} s "
+              + (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
+                 else f"{ds.sizes['memory']} memory neurons")
+              + f") in {time.perf_counter() - t0:.1f} s "
               f"→ {out}")
     return 0
 
@@ -467,7 +469,9 @@ def cmd_figures(args) -> int:
     inputs = load_inputs(analysis=args.analysis, recording=args.recording, evals=args.eval,
                          passkey=getattr(args, "passkey", None),
                          sweep=getattr(args, "sweep", None),
-                         delay=getattr(args, "delay", None))
+                         delay=getattr(args, "delay", None),
+                         learning_speed=getattr(args, "learning_speed", None),
+                         tem_analysis=getattr(args, "tem_analysis", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
     for name, res in report.items():
@@ -657,7 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     c.set_defaults(func=cmd_calibrate)
 
-    r = sub.add_parser("record", help="record g and memory-neuron activity into .nc or .zarr")
+    r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
+                                      "into .nc or .zarr")
     r.add_argument("checkpoint")
     r.add_argument("--out", required=True,
                    help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
@@ -752,6 +757,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
     f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
     f.add_argument("--delay", metavar="RESULT", help="hippo-rep delay result (.nc or .json)")
+    f.add_argument("--learning-speed", metavar="FILE",
+                   help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
+    f.add_argument("--tem-analysis", metavar="FILE",
+                   help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)")
     f.set_defaults(func=cmd_figures)
 
     _add_sweep_parser(sub)

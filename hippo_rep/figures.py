@@ -30,7 +30,9 @@ from hippo_rep.analysis.shuffle import (
 )
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
+from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay
+from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
 from hippo_rep.plotting.maps import autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import place_score_by_population
@@ -59,8 +61,10 @@ from hippo_rep.schema import (
     IS_TWO_WAVE,
     MEMORY_ACTIVITY,
     G,
+    P,
     SchemaError,
     fraction_text,
+    place_population,
 )
 from hippo_rep.sweep import open_sweep
 
@@ -96,7 +100,9 @@ class FigureInputs:
     (:func:`hippo_rep.tasks.passkey.read_sweep`: ``variant``, ``filler`` in tokens,
     ``accuracy`` and ``std`` as fractions). ``sweep`` is a sweep's table
     (:func:`hippo_rep.sweep.open_sweep`). ``delay`` is a long-delay loop-closure result
-    (:func:`hippo_rep.tasks.delay.delay_experiment`).
+    (:func:`hippo_rep.tasks.delay.delay_experiment`). ``learning_speed`` is the JSON of
+    ``benchmarks/bench_tem_vs_temt.py --learning`` (:func:`read_learning_speed`).
+    ``tem_analysis`` is the analysis of a TEM recording, shown beside ``analysis`` (TEM-t).
     """
 
     evals: dict[str, dict] = field(default_factory=dict)
@@ -105,6 +111,8 @@ class FigureInputs:
     passkey: list[dict] | None = None
     sweep: object | None = None
     delay: object | None = None
+    learning_speed: dict | None = None
+    tem_analysis: object | None = None
 
     def need_evals(self) -> dict[str, dict]:
         if not self.evals:
@@ -165,6 +173,121 @@ def learning_figure(inputs: FigureInputs):
     fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
                  f"{meta.get('steps', '?')} steps", fontsize=8, y=1.08)
     _label_panels(axes)
+    return fig
+
+
+@register("learning_speed")
+def learning_speed_figure(inputs: FigureInputs):
+    """The TEM-t paper's Fig. 4: held-out zero-shot accuracy of TEM and TEM-t against
+    gradient updates and against training wall-clock seconds, node agent as the ceiling."""
+    import matplotlib.pyplot as plt
+
+    data = inputs.learning_speed
+    if data is None:
+        raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
+                           "benchmarks/bench_tem_vs_temt.py --learning)")
+    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.6), layout="constrained")
+    learning_speed(data, "updates", ax=axes[0])
+    learning_speed(data, "seconds", ax=axes[1])
+    worlds = ", ".join(data.get("worlds", []))
+    fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
+                 f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
+                 f"{data.get('threads', '?')} CPU thread(s))", fontsize=7)
+    _label_panels(axes)
+    return fig
+
+
+#: Columns of rate maps per row of the ``tem_vs_temt`` figure.
+N_COMPARE_SHOWN = 5
+#: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
+COMPARE_COLORS = {"TEM-t g": "#0072B2", "TEM-t memory": "#CC79A7", "TEM p": "#D55E00"}
+
+
+def _top_units(ds, score: str, env, n: int, tie: str | None = None) -> np.ndarray:
+    """The ``n`` units of ``ds`` with the highest ``score`` in ``env`` (ties by ``tie``)."""
+    s = ds[score].sel(env=env).fillna(-np.inf).values
+    keys = (-s,) if tie is None or tie not in ds else (
+        -ds[tie].sel(env=env).fillna(-np.inf).values, -s)
+    return ds["unit"].values[np.lexsort(keys)[:n]]
+
+
+def _tem_modules(tem) -> np.ndarray:
+    """Frequency module of each g unit of a TEM analysis (the ``module`` coord of its
+    recording: contiguous blocks of ``model.tem_n_g`` units, 0 = highest frequency)."""
+    import json
+
+    sizes = json.loads(tem.attrs.get("model_config", "{}")).get("tem_n_g")
+    if not sizes:
+        raise MissingInput("the TEM analysis has no model_config with tem_n_g (not a TEM?)")
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+@register("tem_vs_temt")
+def tem_vs_temt_figure(inputs: FigureInputs):
+    """TEM beside TEM-t: the most grid-like g unit of each TEM module, the most place-like
+    TEM p units, the most grid-like TEM-t g units and place-like memory neurons (rate maps
+    in the first environment), and the gridness-60 and place-metric distributions of every
+    population (every unit × environment)."""
+    import matplotlib.pyplot as plt
+
+    need = ("rate_map", "gridness_60", "place_score")
+    temt = inputs.need("analysis", *need)
+    if inputs.tem_analysis is None:
+        raise MissingInput("needs a TEM analysis (--tem-analysis FILE) beside the TEM-t one")
+    tem = inputs.need("tem_analysis", *need)
+    if P not in tem.hippo.populations:
+        raise MissingInput("--tem-analysis is not the analysis of a TEM recording (no p)")
+    if MEMORY_ACTIVITY not in temt.hippo.populations:
+        raise MissingInput("the analysis is not of a TEM-t recording (no memory neurons)")
+    tem_g, tem_p = tem.hippo.population(G), tem.hippo.population(P)
+    temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
+    module = _tem_modules(tem)[tem_g["unit_index"].values]
+    n = N_COMPARE_SHOWN
+    fig = plt.figure(figsize=(FULL_WIDTH, 8.2))
+    grid = fig.add_gridspec(5, n, height_ratios=[1, 1, 1, 1, 1.6])
+    rows = []
+    env = tem_g["env"].values[0]
+    best = [(_top_units(tem_g.isel(unit=module == m), "gridness_60", env, 1), f"module {m}")
+            for m in np.unique(module)[:n]]
+    rows.append(("TEM g", tem_g, env, [(u[0], lab) for u, lab in best], "gridness_60",
+                 "viridis", False))
+    rows.append(("TEM p", tem_p, env,
+                 [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info")],
+                 "place_score", "magma", True))
+    env_t = temt_g["env"].values[0]
+    rows.append(("TEM-t g", temt_g, env_t,
+                 [(u, "") for u in _top_units(temt_g, "gridness_60", env_t, n)],
+                 "gridness_60", "viridis", False))
+    rows.append(("TEM-t memory", temt_m, env_t,
+                 [(u, "") for u in _top_units(temt_m, "place_score", env_t, n,
+                                              "spatial_info")],
+                 "place_score", "magma", True))
+    for i, (name, ds, e, units, score, cmap, outline) in enumerate(rows):
+        for j in range(n):
+            ax = fig.add_subplot(grid[i, j])
+            if j >= len(units):
+                ax.set_axis_off()
+                continue
+            u, extra = units[j]
+            idx = int(ds["unit_index"].sel(unit=u))
+            rate_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, outline_fields=outline,
+                     cmap=cmap, title=f"{name} {idx}{', ' + extra if extra else ''}\n"
+                                      f"{score} {float(ds[score].sel(env=e, unit=u)):.2f}")
+    g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
+           for m in np.unique(module)}
+    g60["TEM-t g"] = temt_g["gridness_60"].values
+    bottom = grid[4, :].subgridspec(1, 2, wspace=0.35)
+    score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
+                        ylabel="gridness-60 (unitless)", title="grid scores")
+    place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
+             "TEM-t g": temt_g["place_score"].values,
+             "TEM-t memory": temt_m["place_score"].values}
+    score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=COMPARE_COLORS,
+                        ylabel="place metric (largest-field share)", title="place metric")
+    fig.suptitle(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} envs): "
+                 "rate maps in the first environment (white = unvisited); every unit x "
+                 "environment in the distributions", fontsize=7)
+    fig.subplots_adjust(hspace=0.7)
     return fig
 
 
@@ -237,7 +360,9 @@ def place_cells_figure(inputs: FigureInputs):
     import matplotlib.pyplot as plt
 
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
-    ds = full.hippo.population(MEMORY_ACTIVITY)
+    pop = place_population(full.hippo.populations) or MEMORY_ACTIVITY
+    ds = full.hippo.population(pop)
+    name = "TEM p unit" if pop == P else "memory"
     envs = ds["env"].values[:2]
     fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
     grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
@@ -253,21 +378,24 @@ def place_cells_figure(inputs: FigureInputs):
         for j, u in enumerate(top):
             rate_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j], outline_fields=True,
                      cmap="magma",
-                     title=f"env {env}, memory {int(ds['unit_index'].sel(unit=u))}\n"
+                     title=f"env {env}, {name} {int(ds['unit_index'].sel(unit=u))}\n"
                            f"place score {float(score.sel(unit=u)):.2f}")
     dist = fig.add_subplot(grid[len(envs), :])
     place_score_by_population(full["place_score"], ax=dist)
     ny, nx = full.sizes["y"], full.sizes["x"]
     dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
                    "maps large enough for a grid unit to show several fields)", fontsize=7)
-    fig.suptitle("memory neurons (softmax units), fields outlined at 20% of the peak; "
+    fig.suptitle(("TEM grounded locations p" if pop == P else "memory neurons (softmax units)")
+                 + ", fields outlined at 20% of the peak; "
                  "white = unvisited", fontsize=8, y=1.01)
     fig.subplots_adjust(hspace=0.6)
     return fig
 
 
-#: Populations of the ``scores`` figure, one row each: (recording variable, row label).
-SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"))
+#: Populations of the ``scores`` figure, one row each: (recording variable, row label); the
+#: second row is the model's place-like population (TEM-t's memory neurons or TEM's p).
+SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"),
+                     (P, "TEM grounded locations p"))
 
 
 def _attr(ds, name: str, default: float) -> float:
@@ -294,7 +422,9 @@ def scores_figure(inputs: FigureInputs):
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
     fr = ds.hippo.summary()
-    pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS]
+    held = ds.hippo.populations
+    pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS
+            if v == G or v == place_population(held)]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)
@@ -476,8 +606,31 @@ def read_eval(path) -> dict:
     return data
 
 
+def read_learning_speed(path) -> dict:
+    """A learning-speed JSON (``bench_tem_vs_temt.py --learning``), checked for what the
+    ``learning_speed`` figure reads (FigureError naming the file and the field)."""
+    path = Path(path)
+    data = read_json(path, FigureError, "learning-speed file")
+    if not isinstance(data, dict) or data.get("kind") != LEARNING_SPEED_KIND:
+        raise FigureError(f"{str(path)!r} is not a learning-speed JSON (kind is not "
+                          f"{LEARNING_SPEED_KIND!r})")
+    runs = data.get("runs")
+    if not isinstance(runs, dict) or not runs:
+        raise FigureError(f"{str(path)!r}: 'runs' is not a table of models")
+    for kind, rows in runs.items():
+        if not isinstance(rows, list) or not rows or not all(
+                isinstance(r, dict) and {"updates", "seconds", "zero_shot"} <= r.keys()
+                for r in rows):
+            raise FigureError(f"{str(path)!r}: runs.{kind} is not a list of evaluations with "
+                              "updates, seconds and zero_shot")
+    if not isinstance(data.get("node_agent"), (int, float)):
+        raise FigureError(f"{str(path)!r}: 'node_agent' is not a number")
+    return data
+
+
 def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
-                missing_ok: bool = False, sweep=None, delay=None) -> FigureInputs:
+                missing_ok: bool = False, sweep=None, delay=None,
+                learning_speed=None, tem_analysis=None) -> FigureInputs:
     """Read the figures' inputs from files.
 
     Parameters
@@ -499,6 +652,10 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         :func:`hippo_rep.sweep.open_sweep`.
     delay : path, optional
         A ``hippo-rep delay`` result (``.nc`` or ``.json``).
+    learning_speed : path, optional
+        A learning-speed JSON (``benchmarks/bench_tem_vs_temt.py --learning``).
+    tem_analysis : path, optional
+        The analysis of a TEM recording (for ``tem_vs_temt``, beside ``analysis``).
 
     Returns
     -------
@@ -531,6 +688,10 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         out.passkey = read_sweep(passkey)
     if present(sweep):
         out.sweep = open_sweep(sweep)
+    if present(learning_speed):
+        out.learning_speed = read_learning_speed(learning_speed)
+    if present(tem_analysis):
+        out.tem_analysis = open_analysis(tem_analysis)
     return out
 
 

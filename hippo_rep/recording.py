@@ -127,11 +127,13 @@ class Chunk:
     stop: int
     g: np.ndarray  # (B, L, n_g) float32
     g_pi: np.ndarray  # (B, L, n_g) float32
-    activity: np.ndarray  # (B, L, M) float32, M = max memories per env after the chunk
+    activity: np.ndarray | None  # (B, L, M) float32, M = max memories per env after the
+    # chunk; None for TEM (no memory slots)
     prediction: np.ndarray  # (B, L) int64
-    memory_time: np.ndarray  # (B, M) int64, -1 unused
-    memory_observation: np.ndarray  # (B, M) int64, -1 unused
+    memory_time: np.ndarray | None  # (B, M) int64, -1 unused; None for TEM
+    memory_observation: np.ndarray | None  # (B, M) int64, -1 unused; None for TEM
     fam_activity: np.ndarray | None = None  # (B, L, F) float32 (model.memory = "fam")
+    p: np.ndarray | None = None  # (B, L, n_p) float32 (model.kind = "tem")
 
 
 def _positive(name: str, value) -> int:
@@ -203,12 +205,8 @@ class Recorder:
             raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
-        if cfg.model.kind == "tem":
-            # TEM's conjunctive units p are not memories written at a step and node, which
-            # the schema's memory dim (memory_time, memory_node) describes.
-            raise RecordingError(f"checkpoint {str(checkpoint)!r} is a TEM (model.kind = "
-                                 "\"tem\"); recording TEM is not supported yet (evaluate it "
-                                 "with hippo-rep evaluate)")
+        # TEM: g (raw, every module) and p (its conjunctive units) instead of memory slots.
+        self.tem = cfg.model.kind == "tem"
         w = check_actions(cfg.world.worlds[0] if world is None else world,
                           payload["n_actions"], f"checkpoint {str(checkpoint)!r}", RecordingError)
         n_steps = cfg.world.walk_steps if n_steps is None else n_steps
@@ -292,31 +290,40 @@ class Recorder:
             # consumer stops early).
             with self._running():
                 out, state = self.model(obs[:, s:e], act[:, s:e], state, return_activity=True)
-                m = int(state.count.max())
-                chunk = Chunk(
-                    start=s, stop=e,
-                    g=out.g.float().cpu().numpy(),
-                    g_pi=out.g_pi.float().cpu().numpy(),
-                    activity=out.activity[:, :, :m].float().cpu().numpy(),
-                    prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(np.int64),
-                    memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
-                    memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
-                    fam_activity=(None if out.fam_activity is None
-                                  else out.fam_activity.float().cpu().numpy()),
-                )
+                common = dict(start=s, stop=e, g=out.g.float().cpu().numpy(),
+                              g_pi=out.g_pi.float().cpu().numpy(),
+                              prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(
+                                  np.int64))
+                if self.tem:  # TEM: p, no memory slots
+                    chunk = Chunk(**common, activity=None, memory_time=None,
+                                  memory_observation=None, p=out.p.float().cpu().numpy())
+                else:
+                    m = int(state.count.max())
+                    chunk = Chunk(
+                        **common,
+                        activity=out.activity[:, :, :m].float().cpu().numpy(),
+                        memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
+                        memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
+                        fam_activity=(None if out.fam_activity is None
+                                      else out.fam_activity.float().cpu().numpy()),
+                    )
             yield chunk
 
     # ----------------------------------------------------------------- datasets
     def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,
-                memory_observation, fam_activity=None) -> xr.Dataset:
+                memory_observation, fam_activity=None, p=None) -> xr.Dataset:
         """The recording of steps [start, stop) (attr ``n_steps`` = ``stop``); with
-        ``fam_activity`` (B, L, F) also the FAM slots' activity (dim ``fam_slot``)."""
+        ``fam_activity`` (B, L, F) also the FAM slots' activity (dim ``fam_slot``); with
+        ``p`` (B, L, n_p) TEM's grounded locations (dim ``p_unit``) and no memory slots
+        (``activity`` and ``memory_*`` None)."""
         B = self.n_envs
         sl = slice(start, stop)
-        mt = np.asarray(memory_time)
+        mt = np.zeros((B, 0), np.int64) if memory_time is None else np.asarray(memory_time)
         used = mt >= 0
         memory_node = np.where(used, np.take_along_axis(self.nodes, np.where(used, mt, 0), 1),
                                S.UNUSED)
+        if activity is None:
+            activity = np.zeros((B, stop - start, 0), np.float32)
         xy = self.world.coords[self.nodes[:, sl]]
         observation = self.observations[:, sl]
         values = {
@@ -334,9 +341,12 @@ class Recorder:
         }
         variables = {name: xr.Variable(spec.dims, np.asarray(values[name], dtype=spec.dtype),
                                        S.var_attrs(name))
-                     for name, spec in S.SPECS.items()}
-        data = {n: variables[n] for n in S.DATA_VARS}
-        coords = {n: variables[n] for n in S.COORDS}
+                     for name, spec in S.SPECS.items()
+                     if p is None or name not in S.MEMORY_SLOT_NAMES}
+        data = {n: v for n, v in variables.items() if n in S.DATA_VARS}
+        coords = {n: v for n, v in variables.items() if n in S.COORDS}
+        if p is not None:
+            self._add_tem(data, coords, p)
         if fam_activity is not None:
             spec = S.OPTIONAL_VARS[S.FAM_ACTIVITY]
             data[S.FAM_ACTIVITY] = xr.Variable(spec.dims, np.asarray(fam_activity, spec.dtype),
@@ -347,27 +357,49 @@ class Recorder:
                 {"units": S.DIMENSIONLESS, "long_name": "FAM feedback slot index"})
         return xr.Dataset(data, coords=coords, attrs={**self.attrs, S.N_STEPS: int(stop)})
 
+    def _add_tem(self, data: dict, coords: dict, p) -> None:
+        """TEM's ``p`` and the module coords of g and p units (see :mod:`hippo_rep.schema`)."""
+        long_names = {S.G: "TEM's inferred abstract location g_inf (raw, in [-1, 1]; not "
+                           "TEM-t's unit RMS), every module",
+                      S.G_PI: "TEM's generative abstract location g_gen (path integration; "
+                              "raw, in [-1, 1])"}
+        for name, text in long_names.items():
+            data[name].attrs["long_name"] = text
+        data[S.P] = _optional(S.P, p)
+        unit_coords = {k: v.cpu().numpy() for k, v in self.model.unit_coords().items()}
+        coords[S.MODULE] = _optional(S.MODULE, unit_coords[S.MODULE])
+        coords[S.P_UNIT] = _optional(S.P_UNIT, np.arange(np.shape(p)[-1]))
+        for name in (S.P_MODULE, S.P_G_UNIT, S.P_SENSORY):
+            coords[name] = _optional(name, unit_coords[name])
+
     def pieces(self) -> Iterator[xr.Dataset]:
         """One dataset per chunk of time (memory dim = memories so far)."""
         for c in self.chunks():
             yield self.dataset(c.start, c.stop, c.g, c.g_pi, c.activity, c.prediction,
-                               c.memory_time, c.memory_observation, c.fam_activity)
+                               c.memory_time, c.memory_observation, c.fam_activity, c.p)
 
     def record(self) -> xr.Dataset:
         """The whole recording, in memory."""
         B, T = self.n_envs, self.n_steps
-        d = self.model.config.n_g
+        d = self.model.n_g if self.tem else self.model.config.n_g
         g = np.empty((B, T, d), np.float32)
         g_pi = np.empty((B, T, d), np.float32)
         pred = np.empty((B, T), np.int64)
-        acts, fams, last = [], [], None
+        acts, fams, ps, last = [], [], [], None
         for c in self.chunks():
             g[:, c.start:c.stop], g_pi[:, c.start:c.stop] = c.g, c.g_pi
             pred[:, c.start:c.stop] = c.prediction
+            if c.p is not None:  # TEM: no memory slots
+                ps.append(c.p)
+                last = c
+                continue
             acts.append(c.activity)
             if c.fam_activity is not None:
                 fams.append(c.fam_activity)
             last = c
+        if ps:
+            return self.dataset(0, T, g, g_pi, None, pred, None, None, None,
+                                np.concatenate(ps, 1))
         activity = np.zeros((B, T, last.activity.shape[-1]), np.float32)
         t = 0
         while acts:  # free each chunk once copied
@@ -377,6 +409,13 @@ class Recorder:
         return self.dataset(0, T, g, g_pi, activity, pred, last.memory_time,
                             last.memory_observation,
                             np.concatenate(fams, 1) if fams else None)
+
+
+def _optional(name: str, values) -> xr.Variable:
+    """A variable of :data:`hippo_rep.schema.OPTIONAL_VARS` with its dims, dtype and attrs."""
+    spec = S.OPTIONAL_VARS[name]
+    return xr.Variable(spec.dims, np.asarray(values, dtype=spec.dtype),
+                       {"units": spec.units, "long_name": spec.long_name})
 
 
 # ----------------------------------------------------------------------- public API
@@ -506,7 +545,8 @@ def _netcdf_engine() -> str:
 
 def _chunk_shape(ds: xr.Dataset, name: str, time_chunk: int, clip: bool) -> tuple[int, ...]:
     """On-disk chunks: whole ``env`` / ``world_node``, ``time_chunk`` steps, unit blocks."""
-    block = {S.TIME: time_chunk, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK}
+    block = {S.TIME: time_chunk, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK,
+             S.P_UNIT: MEMORY_CHUNK}
     shape = []
     for dim in ds[name].dims:
         n = ds.sizes[dim]
@@ -746,8 +786,9 @@ def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
     raw = ds
     ds = trim(ds, n)
     if unit and is_zarr:
-        ds = ds.chunk({S.ENV: -1, S.TIME: -1, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK,
-                       S.WORLD_NODE: -1})
+        chunks = {S.ENV: -1, S.TIME: -1, S.G_UNIT: G_UNIT_CHUNK, S.MEMORY: MEMORY_CHUNK,
+                  S.P_UNIT: MEMORY_CHUNK, S.WORLD_NODE: -1}
+        ds = ds.chunk({k: v for k, v in chunks.items() if k in ds.dims})
     ds.set_close(raw.close)  # ``with open_recording(...)`` / ``.close()`` close the file
     return ds
 
@@ -756,6 +797,9 @@ def trim(ds: xr.Dataset, n_steps: int) -> xr.Dataset:
     """The first ``n_steps`` steps of a recording, without memories written later (their
     ``memory_*`` coordinates become −1 and memory neurons no environment had are dropped)."""
     ds = ds.isel({S.TIME: slice(0, n_steps)})
+    if S.MEMORY_TIME not in ds.variables:  # TEM: no memory slots
+        ds.attrs[S.N_STEPS] = int(n_steps)
+        return ds
     mt = np.asarray(ds[S.MEMORY_TIME].values)
     used = (mt >= 0) & (mt < n_steps)
     n_memory = int(used.sum(1).max()) if used.size else 0

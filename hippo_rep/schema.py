@@ -30,6 +30,14 @@ Coordinates
     per world node: ``node_x``, ``node_y`` (lattice units; hexagonal rows are offset by 1/2
     and spaced √3/2), so rate maps can be built for any lattice.
 
+TEM recordings (``model.kind = "tem"``, :data:`OPTIONAL_VARS`)
+    TEM has no memory slots, so instead of ``memory_activity`` (and the ``memory`` dim and
+    ``memory_*`` coords) they hold ``p(env, time, p_unit)``, TEM's conjunctive grounded
+    location, as its own population; ``g``/``g_pi`` are TEM's raw g_inf/g_gen (every module,
+    not TEM-t's unit RMS) with coord ``module(g_unit)``; per p unit ``p_module``,
+    ``p_g_unit``, ``p_sensory_unit``. ``p`` is the place-like population
+    (:data:`PLACE_POPULATIONS`) of such a recording.
+
 Conventions: lengths in lattice units (the distance between neighbouring nodes), angles in
 degrees from +x towards +y, maps indexed ``[row = y, col = x]``.
 """
@@ -158,22 +166,56 @@ SPECS: dict[str, VarSpec] = {**DATA_VARS, **COORDS}
 FAM_SLOT = "fam_slot"
 #: Attention of the prediction query on each FAM slot, (env, time, fam_slot).
 FAM_ACTIVITY = "fam_activity"
+
+# ------------------------------------------------------------------ optional (model.kind="tem")
+#: TEM's conjunctive grounded-location units p and their dim (recordings of TEM only). TEM
+#: has no memory slots (its Hebbian matrices change at every step), so a TEM recording holds
+#: ``p`` in place of ``memory_activity`` and has no ``memory`` dim or ``memory_*`` coords.
+P, P_UNIT = "p", "p_unit"
+#: Frequency module of each g unit (0 = highest frequency), coord (g_unit,), TEM only.
+MODULE = "module"
+#: Per-p-unit coords (p_unit,): its module, the g unit and the compressed sensory unit whose
+#: product it is (p = flatten(g_down ⊗ x̃) per module).
+P_MODULE, P_G_UNIT, P_SENSORY = "p_module", "p_g_unit", "p_sensory_unit"
 #: Variables present only for some models; checked by :func:`validate` when present.
 OPTIONAL_VARS: dict[str, VarSpec] = {
     FAM_ACTIVITY: VarSpec((ENV, TIME, FAM_SLOT), "f", "float32", DIMENSIONLESS,
                           "attention of the prediction from g_pi on each FAM feedback slot "
                           "(shares one softmax with memory_activity)"),
+    P: VarSpec((ENV, TIME, P_UNIT), "f", "float32", DIMENSIONLESS,
+               "TEM's inferred conjunctive grounded location p_inf (f_p of g_down ⊗ x̃)"),
+    MODULE: VarSpec((G_UNIT,), "i", "int64", DIMENSIONLESS,
+                    "frequency module of the g unit (0 = highest frequency)"),
+    P_UNIT: VarSpec((P_UNIT,), "i", "int64", DIMENSIONLESS, "grounded-location unit index"),
+    P_MODULE: VarSpec((P_UNIT,), "i", "int64", DIMENSIONLESS,
+                      "frequency module of the p unit (0 = highest frequency)"),
+    P_G_UNIT: VarSpec((P_UNIT,), "i", "int64", DIMENSIONLESS,
+                      "g unit (g_unit index) of the p unit's conjunction"),
+    P_SENSORY: VarSpec((P_UNIT,), "i", "int64", DIMENSIONLESS,
+                       "compressed sensory unit of the p unit's conjunction"),
 }
+#: What a recording that holds ``p`` (TEM) need not hold: the memory slots.
+MEMORY_SLOT_NAMES: tuple[str, ...] = (MEMORY, MEMORY_ACTIVITY, *MEMORY_COORDS)
 
 
 # --------------------------------------------------------------------------- populations
 #: Activity variables (populations) a recording may hold, in the order they are analysed.
-POPULATIONS: tuple[str, ...] = (G, G_PI, MEMORY_ACTIVITY, FAM_ACTIVITY)
-#: The unit dim of each population (``fam_activity``: FAM slots, ``model.memory="fam"`` only).
+POPULATIONS: tuple[str, ...] = (G, G_PI, MEMORY_ACTIVITY, FAM_ACTIVITY, P)
+#: The unit dim of each population (``fam_activity``: FAM slots, ``model.memory="fam"`` only;
+#: ``p``: TEM's grounded-location units, ``model.kind="tem"`` only).
 UNIT_DIMS: dict[str, str] = {G: G_UNIT, G_PI: G_UNIT, MEMORY_ACTIVITY: MEMORY,
-                             FAM_ACTIVITY: FAM_SLOT}
+                             FAM_ACTIVITY: FAM_SLOT, P: P_UNIT}
 #: Populations of memory neurons (masked by the analysis before their memory exists).
 MEMORY_POPULATIONS: tuple[str, ...] = (MEMORY_ACTIVITY,)
+#: The conjunctive, place-like population of a model, in order of preference: TEM-t's memory
+#: neurons, or TEM's grounded locations p (see :func:`place_population`).
+PLACE_POPULATIONS: tuple[str, ...] = (MEMORY_ACTIVITY, P)
+
+
+def place_population(names) -> str | None:
+    """The first of :data:`PLACE_POPULATIONS` among ``names`` (population names, or a
+    dataset's variables); None when there is none."""
+    return next((p for p in PLACE_POPULATIONS if p in names), None)
 
 
 class SchemaError(ValueError):
@@ -225,13 +267,14 @@ def _problems(ds) -> list[str]:
     kind = ds.attrs.get(KIND_ATTR)
     if kind is not None and kind != KIND:
         problems.append(f"attr {KIND_ATTR} is {quote(kind)}, expected {KIND!r}")
-    missing_dims = [d for d in DIMS if d not in ds.dims]
+    optional = MEMORY_SLOT_NAMES if P in ds.data_vars else ()  # TEM: p, no memory slots
+    missing_dims = [d for d in DIMS if d not in ds.dims and d not in optional]
     if missing_dims:
         problems.append(f"missing dim(s) {', '.join(missing_dims)}")
-    missing_vars = [n for n in DATA_VARS if n not in ds.variables]
+    missing_vars = [n for n in DATA_VARS if n not in ds.variables and n not in optional]
     if missing_vars:
         problems.append(f"missing variable(s) {', '.join(missing_vars)}")
-    missing_coords = [n for n in COORDS if n not in ds.variables]
+    missing_coords = [n for n in COORDS if n not in ds.variables and n not in optional]
     if missing_coords:
         problems.append(f"missing coordinate(s) {', '.join(missing_coords)}")
     missing_attrs = [a for a in ATTRS if a not in ds.attrs]
@@ -244,8 +287,10 @@ def _problems(ds) -> list[str]:
         var = ds.variables[name]
         if name in COORDS and name not in ds.coords:
             bad_place.append(f"{name} (should be a coordinate)")
-        if name in DATA_VARS and name not in ds.data_vars:
+        if (name in DATA_VARS or name in POPULATIONS) and name not in ds.data_vars:
             bad_place.append(f"{name} (should be a data variable)")
+        if name in OPTIONAL_VARS and name not in POPULATIONS and name not in ds.coords:
+            bad_place.append(f"{name} (should be a coordinate)")
         if tuple(var.dims) != spec.dims:
             bad_dims.append(f"{name}{tuple(var.dims)} (expected {spec.dims})")
         if var.dtype.kind != spec.kind and not (spec.kind == "i" and var.dtype.kind == "u"):

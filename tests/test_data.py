@@ -36,7 +36,7 @@ def test_hash_matches(name):
 
 def test_files_open_and_validate():
     from hippo_rep.analysis.pipeline import open_analysis
-    from hippo_rep.figures import read_eval
+    from hippo_rep.figures import read_eval, read_learning_speed
     from hippo_rep.recording import open_recording
     from hippo_rep.tasks.delay import read_delay
     from hippo_rep.tasks.passkey import read_sweep
@@ -59,6 +59,8 @@ def test_files_open_and_validate():
     assert ev["memory"]["memories_per_node"] > 0 and ev["transitions"]["recurrent"]
     assert read_delay(DATA / "delay.nc").sizes["variant"] == 4
     assert read_sweep(DATA / "passkey")
+    speed = read_learning_speed(DATA / "learning_speed.json")
+    assert set(speed["runs"]) == {"tem", "temt"} and speed["node_agent"] == 1.0
 
 
 def test_shipped_checkpoint_is_calibrated_and_adds_only_novel_memories():

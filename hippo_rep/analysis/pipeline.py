@@ -44,9 +44,9 @@ from hippo_rep.schema import (
     ANALYSIS_KIND,
     G_PI,
     KIND_ATTR,
-    MEMORY_ACTIVITY,
     POPULATIONS,
     G,
+    place_population,
     require_recording,
     validate_analysis,
 )
@@ -399,7 +399,7 @@ def analyse(
             {v: m["node_rate"] for v, m in maps.items()},
             variables,
             grid_variable=next((v for v in (G, G_PI) if v in variables), None),
-            memory_variable=MEMORY_ACTIVITY if MEMORY_ACTIVITY in variables else None,
+            memory_variable=place_population(variables),  # memory neurons, or TEM's p
             n_shuffles=remap_shuffles,
             rng=np.random.default_rng(tem_ss),
             per_unit=False,

@@ -1,4 +1,5 @@
-"""Panels of learning: accuracy from evaluation results (``hippo-rep evaluate`` JSON)."""
+"""Panels of learning: accuracy from evaluation results (``hippo-rep evaluate`` JSON) and
+learning speed (``benchmarks/bench_tem_vs_temt.py --learning`` JSON)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,53 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_ylim(0, 1.02)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=len(groups))
+    return ax
+
+
+#: The ``kind`` field of a learning-speed JSON (``bench_tem_vs_temt.py --learning``).
+LEARNING_SPEED_KIND = "learning_speed"
+#: Display names and colours (Okabe-Ito) of the models of a learning-speed JSON.
+SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00")}
+#: The axes of :func:`learning_speed`: JSON field → axis label.
+SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)"}
+
+
+def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9)):
+    """Held-out zero-shot accuracy against gradient updates or training seconds (Fig. 4 of
+    the TEM-t paper), one line per model, the node agent as the ceiling.
+
+    Parameters
+    ----------
+    data : dict
+        A learning-speed JSON: ``runs`` {model kind: list of evaluations, each with
+        ``updates`` (count), ``seconds`` (training wall-clock, evaluation excluded) and
+        ``zero_shot`` (fraction of revisits through a never-crossed edge predicted
+        correctly, 0-1, or None)}, ``node_agent`` (the ceiling, 0-1).
+    x : {"updates", "seconds"}
+        The abscissa (logarithmic; update 0 / second 0 is drawn at half the smallest
+        positive value of any model).
+    ax : matplotlib Axes, optional
+    thresholds : sequence of float
+        Accuracies drawn as dotted reference lines.
+    """
+    if x not in SPEED_AXES:
+        raise ValueError(f"x must be one of {sorted(SPEED_AXES)}; got {x!r}")
+    ax = _ax(ax)
+    every = np.array([r[x] for rows in data["runs"].values() for r in rows], dtype=float)
+    floor = every[every > 0].min() / 2 if (every > 0).any() else 1.0  # where 0 is drawn
+    for kind, rows in data["runs"].items():
+        label, color = SPEED_MODELS.get(kind, (kind, None))
+        xs = np.array([r[x] for r in rows], dtype=float)
+        ys = _values([r["zero_shot"] for r in rows])
+        ax.plot(np.where(xs > 0, xs, floor), ys, marker="o", ms=2.5, color=color, label=label)
+    ax.axhline(data["node_agent"], **{**AGENT_STYLE["node_agent"], "lw": 0.8})
+    for t in thresholds:
+        ax.axhline(t, color="0.6", ls=":", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_xlabel(SPEED_AXES[x])
+    ax.set_ylabel("zero-shot accuracy (fraction)")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="upper left")
     return ax
 
 

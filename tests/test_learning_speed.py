@@ -1,0 +1,106 @@
+"""The learning-speed figure (TEM-t paper Fig. 4) and its JSON (bench_tem_vs_temt.py)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+
+from hippo_rep import cli
+from hippo_rep.figures import FigureError, FigureInputs, build_figures, read_learning_speed
+from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
+
+matplotlib.use("Agg")
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_tem_vs_temt.py"
+
+
+def fake_speed() -> dict:
+    """TEM-t reaching 0.5 at 40 updates (20 s) and 0.9 at 160 (80 s); TEM 0.3 at most."""
+    temt = [{"updates": u, "seconds": u / 2, "zero_shot": z}
+            for u, z in ((0, 0.02), (10, 0.2), (40, 0.55), (160, 0.92), (320, 0.97))]
+    tem = [{"updates": u, "seconds": 20.0 * u, "zero_shot": z}
+           for u, z in ((0, 0.02), (1, None), (8, 0.1), (30, 0.3))]
+    return {"kind": LEARNING_SPEED_KIND, "runs": {"temt": temt, "tem": tem},
+            "node_agent": 1.0, "worlds": ["square:8"], "batch_size": 16, "eval_envs": 16}
+
+
+def test_learning_speed_panel_draws_the_data():
+    import matplotlib.pyplot as plt
+
+    data = fake_speed()
+    for x in ("updates", "seconds"):
+        fig, ax = plt.subplots()
+        assert learning_speed(data, x, ax=ax) is ax
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        temt, tem = lines["TEM-t"], lines["TEM"]
+        np.testing.assert_allclose(temt.get_ydata(), [0.02, 0.2, 0.55, 0.92, 0.97])
+        np.testing.assert_allclose(tem.get_ydata(), [0.02, np.nan, 0.1, 0.3])
+        want = np.array([r[x] for r in data["runs"]["temt"]], float)
+        # update / second 0 drawn at half the smallest positive value of either model
+        want[0] = {"updates": 0.5, "seconds": 2.5}[x]  # TEM's 1 update, TEM-t's 5 s
+        np.testing.assert_allclose(temt.get_xdata(), want)
+        assert tem.get_xdata()[0] == want[0]
+        assert ax.get_xscale() == "log"
+        ceiling = [ln for ln in ax.get_lines() if ln.get_label() == "node agent (limit)"]
+        assert len(ceiling) == 1 and np.allclose(ceiling[0].get_ydata(), 1.0)
+        plt.close(fig)
+    with pytest.raises(ValueError, match="x must be one of"):
+        learning_speed(data, "steps")
+
+
+def test_learning_speed_figure_is_built_or_skipped(tmp_path):
+    report = build_figures(FigureInputs(), tmp_path, only=["learning_speed"])
+    assert report["learning_speed"].startswith("skipped:") and \
+        "--learning-speed" in report["learning_speed"]
+    report = build_figures(FigureInputs(learning_speed=fake_speed()), tmp_path,
+                           only=["learning_speed"], formats=["png", "svg"])
+    assert [p.suffix for p in report["learning_speed"]] == [".png", ".svg"]
+    assert all(p.stat().st_size > 1000 for p in report["learning_speed"])
+
+
+def test_read_learning_speed_names_file_and_field(tmp_path):
+    path = tmp_path / "speed.json"
+    path.write_text(json.dumps(fake_speed()))
+    assert read_learning_speed(path)["runs"]["temt"][2]["zero_shot"] == 0.55
+    bad = fake_speed() | {"kind": "evaluation"}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(FigureError, match="speed.json.*not a learning-speed JSON"):
+        read_learning_speed(path)
+    bad = fake_speed()
+    del bad["runs"]["tem"][1]["seconds"]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(FigureError, match="speed.json.*runs.tem is not a list of evaluations"):
+        read_learning_speed(path)
+    path.write_text(json.dumps(fake_speed() | {"node_agent": "1"}))
+    with pytest.raises(FigureError, match="'node_agent' is not a number"):
+        read_learning_speed(path)
+
+
+def test_cli_figures_reads_the_learning_speed_json(tmp_path, capsys):
+    path = tmp_path / "speed.json"
+    path.write_text(json.dumps(fake_speed()))
+    rc = cli.main(["figures", "--learning-speed", str(path), "--only", "learning_speed",
+                   "--out", str(tmp_path / "figs"), "--format", "png"])
+    assert rc == 0 and (tmp_path / "figs" / "learning_speed.png").is_file()
+    assert "learning_speed:" in capsys.readouterr().out
+
+
+def test_bench_thresholds_and_ratios():
+    spec = importlib.util.spec_from_file_location("bench_tem_vs_temt", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    data = fake_speed()
+    temt, tem = data["runs"]["temt"], data["runs"]["tem"]
+    assert bench.first_reaching(temt, 0.5) == {"updates": 40, "seconds": 20.0}
+    assert bench.first_reaching(temt, 0.9) == {"updates": 160, "seconds": 80.0}
+    assert bench.first_reaching(tem, 0.5) is None  # None entries are skipped, not compared
+    hit = bench.first_reaching(temt, 0.5)
+    # TEM never reached 0.5: the ratio is a lower bound, TEM's spend over TEM-t's need
+    assert bench._ratio(None, hit, tem, "updates") == ">0.8"  # 30 / 40
+    assert bench._ratio(None, hit, tem, "seconds") == ">30.0"  # 600 s / 20 s
+    assert bench._ratio({"updates": 80, "seconds": 1600.0}, hit, tem, "updates") == "2.0"
+    assert bench._ratio(hit, None, tem, "updates") == "n/a"
+    assert bench._cell(None, tem, "updates") == ">30"
