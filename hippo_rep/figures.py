@@ -435,7 +435,7 @@ def memory_delay_figure(inputs: FigureInputs):
         axes[0, 1].set_title("per-step cost (benchmark)", fontsize=7)
         _label_panels(axes[0])
     window = ds.attrs.get("window_steps", "?")
-    ax.set_title(f"memory after an excursion (window {window} steps, "
+    ax.set_title(f"memory after an excursion{chr(10) if cost else ' '}(window {window} steps, "
                  f"{ds.attrs.get('fam_slots', '?')} FAM slots)", fontsize=7)
     return fig
 

@@ -76,6 +76,8 @@ def plot_delay_cost(rows, key: str = "ms_per_step", ax=None):
     -------
     matplotlib Axes
     """
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -85,6 +87,11 @@ def plot_delay_cost(rows, key: str = "ms_per_step", ax=None):
                 color=VARIANT_COLORS.get(r["variant"], None))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.set_xticks(sorted({d for r in rows for d in r["delay"]}))
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers, not powers
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("walk length D (steps, log scale)")
     ax.set_ylabel(COST_LABELS.get(key, key))
     return ax
