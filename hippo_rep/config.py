@@ -126,6 +126,10 @@ class ModelConfig:
     fam_slots: int = 8
     # Initial inverse temperature of the FAM slot update (softplus-parameterised, learned).
     fam_beta_init: float = 3.0
+    # FAM slot update: "soft" (TransformerFAM: each slot becomes the attention-weighted mix of
+    # [slots; block memories]) or "hard" (each slot copies the one it attends to most, so it
+    # keeps a whole (g, x) conjunction; no gradient through the choice).
+    fam_update: str = "soft"
     # Per-step decay of the Hebbian memory matrix (1 = no forgetting; TEM's lambda).
     hebbian_decay: float = 1.0
     # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
@@ -257,6 +261,7 @@ _CHOICES = {
     ("model", "transition_param"): ("free", "orthogonal"),
     ("model", "readout"): ("mlp", "direct"),
     ("model", "memory"): ("full", "window", "fam", "hebbian"),
+    ("model", "fam_update"): ("soft", "hard"),
     ("model", "g_norm"): ("rms", "none"),
     ("world", "walk"): ("random", "delay"),
 }

@@ -537,7 +537,8 @@ class TEMt(nn.Module):
 
         Each slot's query z(g_f) W_e attends over [all slots; the memories written in the
         block] with the model's own keys; the slot becomes the attention-weighted position
-        (rescaled) and observation distribution. Attending to itself is the "FAM copy".
+        (rescaled) and observation distribution (``fam_update = "hard"``: a copy of the one
+        it attends to most). Attending to itself is the "FAM copy".
         """
         cfg = self.config
         B, F_ = state.fam_g.shape[:2]
@@ -554,6 +555,8 @@ class TEMt(nn.Module):
         sim = q @ k.transpose(1, 2) / math.sqrt(cfg.d_key)
         valid = torch.cat([in_block.new_ones(B, F_), in_block], 1)[:, None, :]
         w = memory_activation(F.softplus(self.fam_beta_raw) * sim, valid.expand(-1, F_, -1))
+        if cfg.fam_update == "hard":
+            w = F.one_hot(w.argmax(-1), w.shape[-1]).to(w.dtype)
         state.fam_g = _rescale(w @ keys_g)
         state.fam_p = w @ vals_p
 
