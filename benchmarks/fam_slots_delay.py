@@ -12,7 +12,7 @@ Usage::
 
     python benchmarks/fam_slots_delay.py [--checkpoint data/temt_paper.pt]
         [--slots 8,32,128,256] [--updates soft,hard] [--delays 64,128,256,512] [--seeds 0]
-        [--envs 32] [--json out.json]
+        [--envs 32] [--world square:10] [--variants full,window] [--json out.json]
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def main() -> None:
     p.add_argument("--delays", default="64,128,256,512")
     p.add_argument("--seeds", default="0", help="walk seeds")
     p.add_argument("--envs", type=int, default=32)
+    p.add_argument("--world", default=DEFAULT_WORLD, help="world of the walks")
+    p.add_argument("--variants", default="full,window", help="baselines run beside fam")
     p.add_argument("--json")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -45,10 +47,10 @@ def main() -> None:
     delays = [int(d) for d in args.delays.split(",")]
     mc, n_obs = cfg.model, cfg.world.n_obs
     window_kb = (mc.memory_blocks + 1) * mc.memory_block * 2 * mc.n_g * FLOAT_BYTES / 1024
-    variants = [("full", {}), ("window", {})] + [
+    variants = [(v, {}) for v in args.variants.split(",") if v] + [
         ("fam", {"fam_slots": int(f), "fam_update": u})
         for u in args.updates.split(",") for f in args.slots.split(",")]
-    print(f"{args.checkpoint}, {DEFAULT_WORLD}, {args.envs} walks per D, 1 thread; window "
+    print(f"{args.checkpoint}, {args.world}, {args.envs} walks per D, 1 thread; window "
           f"{mc.memory_blocks * mc.memory_block}-{(mc.memory_blocks + 1) * mc.memory_block} "
           f"steps (≤ {window_kb:.0f} KB per env)")
     print(f"{'variant':<16} {'seed':>4} " + "".join(f"{'D=' + str(d):>8}" for d in delays)
@@ -61,13 +63,14 @@ def main() -> None:
               f"{window_kb + over.get('fam_slots', 0) * (mc.n_g + n_obs) * FLOAT_BYTES / 1024:.0f}")
         for seed in (int(s) for s in args.seeds.split(",")):
             t0 = time.perf_counter()
-            acc = delay_accuracy(m, delays, args.envs, DEFAULT_WORLD, n_obs, seed).accuracy
+            acc = delay_accuracy(m, delays, args.envs, args.world, n_obs, seed).accuracy
             rows.append({"variant": name, **over, "seed": seed, "delay": delays,
                          "accuracy": [float(a) for a in acc.values]})
             print(f"{label:<16} {seed:>4} " + "".join(f"{a:>8.3f}" for a in acc.values)
                   + f" {kb:>8} {time.perf_counter() - t0:>5.0f}", flush=True)
     if args.json:
-        write_json(args.json, {"checkpoint": args.checkpoint, "envs": args.envs, "rows": rows})
+        write_json(args.json, {"checkpoint": args.checkpoint, "envs": args.envs,
+                               "world": args.world, "rows": rows})
 
 
 if __name__ == "__main__":
