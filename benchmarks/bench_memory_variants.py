@@ -27,7 +27,7 @@ Usage::
 
     python benchmarks/bench_memory_variants.py [--checkpoint data/temt_paper.pt]
         [--envs 8] [--delays 256,512,1024,2048,4096] [--chunk 128] [--repeats 3]
-        [--world square:64]
+        [--world square:64] [--fam-slots 256 --fam-update hard]
         [--json bench_memory_variants.json]
 """
 
@@ -58,7 +58,9 @@ def worker(args) -> None:
     delays = [int(d) for d in args.delays.split(",")]
     model, cfg, _ = load_checkpoint(args.checkpoint)
     if args.variant != cfg.model.memory:
-        model = as_variant(model, args.variant)
+        over = {"fam_slots": args.fam_slots, "fam_update": args.fam_update} \
+            if args.variant == "fam" else {}
+        model = as_variant(model, args.variant, **{k: v for k, v in over.items() if v})
     d, n_obs = cfg.model.n_g, cfg.world.n_obs
     ep = sample_episodes([parse_world(args.world)], args.envs, max(delays), n_obs,
                          np.random.default_rng(0))
@@ -102,6 +104,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each reported chunk")
     p.add_argument("--world", default="square:64")
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--fam-slots", type=int, help="fam: slots (default: the checkpoint's)")
+    p.add_argument("--fam-update", choices=("soft", "hard"), help="fam: slot update")
     p.add_argument("--json", help="also write the rows to this JSON file")
     p.add_argument("--variant", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -116,7 +120,9 @@ def main() -> None:
     for v in args.variants.split(","):
         cmd = [sys.executable, __file__, "--variant", v, "--checkpoint", args.checkpoint,
                "--envs", str(args.envs), "--delays", args.delays, "--chunk",
-               str(args.chunk), "--world", args.world, "--repeats", str(args.repeats)]
+               str(args.chunk), "--world", args.world, "--repeats", str(args.repeats)] + \
+            [f"--{k.replace('_', '-')}={getattr(args, k)}" for k in ("fam_slots", "fam_update")
+             if getattr(args, k)]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
@@ -141,7 +147,8 @@ def main() -> None:
         from hippo_rep.fileio import write_json
 
         write_json(args.json, {"meta": {**{k: getattr(args, k) for k in (
-            "checkpoint", "envs", "chunk", "world", "repeats")}, "threads": 1,
+            "checkpoint", "envs", "chunk", "world", "repeats", "fam_slots", "fam_update")},
+            "threads": 1,
             "machine": platform.processor() or platform.machine()}, "rows": rows})
 
 
