@@ -471,7 +471,8 @@ def cmd_figures(args) -> int:
                          sweep=getattr(args, "sweep", None),
                          delay=getattr(args, "delay", None),
                          learning_speed=getattr(args, "learning_speed", None),
-                         tem_analysis=getattr(args, "tem_analysis", None))
+                         tem_analysis=getattr(args, "tem_analysis", None),
+                         delay_cost=getattr(args, "delay_cost", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
     for name, res in report.items():
@@ -756,7 +757,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
     f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
     f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
-    f.add_argument("--delay", metavar="RESULT", help="hippo-rep delay result (.nc or .json)")
+    f.add_argument("--delay", metavar="RESULT", action="append",
+                   help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed")
+    f.add_argument("--delay-cost", metavar="JSON",
+                   help="benchmarks/bench_memory_variants.py --json output (cost panels)")
     f.add_argument("--learning-speed", metavar="FILE",
                    help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
     f.add_argument("--tem-analysis", metavar="FILE",

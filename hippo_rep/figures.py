@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 
 # matplotlib.pyplot is imported inside the builders, so that importing this module picks no
 # backend (build_figures selects Agg); the PassKey and delay readers of hippo_rep.tasks where
@@ -31,7 +32,7 @@ from hippo_rep.analysis.shuffle import (
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
 from hippo_rep.plotting.compare import score_distributions
-from hippo_rep.plotting.delay import plot_delay
+from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
 from hippo_rep.plotting.maps import autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
@@ -100,9 +101,11 @@ class FigureInputs:
     (:func:`hippo_rep.tasks.passkey.read_sweep`: ``variant``, ``filler`` in tokens,
     ``accuracy`` and ``std`` as fractions). ``sweep`` is a sweep's table
     (:func:`hippo_rep.sweep.open_sweep`). ``delay`` is a long-delay loop-closure result
-    (:func:`hippo_rep.tasks.delay.delay_experiment`). ``learning_speed`` is the JSON of
-    ``benchmarks/bench_tem_vs_temt.py --learning`` (:func:`read_learning_speed`).
-    ``tem_analysis`` is the analysis of a TEM recording, shown beside ``analysis`` (TEM-t).
+    (:func:`hippo_rep.tasks.delay.delay_experiment`; with a ``run`` dim when several were
+    read) and ``delay_cost`` the rows of ``benchmarks/bench_memory_variants.py --json``.
+    ``learning_speed`` is the JSON of ``benchmarks/bench_tem_vs_temt.py --learning``
+    (:func:`read_learning_speed`). ``tem_analysis`` is the analysis of a TEM recording, shown
+    beside ``analysis`` (TEM-t).
     """
 
     evals: dict[str, dict] = field(default_factory=dict)
@@ -113,6 +116,7 @@ class FigureInputs:
     delay: object | None = None
     learning_speed: dict | None = None
     tem_analysis: object | None = None
+    delay_cost: list[dict] | None = None
 
     def need_evals(self) -> dict[str, dict]:
         if not self.evals:
@@ -545,14 +549,24 @@ def passkey_figure(inputs: FigureInputs):
 @register("memory_delay")
 def memory_delay_figure(inputs: FigureInputs):
     """Long-delay loop closure: accuracy on returning home against excursion length for the
-    memory variants of one trained TEM-t (``hippo-rep figures --delay RESULT``)."""
+    memory variants of trained TEM-t runs (``hippo-rep figures --delay RESULT``, repeated for
+    seeds: points), beside their per-step time and memory against D when ``--delay-cost``
+    gives the benchmark's JSON."""
     import matplotlib.pyplot as plt
 
     ds = inputs.need("delay", "accuracy")
-    fig, ax = plt.subplots(figsize=(FULL_WIDTH / 2 + 1.2, 2.6), layout="constrained")
+    cost = inputs.delay_cost
+    fig, axes = plt.subplots(1, 3 if cost else 1, squeeze=False, layout="constrained",
+                             figsize=(FULL_WIDTH + 1.2 if cost else FULL_WIDTH / 2 + 1.2, 2.6))
+    ax = axes[0, 0]
     plot_delay(ds, ax=ax)
+    if cost:
+        for a, key in zip(axes[0, 1:], ("ms_per_step", "kb_per_step"), strict=True):
+            plot_delay_cost(cost, key, ax=a)
+        axes[0, 1].set_title("per-step cost (benchmark)", fontsize=7)
+        _label_panels(axes[0])
     window = ds.attrs.get("window_steps", "?")
-    ax.set_title(f"memory after an excursion (window {window} steps, "
+    ax.set_title(f"memory after an excursion{chr(10) if cost else ' '}(window {window} steps, "
                  f"{ds.attrs.get('fam_slots', '?')} FAM slots)", fontsize=7)
     return fig
 
@@ -630,7 +644,7 @@ def read_learning_speed(path) -> dict:
 
 def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
                 missing_ok: bool = False, sweep=None, delay=None,
-                learning_speed=None, tem_analysis=None) -> FigureInputs:
+                learning_speed=None, tem_analysis=None, delay_cost=None) -> FigureInputs:
     """Read the figures' inputs from files.
 
     Parameters
@@ -650,8 +664,11 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
     sweep : path, optional
         A training sweep folder (``hippo-rep sweep --out``), read by
         :func:`hippo_rep.sweep.open_sweep`.
-    delay : path, optional
-        A ``hippo-rep delay`` result (``.nc`` or ``.json``).
+    delay : path or sequence of path, optional
+        ``hippo-rep delay`` results (``.nc`` or ``.json``), e.g. one per seed; several are
+        stacked along a ``run`` dim.
+    delay_cost : path, optional
+        The JSON of ``benchmarks/bench_memory_variants.py --json`` (needs ``rows``).
     learning_speed : path, optional
         A learning-speed JSON (``benchmarks/bench_tem_vs_temt.py --learning``).
     tem_analysis : path, optional
@@ -669,10 +686,23 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         return True
 
     out = FigureInputs()
-    if present(delay):
+    delays = [p for p in ([delay] if isinstance(delay, str | Path) else delay or ())
+              if present(p)]
+    if delays:
         from hippo_rep.tasks.delay import read_delay
 
-        out.delay = read_delay(delay)
+        runs = [read_delay(p) for p in delays]
+        out.delay = runs[0] if len(runs) == 1 else xr.concat(
+            runs, dim="run", data_vars=["accuracy", "n_scored", "walk_steps"], coords="minimal",
+            compat="override", combine_attrs="drop_conflicts")
+    if present(delay_cost):
+        data = read_json(delay_cost, FigureError, "delay cost")
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if not rows or any(k not in r for r in rows for k in ("variant", "delay", "ms_per_step",
+                                                                "kb_per_step")):
+            raise FigureError(f"{str(delay_cost)!r} is not a bench_memory_variants JSON (needs "
+                              "rows with variant, delay, ms_per_step, kb_per_step)")
+        out.delay_cost = rows
     for path in evals:
         if present(path):
             res = read_eval(path)

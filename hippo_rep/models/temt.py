@@ -10,13 +10,15 @@ Per environment, at step t with action a_t (taken from the previous node) and ob
                       g_t = g_pi + gate(g_ret, g_pi) ⊙ (g_ret − g_pi)
 4. memory write       (g_t, x_t) is stored only if no stored memory holds that conjunction.
 
-Memory variants (``config.memory``): "full" keeps every memory; "window" lets the query at step
-t see only memories written in its own block of ``memory_block`` steps or the
-``memory_blocks`` blocks before (block sliding-window attention over the memory sequence);
-"fam" adds ``fam_slots`` feedback slots, each a (position, observation-distribution) pair that
-attends once per block over [itself; the block's memories] (TransformerFAM's update with the
-model's own keys) and is retrieved from together with the window; "hebbian" replaces the
-memory neurons by TEM's outer-product memory matrix (appendix A.1) read out linearly, see
+Memory variants (``config.memory``) are the strategy objects of :data:`MEMORY_VARIANTS`
+(``TEMt.memory``); every one answers "which memories can step t see" with the same
+:meth:`FullMemory.visible`: "full" keeps every memory; "window" lets the query at step t see
+only memories written in its own block of ``memory_block`` steps or the ``memory_blocks``
+blocks before (block sliding-window attention over the memory sequence); "fam" adds
+``fam_slots`` feedback slots, each a (position, observation-distribution) pair that attends
+once per block over [itself; the block's memories] (TransformerFAM's update with the model's
+own keys) and is retrieved from together with the window; "hebbian" replaces the memory
+neurons by TEM's outer-product memory matrix (appendix A.1) read out linearly, see
 :func:`hebbian_matrix`.
 
 Appendix and equation numbers are those of Whittington, Warren & Behrens 2022 (TEM-t, ICLR).
@@ -33,7 +35,7 @@ time-indexed g_t themselves, so gradients reach past positional encodings within
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +51,9 @@ _DIRECT_FLOOR = 1e-3
 _N_GATE_FEATURES = 2
 #: Initial capacity of the memory buffer, in slots; it grows by doubling.
 _INITIAL_CAPACITY = 64
+#: The slot buffers of a :class:`MemoryState` and their value in an unused slot (float ones
+#: hold a d-vector per slot).
+_UNUSED_SLOT = {"G": 0.0, "ZG": 0.0, "X": -1, "C": 0, "T": -1}
 
 
 @dataclass
@@ -84,23 +89,18 @@ class MemoryState:
         return self.G.shape[1]
 
     def detach(self) -> MemoryState:
-        fam_g = None if self.fam_g is None else self.fam_g.detach()
-        fam_p = None if self.fam_p is None else self.fam_p.detach()
-        return replace(self, g=self.g.detach(), fam_g=fam_g, fam_p=fam_p)
+        return replace(self, **{f.name: v.detach() for f in fields(self)
+                                if isinstance(v := getattr(self, f.name), torch.Tensor)})
 
     def grow(self, needed: int) -> MemoryState:
         """A copy with room for ``needed`` slots (new tensors: autograd may hold the old)."""
-        if needed <= self.capacity:
-            return replace(self, G=self.G.clone(), ZG=self.ZG.clone(), X=self.X.clone(),
-                           C=self.C.clone(), T=self.T.clone(), count=self.count.clone())
-        cap = max(needed, 2 * self.capacity)
+        cap = self.capacity if needed <= self.capacity else max(needed, 2 * self.capacity)
 
-        def pad(x, value):
-            extra = x.new_full((x.shape[0], cap - x.shape[1], *x.shape[2:]), value)
-            return torch.cat([x, extra], dim=1)
+        def pad(x, fill):
+            return torch.cat([x, x.new_full((x.shape[0], cap - x.shape[1], *x.shape[2:]), fill)], 1)
 
-        return replace(self, G=pad(self.G, 0.0), ZG=pad(self.ZG, 0.0), X=pad(self.X, -1),
-                       C=pad(self.C, 0), T=pad(self.T, -1), count=self.count.clone())
+        return replace(self, count=self.count.clone(),
+                       **{k: pad(getattr(self, k), fill) for k, fill in _UNUSED_SLOT.items()})
 
 
 @dataclass
@@ -174,6 +174,90 @@ def memory_activation(logits: torch.Tensor, valid: torch.Tensor, kind: str = "so
     return r / r.sum(-1, keepdim=True).clamp_min(1e-20)
 
 
+class FullMemory:
+    """``model.memory = "full"`` and the base of the memory-variant strategies
+    (:data:`MEMORY_VARIANTS`): what a variant adds to the model, its state and each step, and
+    :meth:`visible`, the one answer to "which memories can step t see" (retrieval, prediction,
+    buffer trimming and the write-threshold calibration all ask it)."""
+
+    n_slots = 0  # FAM feedback slots retrieved beside the memories
+
+    def __init__(self, config: ModelConfig):
+        self.block, self.blocks = config.memory_block, config.memory_blocks
+
+    def window_start(self, t):
+        """Earliest step whose memory the query at step(s) ``t`` sees: −1 (all) for each t."""
+        return t * 0 - 1
+
+    def visible(self, t, T):
+        """Whether step(s) ``t`` see the memories written at steps ``T`` (broadcast; bool);
+        that a memory exists and is older than t is checked apart."""
+        return T >= self.window_start(t)
+
+    def add_parameters(self, model) -> None:
+        """Create the variant's own weights (after the shared ones, which then match a
+        "full" model of the same seed)."""
+
+    def initial_state(self, model, batch_size: int) -> dict:
+        """The variant's fields of an empty :class:`MemoryState`."""
+        return {}
+
+    def end_of_step(self, model, state: MemoryState, t_next: int) -> None:
+        """Update ``state`` in place once step ``t_next`` − 1 is written."""
+
+    def run(self, model, *args):
+        """One chunk: :meth:`TEMt.forward` once the state is prepared."""
+        return model._forward_attention(*args)
+
+
+class WindowMemory(FullMemory):
+    """``"window"``: step t sees the memories of its own block of ``memory_block`` steps and
+    of the ``memory_blocks`` blocks before (block sliding-window attention)."""
+
+    def window_start(self, t):
+        return (t // self.block - self.blocks) * self.block
+
+
+class FAMMemory(WindowMemory):
+    """``"fam"``: the window plus ``fam_slots`` feedback slots, updated after every block
+    (:meth:`TEMt._fam_update`)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.n_slots, self.beta_init = config.fam_slots, config.fam_beta_init
+
+    def add_parameters(self, model):
+        model.fam_init = nn.Parameter(torch.randn(self.n_slots, model.config.n_g))
+        model.fam_beta_raw = nn.Parameter(torch.tensor(_inv_softplus(self.beta_init)))
+
+    def initial_state(self, model, batch_size):
+        return {"fam_g": _rescale(model.fam_init).expand(batch_size, -1, -1),
+                "fam_p": torch.full((batch_size, self.n_slots, model.n_obs), 1 / model.n_obs,
+                                    device=model.W_a.device)}
+
+    def end_of_step(self, model, state, t_next):
+        if t_next % self.block == 0:
+            model._fam_update(state, t_next - self.block)
+
+
+class HebbianMemory(FullMemory):
+    """``"hebbian"``: TEM's memory matrix in place of the memory neurons
+    (:meth:`TEMt._forward_hebbian`)."""
+
+    def initial_state(self, model, batch_size):
+        d, n, dev = model.config.n_g, model.n_obs, model.W_a.device
+        return {"hebb_V": torch.zeros(batch_size, n, d, device=dev),
+                "hebb_H": torch.zeros(batch_size, n, d, d, device=dev)}
+
+    def run(self, model, obs, actions, state, context, fresh, return_activity):
+        return model._forward_hebbian(obs, actions, state, fresh, return_activity)
+
+
+#: ``model.memory`` → its strategy (``TEMt.memory``).
+MEMORY_VARIANTS = {"full": FullMemory, "window": WindowMemory, "fam": FAMMemory,
+                   "hebbian": HebbianMemory}
+
+
 class TEMt(nn.Module):
     """TEM-t (``config.kind == "temt"``) or its sinusoidal baseline (``"sinusoidal"``).
 
@@ -215,11 +299,8 @@ class TEMt(nn.Module):
         with torch.no_grad():
             self.gate_mlp[-1].weight.mul_(0.1)
             self.gate_mlp[-1].bias.fill_(config.gate_bias_init)
-        self.bounded = config.memory in ("window", "fam")
-        if config.memory == "fam":
-            # Created last, so that the other weights match a "full" model of the same seed.
-            self.fam_init = nn.Parameter(torch.randn(config.fam_slots, d))
-            self.fam_beta_raw = nn.Parameter(torch.tensor(_inv_softplus(config.fam_beta_init)))
+        self.memory = MEMORY_VARIANTS[config.memory](config)  # the memory variant's strategy
+        self.memory.add_parameters(self)
 
     # ------------------------------------------------------------------ state
     def initial_state(self, batch_size: int, capacity: int = _INITIAL_CAPACITY) -> MemoryState:
@@ -227,30 +308,16 @@ class TEMt(nn.Module):
         d, dev = self.config.n_g, self.W_a.device
         return MemoryState(
             g=self._g0(batch_size).detach(),
-            G=torch.zeros(batch_size, capacity, d, device=dev),
-            ZG=torch.zeros(batch_size, capacity, d, device=dev),
-            X=torch.full((batch_size, capacity), -1, dtype=torch.long, device=dev),
-            C=torch.zeros(batch_size, capacity, dtype=torch.long, device=dev),
-            T=torch.full((batch_size, capacity), -1, dtype=torch.long, device=dev),
+            **{k: torch.full((batch_size, capacity, *((d,) if isinstance(fill, float) else ())),
+                             fill, device=dev) for k, fill in _UNUSED_SLOT.items()},
             count=torch.zeros(batch_size, dtype=torch.long, device=dev),
-            t=0,
-            fam_g=(_rescale(self.fam_init).expand(batch_size, -1, -1)
-                   if self.config.memory == "fam" else None),
-            fam_p=(torch.full((batch_size, self.config.fam_slots, self.n_obs), 1 / self.n_obs,
-                              device=dev) if self.config.memory == "fam" else None),
-            hebb_V=(torch.zeros(batch_size, self.n_obs, d, device=dev)
-                    if self.config.memory == "hebbian" else None),
-            hebb_H=(torch.zeros(batch_size, self.n_obs, d, d, device=dev)
-                    if self.config.memory == "hebbian" else None),
+            **self.memory.initial_state(self, batch_size),
         )
 
     def window_start(self, t: int) -> int:
-        """Earliest global step whose memory the query at global step ``t`` sees (window/fam):
-        the start of the ``memory_blocks``-th block before t's block (negative = all)."""
-        if not self.bounded:
-            return -1
-        b = self.config.memory_block
-        return (t // b - self.config.memory_blocks) * b
+        """Earliest global step whose memory the query at step ``t`` sees (negative = all):
+        :meth:`FullMemory.window_start` of this model's memory variant."""
+        return self.memory.window_start(t)
 
     @staticmethod
     def _first_slot(state: MemoryState, t_min: int) -> int:
@@ -329,17 +396,21 @@ class TEMt(nn.Module):
             Also return the memory-neuron activity in slot order (for recording).
         """
         B, L = obs.shape
-        cfg = self.config
         fresh = state is None
         if fresh:
             state = self.initial_state(B, max(_INITIAL_CAPACITY, L))
         state = state.grow(int(state.count.max()) + L)
         if context is None:
             context = torch.zeros_like(obs)
+        return self.memory.run(self, obs, actions, state, context, fresh, return_activity)
+
+    def _forward_attention(self, obs, actions, state: MemoryState, context, fresh: bool,
+                           return_activity: bool) -> tuple[Output, MemoryState]:
+        """:meth:`forward` with memory neurons (every variant but "hebbian")."""
+        B, L = obs.shape
+        cfg = self.config
         count0 = state.count.clone()
         fam_g = fam_p = None
-        if cfg.memory == "hebbian":
-            return self._forward_hebbian(obs, actions, state, fresh, return_activity)
         # First buffer slot any query of this chunk can see (0 unless window/fam).
         s0 = self._first_slot(state, self.window_start(state.t))
         if self.recurrent:
@@ -383,7 +454,7 @@ class TEMt(nn.Module):
         W = self.transition_matrices()
         gs, gpis, gates, fgs, fps = [], [], [], [], []
         written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
-        fam = cfg.memory == "fam"
+        n_slots = self.memory.n_slots
         for t in range(L):
             tg = state.t + t
             if fresh and t == 0:
@@ -394,27 +465,26 @@ class TEMt(nn.Module):
             m = int(n.max())
             X, T = state.X[:, s0:m], state.T[:, s0:m]
             same_x = (X == obs[:, t, None]) & (state.C[:, s0:m] == context[:, t, None])
-            valid = torch.arange(s0, m, device=obs.device) < n[:, None]
-            if self.bounded:
-                valid = valid & (T >= self.window_start(tg))
-            n_vis = valid.sum(1) + (cfg.fam_slots if fam else 0)
-            if fam:
+            valid = (torch.arange(s0, m, device=obs.device) < n[:, None]) & \
+                self.memory.visible(tg, T)
+            n_vis = valid.sum(1) + n_slots
+            if n_slots:
                 fgs.append(state.fam_g)
                 fps.append(state.fam_p)
-            if cfg.landmark and (m > s0 or fam):
+            if cfg.landmark and (m > s0 or n_slots):
                 zq = _z(g_pi)
                 sim = _ConstBmm.apply(zq[:, None], state.ZG[:, s0:m].transpose(1, 2))[:, 0] / d
                 sx = same_x.float()
                 keys_valid = valid
-                if fam:
+                if n_slots:
                     sim = torch.cat([sim, (_z(state.fam_g) * zq[:, None]).mean(-1)], 1)
                     sx = torch.cat([sx, state.fam_p[ar, :, obs[:, t]]], 1)
-                    keys_valid = torch.cat([valid, valid.new_ones(B, cfg.fam_slots)], 1)
+                    keys_valid = torch.cat([valid, valid.new_ones(B, n_slots)], 1)
                 conj = sim * sx if cfg.conjunction == "multiplicative" else sim + sx
                 beta = rbeta * torch.log(n_vis.clamp(min=1).float())[:, None]
                 w = memory_activation(beta * conj, keys_valid, "softmax")
                 g_ret_raw = _ConstBmm.apply(w[:, None, :m - s0], state.G[:, s0:m])[:, 0]
-                if fam:
+                if n_slots:
                     g_ret_raw = g_ret_raw + torch.bmm(w[:, None, m - s0:], state.fam_g)[:, 0]
                 g_t, gate = self._correct(g_pi, zq, g_ret_raw, w.max(-1, keepdim=True)[0],
                                           (n_vis > 0).float()[:, None])
@@ -442,10 +512,9 @@ class TEMt(nn.Module):
             gpis.append(g_pi)
             gates.append(gate)
             g_prev = g_t
-            if fam and (tg + 1) % cfg.memory_block == 0:
-                self._fam_update(state, tg + 1 - cfg.memory_block)
-        fam_g = torch.stack(fgs, 1) if fam else None
-        fam_p = torch.stack(fps, 1) if fam else None
+            self.memory.end_of_step(self, state, tg + 1)
+        fam_g = torch.stack(fgs, 1) if n_slots else None
+        fam_p = torch.stack(fps, 1) if n_slots else None
         return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written,
                 fam_g, fam_p)
 
@@ -468,7 +537,8 @@ class TEMt(nn.Module):
 
         Each slot's query z(g_f) W_e attends over [all slots; the memories written in the
         block] with the model's own keys; the slot becomes the attention-weighted position
-        (rescaled) and observation distribution. Attending to itself is the "FAM copy".
+        (rescaled) and observation distribution (``fam_update = "hard"``: a copy of the one
+        it attends to most). Attending to itself is the "FAM copy".
         """
         cfg = self.config
         B, F_ = state.fam_g.shape[:2]
@@ -485,6 +555,8 @@ class TEMt(nn.Module):
         sim = q @ k.transpose(1, 2) / math.sqrt(cfg.d_key)
         valid = torch.cat([in_block.new_ones(B, F_), in_block], 1)[:, None, :]
         w = memory_activation(F.softplus(self.fam_beta_raw) * sim, valid.expand(-1, F_, -1))
+        if cfg.fam_update == "hard":
+            w = F.one_hot(w.argmax(-1), w.shape[-1]).to(w.dtype)
         state.fam_g = _rescale(w @ keys_g)
         state.fam_p = w @ vals_p
 
@@ -580,13 +652,10 @@ class TEMt(nn.Module):
         V = self.W_x(x_mem)
         old_valid = (torch.arange(s0, m0, device=dev) < count0[:, None])[:, None, :]
         old_valid = old_valid.expand(B, L, m0 - s0)
-        causal = torch.ones(L, L, dtype=torch.bool, device=dev).tril(-1)
-        if self.bounded:
-            steps = torch.arange(state.t, state.t + L, device=dev)
-            b = cfg.memory_block
-            lo = (steps // b - cfg.memory_blocks) * b  # window_start of every step
-            old_valid = old_valid & (state.T[:, None, s0:m0] >= lo[None, :, None])
-            causal = causal & (steps[None, :] >= lo[:, None])
+        steps = torch.arange(state.t, state.t + L, device=dev)
+        old_valid = old_valid & self.memory.visible(steps[None, :, None], state.T[:, None, s0:m0])
+        causal = torch.ones(L, L, dtype=torch.bool, device=dev).tril(-1) & \
+            self.memory.visible(steps[:, None], steps[None, :])
         new_valid = causal[None] & written[:, None, :]
         valid = torch.cat([old_valid, new_valid], -1)
         sim = Q @ K.transpose(1, 2) / math.sqrt(cfg.d_key)

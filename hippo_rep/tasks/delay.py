@@ -25,7 +25,7 @@ import xarray as xr
 
 from hippo_rep import __version__
 from hippo_rep.fileio import atomic_write, read_json
-from hippo_rep.models.temt import TEMt, load_across_memory
+from hippo_rep.models.temt import build_model, load_across_memory
 from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import predictions
 from hippo_rep.worlds import HOME_SIZE, delay_walk, random_observations
@@ -55,9 +55,8 @@ def as_variant(model, memory: str, **overrides):
     if memory not in DEFAULT_VARIANTS:
         raise DelayTaskError(f"unknown memory variant {memory!r}; known: "
                              f"{', '.join(DEFAULT_VARIANTS)}")
-    cfg = replace(model.config, memory=memory, **overrides)
-    torch.manual_seed(0)
-    new = TEMt(cfg, model.n_actions, model.n_obs)
+    new = build_model(replace(model.config, memory=memory, **overrides), model.n_actions,
+                      model.n_obs, seed=0)
     problems = load_across_memory(new, model.state_dict())
     if problems:
         raise DelayTaskError(f"weights do not fit the {memory} variant: {', '.join(problems)}")

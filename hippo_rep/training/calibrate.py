@@ -63,8 +63,8 @@ def novelty_similarities(g: torch.Tensor, written: np.ndarray, nodes: np.ndarray
     written : (B, T) bool, step t wrote a memory
     nodes, observations : (B, T) int, the node visited and the observation seen at step t
     window_start : (T,) int, optional
-        Earliest step whose memory step t still sees (bounded memories, "window"/"fam");
-        None: every earlier memory.
+        Earliest step whose memory step t still sees (``TEMt.memory.window_start``: later
+        than −1 for the bounded "window"/"fam"); None: every earlier memory.
 
     Returns
     -------
@@ -146,8 +146,7 @@ def calibrate_write_threshold(model, worlds, n_obs: int, n_envs: int = CALIBRATI
     ep = sample_episodes(worlds, n_envs, n_steps, n_obs, rng)
     initial = float(model.config.write_threshold)
     # a bounded memory ("window"/"fam") tests novelty only against the memories it still sees
-    window = (np.array([model.window_start(t) for t in range(n_steps)]) if model.bounded
-              else None)
+    window = model.memory.window_start(np.arange(n_steps))
     history = []
     for _ in range(rounds):
         outs = run_model(model, ep.observations, ep.actions)

@@ -52,7 +52,7 @@ def metric_fields(config: Config) -> tuple[str, ...]:
 #: Keys that may differ when resuming (they do not change what one iteration computes).
 #: Model keys that may differ between a run and its ``train.init_from`` source.
 _MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_beta_init",
-                "hebbian_decay")
+                "fam_update", "hebbian_decay")
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
                       "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
 
