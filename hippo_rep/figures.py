@@ -62,7 +62,7 @@ from hippo_rep.schema import (
     SchemaError,
     fraction_text,
 )
-from hippo_rep.sweep import open_sweep
+from hippo_rep.sweep.results import open_sweep
 
 #: Formats written by default.
 DEFAULT_FORMATS = ("pdf", "svg", "png")
