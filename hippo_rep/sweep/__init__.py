@@ -1,39 +1,24 @@
 """Sweeps: a grid of configs × seeds, one dask task per run, the results as one labelled table.
 
 A sweep is the cartesian product of a grid (``{"model.transition_activation": ["linear",
-"relu"], "world.worlds": ["square:6", "square:8"]}``) and ``n_seeds`` seeds
-(``train.seed = 0 .. n_seeds - 1``) applied to a base config (a preset or TOML file plus
-``--set`` overrides). Every combination is a *run*, with its own folder
-``OUT/runs/NAME`` (``NAME`` readable and stable, e.g. ``transition_activation=relu__seed=1``)
-into which one task, :func:`run_one`, runs the stages train → calibrate (TEM-t) → evaluate →
-record → analyse with :func:`hippo_rep.stages.run_stages` (``config.toml``, ``metrics.csv``,
-``checkpoint.pt``, ``calibrated.pt``, ``eval.json``, ``recording.nc`` of a few environments,
-``analysis.nc``), then writes ``done.json`` (atomically, last) naming these files and their
-sizes. ``OUT/sweep.json`` (the manifest) holds the base config, the grid, the seeds, the run
-list and the stage settings; :func:`open_sweep` turns the folder into one ``xr.Dataset`` with
-a dim per grid key plus ``seed``.
+"relu"]}``) and ``n_seeds`` seeds (``train.seed`` = 0 .. n_seeds - 1) on a base config. Each
+combination is a *run* in ``OUT/runs/NAME`` (e.g. ``transition_activation=relu__seed=1``) into
+which one task, :func:`run_one`, runs train → calibrate (TEM-t) → evaluate → record → analyse
+(:func:`hippo_rep.stages.run_stages`) and then writes ``done.json`` (atomically, last) naming
+the files and their sizes; ``OUT/sweep.json`` (the manifest) holds the base config, grid, seeds,
+runs and stage settings, and :func:`open_sweep` reads the folder as one ``xr.Dataset``.
 
-**Resuming.** Whether a run is finished is decided from its files only: ``done.json`` and every
-file it names, with the sizes it records. A rerun of the same sweep skips finished runs,
-continues a run with a checkpoint from that checkpoint (``Trainer(resume=True)``: same batches,
-optimiser and RNG state, so the result equals an uninterrupted run), redoes any stage whose
-file is missing (and the stages after it), and retries failed runs. A run that raises is
-reported with its error (the traceback in ``OUT/runs/NAME/error.txt``) and the others go on.
-A folder holding another sweep (different base config, grid or settings) is refused unless
-``overwrite=True``, which removes that sweep's ``runs/`` and manifest (nothing else); the
-number of seeds may change between reruns (runs are named by seed).
+**Resuming.** A run is finished when ``done.json`` and every file it names (with its size)
+are there. A rerun skips finished runs, continues the others from their checkpoints and
+stages (same result as an uninterrupted run) and retries failed ones (traceback in
+``error.txt``); a folder of another sweep is refused unless ``overwrite=True``.
 
-**Where runs execute.** ``scheduler="tcp://HOST:8786"`` sends each run as one task to a
-running dask.distributed scheduler (workers must see ``OUT`` on a shared filesystem);
-``workers=N`` starts a :class:`distributed.LocalCluster` of N processes with one thread each
-(:func:`hippo_rep.cluster.dask_client`, as ``hippo-rep analyse``); neither runs the runs one
-after the other in this process. A run is one unit of work for one worker thread: every dask
-computation inside it (loading the recording, the analysis) uses dask's synchronous
-scheduler (:data:`ANALYSIS_SCHEDULER`), and runs in one process take turns (torch's RNG and
-thread count are per process), so give sweep workers one thread each (more threads per
-worker process do not run more runs; more processes do). Seeds run as separate tasks: TEM-t
-cannot train several seeds in one process as a ``torch.func.vmap`` ensemble
-(``benchmarks/bench_ensemble.py``).
+**Where runs execute.** In this process one after the other, on a running scheduler
+(``scheduler="tcp://HOST:8786"``; workers must see ``OUT``) or on a local cluster of
+``workers=N`` single-threaded processes. A run is one task on one worker thread: its dask
+computations use the synchronous scheduler (:data:`ANALYSIS_SCHEDULER`) and runs in one process
+take turns (torch's RNG and threads are per process). Seeds run as separate tasks: TEM-t cannot
+train several seeds as one ``torch.func.vmap`` ensemble (``benchmarks/bench_ensemble.py``).
 
 Modules: ``grid`` (grid expansion), ``manifest``, ``execute`` (running the runs in order or
 on dask) and ``results`` (reading: :func:`open_sweep`); the names used elsewhere are here.
