@@ -284,6 +284,11 @@ def cmd_demo(args) -> int:
                        f"→ {rec}",
              "analyse": f"== analysing with {args.shuffles} shuffles → {ana}",
              "figures": f"== figures → {args.figures}"}
+
+    def head(stage, _):
+        if stage in heads:  # the evaluation's table follows the training's output
+            print(heads[stage])
+
     results = {}
     for kind, run in runs.items():
         if run.exists():
@@ -291,7 +296,7 @@ def cmd_demo(args) -> int:
         heads["train"] = f"== training {kind} ({args.config} preset) → {run}"
         run_stages(run, configs[kind], ("train", "calibrate", "evaluate"), settings,
                    outputs={"evaluate": evals[kind]}, progress=not args.no_progress,
-                   before=lambda stage, _: print(heads[stage]), after=_print_stage)
+                   before=head, after=_print_stage)
         results[kind] = json.loads(evals[kind].read_text())
     t, b = results["temt"], results["sinusoidal"]
     print("\nheld-out accuracy    TEM-t  sinusoidal  node agent  edge agent")
@@ -302,7 +307,7 @@ def cmd_demo(args) -> int:
         path.unlink(missing_ok=True)  # --overwrite was given (or the checkpoints were absent)
     run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"), settings,
                outputs={"record": rec, "analyse": ana, "figures": args.figures},
-               evals=list(evals.values()), before=lambda stage, _: print(heads[stage]),
+               evals=list(evals.values()), before=head,
                after=_print_stage)
     print(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
           f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
