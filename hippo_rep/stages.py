@@ -12,8 +12,9 @@ single-stage commands (``hippo-rep train``, ``evaluate``, ...) call them, and
 **Resuming.** :func:`run_stages` skips a stage whose output is complete: training when its
 checkpoint has reached ``train.iterations`` (an earlier one is continued with the trainer's
 resume, which gives the result of an uninterrupted run), any other stage when its file exists.
-A stage that runs first removes the outputs of the later stages of the list (made from its old
-output), so a run killed at any point leaves nothing stale; figures are always drawn again.
+A stage that runs first removes the outputs made from its old output (the later stages of the
+list that read it: :data:`INPUTS`), so a run killed at any point leaves nothing stale; figures
+are always drawn again.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ from hippo_rep.worlds import WorldError, parse_world
 
 #: The stages, in the order they run.
 STAGES = ("train", "calibrate", "evaluate", "record", "analyse", "figures")
+#: The stages whose outputs each stage reads, directly or through another.
+INPUTS = {"train": (), "calibrate": ("train",), "evaluate": ("train", "calibrate"),
+          "record": ("train", "calibrate"), "analyse": ("train", "calibrate", "record"),
+          "figures": ("train", "calibrate", "evaluate", "record", "analyse")}
 #: Output of each stage, relative to the run folder (:func:`run_stages`' ``outputs`` changes it).
 OUTPUTS = {"train": F.CHECKPOINT_FILE, "calibrate": F.CALIBRATED_FILE, "evaluate": F.EVAL_FILE,
            "record": F.RECORDING_FILE, "analyse": F.ANALYSIS_FILE, "figures": F.FIGURES_DIR}
@@ -350,7 +355,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
             report.skipped.append(stage)
             continue
         for later in order[i + 1:]:
-            if later != "figures":  # a figure folder may hold other figures
+            if stage in INPUTS[later] and later != "figures":  # may hold other figures
                 _remove(paths[later])
         if before is not None:
             before(stage, out)
