@@ -160,8 +160,7 @@ def cmd_evaluate(args) -> int:
     _count(args.seed, "--seed", low=0)
     _world_arg(args.world)
     if args.json:
-        check_output_path(args.json, "--json", inputs=[args.checkpoint],
-                     overwrite=getattr(args, "overwrite", False))
+        check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
     result = evaluate_stage(args.checkpoint, args.json or None, envs=args.envs, world=args.world,
                             steps=args.steps, seed=args.seed)
     _print_eval(result)
