@@ -15,6 +15,24 @@ The test: stack the weights of K models of different seeds (``stack_module_state
    vmap: the time of a vmapped K-member forward + backward against K separate ones, and the
    largest difference between their gradients.
 
+Measured (moved here from the ``hippo_rep.sweep`` docstring): batched ensembles do not apply
+to TEM-t — ``python benchmarks/bench_ensemble.py`` (torch 2.13 CPU, ``small``
+preset, 4 members, batch 16 × 64 steps): vmapping ``functional_call`` over
+``stack_module_state`` of TEM-t models of seeds 0–3 fails in the first forward, at the
+in-place memory write ``state.G[ar, idx] = torch.where(...)`` (``index_put_`` of a
+per-member value into a buffer that is not batched). In a patched copy of ``TEMt._loop`` (not
+in ``temt.py``) with out-of-place writes it fails next at ``_ConstBmm`` (an
+``autograd.Function`` without ``setup_context``, so no functorch support); with ``bmm``
+there, at ``written[:, t] = new``; with that out of place, at ``m = int(n.max())``: vmap
+cannot call ``.item()``. That last one is the root cause: how many memories a walk writes
+depends on the weights (add-if-novel), so members differ (same walks: mean 42.6, 43.6, 41.7
+and 42.9 memories per environment for seeds 0–3), and every ``[:, :m]`` slice of the memory
+has a per-member length. Batching seeds would need a fixed-capacity memory with masks instead
+of data-dependent slices (a change of the model, not of the sweep). The sinusoidal baseline
+(a memory at every step) does vmap, forward and backward, with gradients equal to separate
+models' — and only 1.09× faster on this CPU (53 vs 58 ms for 4 members). Seeds therefore run
+as separate tasks (processes).
+
 Usage::
 
     python benchmarks/bench_ensemble.py [--members 4] [--batch 16] [--steps 64] [--repeats 5]

@@ -8,7 +8,7 @@ module top and inside functions, and that the "Module layers" diagram of the REA
 :data:`LAYERS`.
 
 Data flows up the layers: worlds → models → training → recording → analysis → plotting →
-figures; ``sweep`` and ``cli`` drive the stages below them.
+figures; ``stages`` chains them, and ``sweep`` and ``cli`` drive ``stages``.
 """
 
 #: Layers, lowest first; each a tuple of modules or packages (a package entry covers all its
@@ -17,7 +17,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # foundations: no hippo_rep imports but these (the package root only gives __version__;
     # its lazy attributes are looked up by name on first use, not imported)
     ("hippo_rep", "hippo_rep._layers", "hippo_rep.fileio", "hippo_rep.random_streams",
-     "hippo_rep.datasets", "hippo_rep.cluster", "hippo_rep.typed_config"),
+     "hippo_rep.datasets", "hippo_rep.cluster", "hippo_rep.typed_config",
+     "hippo_rep.run_files"),
     ("hippo_rep.worlds",),  # graphs, observations, random and delay walks (numpy only)
     ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; recording and analysis formats
     ("hippo_rep.models",),  # nn.Modules only
@@ -26,8 +27,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hippo_rep.recording", "hippo_rep.export"),  # checkpoint → recording file; pynapple
     ("hippo_rep.analysis",),  # recordings → analysis datasets (no torch)
     ("hippo_rep.plotting",),  # fn(data, ax=None) -> ax panels
-    ("hippo_rep.sweep",),  # grids of runs through train → analyse
+    # a sweep's grid, manifest and reading (figures draw sweeps)
+    ("hippo_rep.sweep.grid", "hippo_rep.sweep.manifest", "hippo_rep.sweep.results"),
     ("hippo_rep.figures",),  # figure registry
     ("hippo_rep.explore",),  # notebook tables and widgets
+    ("hippo_rep.stages",),  # the stage runner: train → ... → figures, resumable
+    ("hippo_rep.sweep",),  # running grids of runs through the stage runner
     ("hippo_rep.cli",),  # the hippo-rep command
 )

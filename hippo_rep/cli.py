@@ -13,10 +13,6 @@ from pathlib import Path
 from hippo_rep import __version__
 from hippo_rep.fileio import write_json
 
-#: Default held-out environments and steps of ``hippo-rep evaluate``.
-DEFAULT_EVAL_ENVS = 32
-#: Seed of the held-out environments (a stream no training batch uses; see random_streams.eval_rng).
-DEFAULT_EVAL_SEED = 0
 #: Longest error line the CLI prints, in characters (values quoted from files are cut to
 #: ``fileio.MAX_QUOTE`` already; this bounds the whole line).
 MAX_ERROR_LINE = 1000
@@ -115,52 +111,55 @@ def _errors():
             FileNotFoundError, OutputError)
 
 
-def cmd_train(args) -> int:
+def _load_config(config, overrides):
     from hippo_rep.config import load_config, read_raw
-    from hippo_rep.training.trainer import train
+
+    read_raw(config)  # a clear error for a missing file before anything is written
+    return load_config(config, overrides)
+
+
+def cmd_train(args) -> int:
+    from hippo_rep.config import load_config
+    from hippo_rep.run_files import CHECKPOINT_FILE, CONFIG_FILE
+    from hippo_rep.stages import train_stage
 
     out = check_output_path(args.out, "--out", folder=True)
     _count(args.stop_at, "--stop-at", low=0)
     if args.resume:
-        saved = out / "config.toml"
+        saved = out / CONFIG_FILE
         if not saved.is_file():
             raise FileNotFoundError(f"--resume: {str(saved)!r} not found")
         cfg = load_config(saved, args.set)
     else:
-        read_raw(args.config)  # a clear error for a missing file before anything is written
-        cfg = load_config(args.config, args.set)
+        cfg = _load_config(args.config, args.set)
     if args.device is not None:  # checked as train.device
         cfg = cfg.replace(train=cfg.train.replace(device=args.device))
     t0 = time.perf_counter()
     try:
-        ckpt = train(cfg, out, resume=args.resume, progress=not args.no_progress,
-                     stop_at=args.stop_at)
+        train_stage(cfg, out, resume=args.resume, progress=not args.no_progress,
+                    stop_at=args.stop_at)
     except KeyboardInterrupt:
-        print(f"interrupted: checkpoint saved in {out / 'checkpoint.pt'}; "
+        print(f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
               f"continue with: hippo-rep train --out {out} --resume", file=sys.stderr)
         return 130
-    print(f"trained in {time.perf_counter() - t0:.0f} s → {ckpt}")
+    _print_stage("train", out / CHECKPOINT_FILE, None, time.perf_counter() - t0)
     return 0
 
 
 def cmd_evaluate(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
-    from hippo_rep.training.checkpoint import file_sha256
-    from hippo_rep.training.evaluate import evaluate_checkpoint
+    from hippo_rep.stages import evaluate_stage
 
     _count(args.envs, "--envs", MAX_BATCH)
     _count(args.steps, "--steps", MAX_WALK_STEPS)
     _count(args.seed, "--seed", low=0)
     _world_arg(args.world)
     if args.json:
-        check_output_path(args.json, "--json", inputs=[args.checkpoint],
-                     overwrite=getattr(args, "overwrite", False))
-    result = evaluate_checkpoint(args.checkpoint, n_envs=args.envs, world=args.world,
-                                 n_steps=args.steps, seed=args.seed)
-    result["meta"]["checkpoint_sha256"] = file_sha256(args.checkpoint)
+        check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
+    result = evaluate_stage(args.checkpoint, args.json or None, envs=args.envs, world=args.world,
+                            steps=args.steps, seed=args.seed)
     _print_eval(result)
     if args.json:
-        write_json(args.json, result)
         print(f"wrote {args.json}")
     return 0
 
@@ -180,14 +179,49 @@ def cmd_calibrate(args) -> int:
     _count(args.seed, "--seed", low=0)
     check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
     rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
-    print(f"calibration walks: {rep['envs']} envs × {rep['steps']} steps of the training "
-          f"worlds (seed {rep['seed']})")
-    for r in rep["rounds"]:
-        print(f"threshold {r['threshold_used']:.3f}: {r['memories_per_node']:.2f} memories per "
-              f"node; best criterion {r['threshold']:.3f} (revisits written again "
-              f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})")
-    print(f"write threshold {rep['initial_threshold']:g} → {rep['threshold']:g}; wrote {args.out}")
+    _print_stage("calibrate", args.out, rep, None)
     return 0
+
+
+def _print_stage(stage: str, out, result, seconds: float | None) -> None:
+    """What a stage prints (its command, and ``hippo-rep demo``): ``out`` its output,
+    ``result`` the stage function's return value."""
+    if stage == "train":
+        print(f"trained in {seconds:.0f} s → {out}")
+    elif stage == "calibrate":
+        print(f"calibration walks: {result['envs']} envs × {result['steps']} steps of the "
+              f"training worlds (seed {result['seed']})")
+        for r in result["rounds"]:
+            print(f"threshold {r['threshold_used']:.3f}: {r['memories_per_node']:.2f} memories "
+                  f"per node; best criterion {r['threshold']:.3f} (revisits written again "
+                  f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})")
+        print(f"write threshold {result['initial_threshold']:g} → {result['threshold']:g}; "
+              f"wrote {out}")
+    elif stage == "evaluate":
+        _print_eval(result)
+        print(f"wrote {out}")
+    elif stage == "record":
+        from hippo_rep.recording import open_recording
+
+        with open_recording(out) as ds:
+            print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
+                  f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g "
+                  f"units, {ds.sizes['memory']} memory neurons) in {seconds:.1f} s → {out}")
+    elif stage == "analyse":
+        from hippo_rep.schema import IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
+
+        fr = result.hippo.summary()  # class_fractions
+        parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
+                                         ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
+                                          (IS_PLACE, "place")))
+                 for pop in fr["population"].values]
+        print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
+              f"({result.attrs['variables']}) with {result.attrs['n_shuffles']} shuffles in "
+              f"{seconds:.1f} s → {out}; of the (env, unit) pairs that exist: "
+              + "; ".join(parts))
+    else:  # figures
+        for name, res in result.items():
+            print(f"{name}: {res if isinstance(res, str) else ', '.join(map(str, res))}")
 
 
 def _print_eval(result: dict) -> None:
@@ -213,62 +247,62 @@ def _print_eval(result: dict) -> None:
 
 def cmd_demo(args) -> int:
     """The main job: train TEM-t and the sinusoidal baseline on the small preset, evaluate both
-    on the same held-out worlds and print them side by side."""
+    on the same held-out worlds and print them side by side; then record, analyse and draw
+    TEM-t (:func:`hippo_rep.stages.run_stages`)."""
+    import shutil
+
+    from hippo_rep.analysis.remapping import TEM_SHUFFLES
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.stages import StageSettings, run_stages
+
     out = check_output_path(args.out, "--out", folder=True)
     check_output_path(args.figures, "--figures", folder=True)
+    for value, flag, cap in ((args.envs, "--envs", MAX_BATCH), (args.shuffles, "--shuffles", None),
+                             (args.record_envs, "--record-envs", MAX_BATCH),
+                             (args.record_steps, "--record-steps", MAX_WALK_STEPS)):
+        _count(value, flag, cap)
     runs = {"temt": out / "run", "sinusoidal": out / "baseline"}
     existing = [r / "checkpoint.pt" for r in runs.values() if (r / "checkpoint.pt").exists()]
     if existing and not args.overwrite:
         raise FileExistsError(f"{str(existing[0])!r} exists; pass --overwrite to train again, "
                               "or use another --out")
+    configs = {kind: _load_config(args.config, [*args.set, f"model.kind={kind}"])
+               for kind in runs}
+    settings = StageSettings(eval_envs=args.envs, record_envs=args.record_envs,
+                             record_steps=args.record_steps, record_seed=0,
+                             shuffles=args.shuffles, remap_shuffles=TEM_SHUFFLES, analysis_seed=0)
+    evals = {"temt": out / "eval.json", "sinusoidal": out / "eval_baseline.json"}
+    rec, ana = out / "recording.nc", out / "analysis.nc"
+    heads = {"calibrate": f"== calibrating the write threshold → {runs['temt'] / 'calibrated.pt'}",
+             "record": f"\n== recording {args.record_envs} envs × {args.record_steps} steps "
+                       f"→ {rec}",
+             "analyse": f"== analysing with {args.shuffles} shuffles → {ana}",
+             "figures": f"== figures → {args.figures}"}
+
+    def head(stage, _):
+        if stage in heads:  # the evaluation's table follows the training's output
+            print(heads[stage])
+
     results = {}
     for kind, run in runs.items():
         if run.exists():
-            import shutil
-
-            shutil.rmtree(run)
-        print(f"== training {kind} ({args.config} preset) → {run}")
-        targs = argparse.Namespace(config=args.config, set=[*args.set, f"model.kind={kind}"],
-                                   out=str(run), resume=False, device=None,
-                                   no_progress=args.no_progress, stop_at=None)
-        rc = cmd_train(targs)
-        if rc:
-            return rc
-        ckpt = run / "checkpoint.pt"
-        if kind == "temt":  # add-if-novel's threshold, set between revisits and new places
-            print(f"== calibrating the write threshold → {run / 'calibrated.pt'}")
-            cmd_calibrate(argparse.Namespace(checkpoint=str(ckpt), out=str(run / "calibrated.pt"),
-                                             envs=None, steps=None, seed=0, overwrite=True))
-            ckpt = run / "calibrated.pt"
-        name = "eval.json" if kind == "temt" else "eval_baseline.json"
-        eargs = argparse.Namespace(checkpoint=str(ckpt), envs=args.envs,
-                                   world=None, steps=None, seed=DEFAULT_EVAL_SEED,
-                                   json=str(out / name), overwrite=True)
-        cmd_evaluate(eargs)
-        results[kind] = json.loads((out / name).read_text())
+            shutil.rmtree(run)  # --overwrite was given (or no checkpoint was there)
+        heads["train"] = f"== training {kind} ({args.config} preset) → {run}"
+        run_stages(run, configs[kind], ("train", "calibrate", "evaluate"), settings,
+                   outputs={"evaluate": evals[kind]}, progress=not args.no_progress,
+                   before=head, after=_print_stage)
+        results[kind] = json.loads(evals[kind].read_text())
     t, b = results["temt"], results["sinusoidal"]
     print("\nheld-out accuracy    TEM-t  sinusoidal  node agent  edge agent")
     for k in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
         print(f"{k:20s}{t['model'][k]:7.3f}{b['model'][k]:12.3f}{t['node_agent'][k]:12.3f}"
               f"{t['edge_agent'][k]:12.3f}")
-    # record → analyse → figures on the trained TEM-t
-    rec, ana = out / "recording.nc", out / "analysis.nc"
     for path in (rec, ana):
-        if path.exists():
-            path.unlink()  # --overwrite was given (or the checkpoints were absent)
-    print(f"\n== recording {args.record_envs} envs × {args.record_steps} steps → {rec}")
-    cmd_record(argparse.Namespace(checkpoint=str(runs["temt"] / "calibrated.pt"), out=str(rec),
-                                  overwrite=True, envs=args.record_envs,
-                                  steps=args.record_steps, world=None, seed=0,
-                                  same_observations=False, chunk=512))
-    print(f"== analysing with {args.shuffles} shuffles → {ana}")
-    cmd_analyse(argparse.Namespace(recording=str(rec), out=str(ana), overwrite=True,
-                                   shuffles=args.shuffles, seed=0, scheduler=None,
-                                   workers=None))
-    print(f"== figures → {args.figures}")
-    cmd_figures(argparse.Namespace(analysis=str(ana), recording=str(rec),
-                                   eval=[str(out / "eval.json"), str(out / "eval_baseline.json")],
-                                   out=args.figures, only=None, format="pdf,svg,png"))
+        path.unlink(missing_ok=True)  # --overwrite was given (or the checkpoints were absent)
+    run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"), settings,
+               outputs={"record": rec, "analyse": ana, "figures": args.figures},
+               evals=list(evals.values()), before=head,
+               after=_print_stage)
     print(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
           f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
           f"{rec}, {ana}, figures in {args.figures}/")
@@ -302,43 +336,24 @@ def cmd_record(args) -> int:
                 pass
         print(f"interrupted: {held}", file=sys.stderr)
         return 130
-    with open_recording(out) as ds:
-        print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
-              f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g units, "
-              + (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
-                 else f"{ds.sizes['memory']} memory neurons")
-              + f") in {time.perf_counter() - t0:.1f} s "
-              f"→ {out}")
+    _print_stage("record", out, None, time.perf_counter() - t0)
     return 0
 
 
 def cmd_analyse(args) -> int:
-    from hippo_rep.analysis.pipeline import analyse, check_output, write_analysis
+    from hippo_rep.analysis.pipeline import check_output
     from hippo_rep.cluster import dask_client
-    from hippo_rep.datasets import load_checked
-    from hippo_rep.recording import open_recording
+    from hippo_rep.stages import analyse_stage
 
     out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
     check_output_path(out, "--out", inputs=[args.recording])
     _count(args.shuffles, "--shuffles")
     _count(args.seed, "--seed", low=0)
     t0 = time.perf_counter()
-    with open_recording(args.recording) as ds:
-        rec = load_checked(ds, args.recording)
     with dask_client(scheduler=args.scheduler, workers=args.workers):
-        result = analyse(rec, shuffles=args.shuffles, seed=args.seed)
-    write_analysis(result, out, overwrite=args.overwrite)
-    from hippo_rep.schema import IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
-
-    fr = result.hippo.summary()  # class_fractions
-    parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
-                                     ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
-                                      (IS_PLACE, "place")))
-             for pop in fr["population"].values]
-    print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
-          f"({result.attrs['variables']}) with {args.shuffles} shuffles in "
-          f"{time.perf_counter() - t0:.1f} s → {out}; of the (env, unit) pairs that exist: "
-          + "; ".join(parts))
+        result = analyse_stage(args.recording, out, shuffles=args.shuffles, seed=args.seed,
+                               overwrite=args.overwrite)
+    _print_stage("analyse", out, result, time.perf_counter() - t0)
     return 0
 
 
@@ -463,21 +478,16 @@ def cmd_passkey_sweep(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from hippo_rep.figures import build_figures, load_inputs
+    from hippo_rep.stages import figures_stage
 
     check_output_path(args.out, "--out", folder=True)
-    inputs = load_inputs(analysis=args.analysis, recording=args.recording, evals=args.eval,
-                         passkey=getattr(args, "passkey", None),
-                         sweep=getattr(args, "sweep", None),
-                         delay=getattr(args, "delay", None),
-                         learning_speed=getattr(args, "learning_speed", None),
-                         tem_analysis=getattr(args, "tem_analysis", None),
-                         delay_cost=getattr(args, "delay_cost", None))
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    report = build_figures(inputs, args.out, only=args.only or None, formats=formats)
-    for name, res in report.items():
-        where = res if isinstance(res, str) else ", ".join(str(p) for p in res)
-        print(f"{name}: {where}")
+    report = figures_stage(args.out, analysis=args.analysis, recording=args.recording,
+                           evals=args.eval, passkey=args.passkey, sweep=args.sweep,
+                           delay=args.delay, delay_cost=args.delay_cost,
+                           learning_speed=args.learning_speed, tem_analysis=args.tem_analysis,
+                           only=args.only or None, formats=formats)
+    _print_stage("figures", args.out, report, None)
     return 0
 
 
@@ -531,13 +541,8 @@ def _add_cluster_args(parser, purpose: str) -> None:
 
 
 def _add_sweep_parser(sub) -> None:
-    from hippo_rep.sweep import (
-        DEFAULT_EVAL_ENVS,
-        DEFAULT_RECORD_ENVS,
-        DEFAULT_RECORD_STEPS,
-        DEFAULT_SEEDS,
-        DEFAULT_SHUFFLES,
-    )
+    from hippo_rep import stages as S
+    from hippo_rep.sweep import DEFAULT_SEEDS
 
     s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
                                      "analyse each run (dask), one labelled table")
@@ -554,20 +559,20 @@ def _add_sweep_parser(sub) -> None:
                    help="replace another sweep's runs in --out (a matching sweep resumes)")
     s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override of the base config for every run (repeatable)")
-    s.add_argument("--eval-envs", type=int, default=DEFAULT_EVAL_ENVS,
-                   help=f"held-out environments per run (default: {DEFAULT_EVAL_ENVS})")
+    s.add_argument("--eval-envs", type=int, default=S.DEFAULT_EVAL_ENVS,
+                   help=f"held-out environments per run (default: {S.DEFAULT_EVAL_ENVS})")
     s.add_argument("--eval-steps", type=int, default=None,
                    help="steps per held-out walk (default: the training walk)")
     s.add_argument("--eval-world", default=None, metavar="SPEC",
                    help="world evaluated, e.g. square:11 (default: the first training world)")
     s.add_argument("--record-world", default=None, metavar="SPEC",
                    help="world recorded, e.g. square:20 (default: the first training world)")
-    s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
-                   help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
-    s.add_argument("--record-steps", type=int, default=DEFAULT_RECORD_STEPS,
-                   help=f"steps per recorded walk (default: {DEFAULT_RECORD_STEPS})")
-    s.add_argument("--shuffles", type=int, default=DEFAULT_SHUFFLES,
-                   help=f"shuffles of the analysis' nulls (default: {DEFAULT_SHUFFLES})")
+    s.add_argument("--record-envs", type=int, default=S.DEFAULT_RECORD_ENVS,
+                   help=f"environments recorded per run (default: {S.DEFAULT_RECORD_ENVS})")
+    s.add_argument("--record-steps", type=int, default=S.DEFAULT_RECORD_STEPS,
+                   help=f"steps per recorded walk (default: {S.DEFAULT_RECORD_STEPS})")
+    s.add_argument("--shuffles", type=int, default=S.DEFAULT_SHUFFLES,
+                   help=f"shuffles of the analysis' nulls (default: {S.DEFAULT_SHUFFLES})")
     s.add_argument("--no-calibrate", action="store_true",
                    help="evaluate and record TEM-t with its trained write threshold (default: "
                         "calibrated after training, as hippo-rep calibrate does)")
@@ -616,6 +621,8 @@ def _add_delay_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hippo_rep.stages import DEFAULT_EVAL_ENVS, DEFAULT_EVAL_SEED
+
     p = _Parser(prog="hippo-rep", description=__doc__)
     p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
     p.add_argument("--debug", action="store_true",

@@ -67,7 +67,7 @@ from hippo_rep.schema import (
     fraction_text,
     place_population,
 )
-from hippo_rep.sweep import open_sweep
+from hippo_rep.sweep.results import open_sweep
 
 #: Formats written by default.
 DEFAULT_FORMATS = ("pdf", "svg", "png")

@@ -17,6 +17,7 @@ import xarray as xr
 
 import hippo_rep
 from hippo_rep import cli, cluster
+from hippo_rep import stages as stages_mod
 from hippo_rep import sweep as sweep_mod
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
@@ -37,6 +38,7 @@ from hippo_rep.sweep import (
     run_sweep,
     summarise_analysis,
 )
+from hippo_rep.sweep import execute as sweep_execute
 from hippo_rep.training import trainer as trainer_mod
 from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
 
@@ -242,14 +244,14 @@ def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkey
     out = tmp_path / "sweep"
     # the 4x4 run trains, evaluates and records; its analysis is made to fail (4x4 worlds
     # themselves analyse fine: scores too small for them are NaN with a reason)
-    real = sweep_mod.analyse  # the analysis a run calls
+    real = stages_mod.analyse  # the analysis a run's analyse stage calls
 
     def analyse(recording, *args, **kwargs):
         if recording.sizes["world_node"] == 16:
             raise ValueError("planted failure: analysis of a 4x4 world")
         return real(recording, *args, **kwargs)
 
-    monkeypatch.setattr(sweep_mod, "analyse", analyse)
+    monkeypatch.setattr(stages_mod, "analyse", analyse)
     own_worlds = dataclasses.replace(SETTINGS, eval_world=None, record_world=None)
     rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"
@@ -283,10 +285,10 @@ def test_a_folder_of_another_sweep_is_refused_unless_overwrite(seq, tmp_path, mo
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
 
-    def refuse(run_dir, cfg, settings):  # no need to train: the folder is what is tested
+    def refuse(run_dir, cfg, *args, **kwargs):  # no need to train: the folder is tested
         raise RuntimeError("not run in this test")
 
-    monkeypatch.setattr(sweep_mod, "_execute", refuse)
+    monkeypatch.setattr(sweep_execute, "run_stages", refuse)
     rep = _sweep(copy, grid=["model.transition_activation=tanh"], seeds=1, overwrite=True)
     assert rep.failed == {"transition_activation=tanh__seed=0": "RuntimeError: not run in "
                                                                 "this test"}

@@ -1,0 +1,353 @@
+"""One resumable stage runner: train → calibrate → evaluate → record → analyse → figures.
+
+Each stage is a plain function with typed arguments that reads the previous stage's file and
+writes its own atomically (a file that is there is whole): :func:`train_stage`
+(``checkpoint.pt``), :func:`~hippo_rep.training.calibrate.calibrate_checkpoint` (TEM-t's
+write threshold: ``calibrated.pt``, then evaluated and recorded instead), :func:`evaluate_stage`
+(``eval.json``), :func:`~hippo_rep.recording.record_to_file` (``recording.nc``),
+:func:`analyse_stage` (``analysis.nc``) and :func:`figures_stage` (``figures/``). The
+single-stage commands (``hippo-rep train``, ``evaluate``, ...) call them, and
+:func:`run_stages` chains them for ``hippo-rep demo``, ``hippo-rep sweep`` and scripts.
+
+**Resuming.** :func:`run_stages` skips a stage whose output is complete: training when its
+checkpoint has reached ``train.iterations`` (an earlier one is continued with the trainer's
+resume, which gives the result of an uninterrupted run), any other stage when its file exists.
+A stage that runs first removes the outputs made from its old output (the later stages of the
+list that read it: :data:`INPUTS`), so a run killed at any point leaves nothing stale; figures
+are always drawn again.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dask
+import xarray as xr
+
+from hippo_rep import run_files as F
+from hippo_rep.analysis.pipeline import analyse, write_analysis
+from hippo_rep.analysis.remapping import TEM_SHUFFLES
+from hippo_rep.analysis.shuffle import DEFAULT_SHUFFLES as ANALYSE_SHUFFLES
+from hippo_rep.config import Config
+from hippo_rep.datasets import load_checked
+from hippo_rep.fileio import write_json
+from hippo_rep.recording import open_recording, record_to_file
+from hippo_rep.typed_config import Rule, TypedConfig, setting
+from hippo_rep.worlds import WorldError, parse_world
+
+#: The stages, in the order they run.
+STAGES = ("train", "calibrate", "evaluate", "record", "analyse", "figures")
+#: The stages whose outputs each stage reads, directly or through another.
+INPUTS = {"train": (), "calibrate": ("train",), "evaluate": ("train", "calibrate"),
+          "record": ("train", "calibrate"), "analyse": ("train", "calibrate", "record"),
+          "figures": ("train", "calibrate", "evaluate", "record", "analyse")}
+#: Output of each stage, relative to the run folder (:func:`run_stages`' ``outputs`` changes it).
+OUTPUTS = {"train": F.CHECKPOINT_FILE, "calibrate": F.CALIBRATED_FILE, "evaluate": F.EVAL_FILE,
+           "record": F.RECORDING_FILE, "analyse": F.ANALYSIS_FILE, "figures": F.FIGURES_DIR}
+
+#: Calibrate TEM-t's write threshold after training (``hippo-rep calibrate``).
+DEFAULT_CALIBRATE = True
+#: Held-out environments evaluated (``hippo-rep evaluate``'s default).
+DEFAULT_EVAL_ENVS = 32
+#: Seed of the held-out environments (the same for every run, so runs compare on one set; a
+#: stream no training batch uses: random_streams.eval_rng).
+DEFAULT_EVAL_SEED = 0
+#: Environments recorded: few, so that ``recording.nc`` stays small.
+DEFAULT_RECORD_ENVS = 4
+#: Steps per recorded walk (enough visits per node for rate maps on 8x8–11x11 worlds).
+DEFAULT_RECORD_STEPS = 1000
+#: Seed of the recorded environments.
+DEFAULT_RECORD_SEED = 0
+#: Circular-shift shuffles of the analysis' nulls (``hippo-rep demo``'s number).
+DEFAULT_SHUFFLES = 20
+#: Permutations of the TEM remapping test.
+DEFAULT_REMAP_SHUFFLES = 200
+#: Seed of the analysis' shuffles.
+DEFAULT_ANALYSIS_SEED = 0
+#: Run the population analyses (decoding, PCA).
+DEFAULT_DECODE = True
+#: Dask scheduler that reads a recording into memory when the analysis is given none: this
+#: process' threads, also under a dask.distributed client (whose workers may not see the file).
+LOAD_SCHEDULER = "threads"
+
+
+class StageError(ValueError):
+    """Stages or settings that cannot run (an unknown stage, a bad setting)."""
+
+
+@dataclass(frozen=True)
+class StageSettings(TypedConfig):
+    """What a run evaluates, records and analyses after training.
+
+    Attributes
+    ----------
+    eval_envs : int
+        Held-out environments evaluated (:data:`DEFAULT_EVAL_ENVS`).
+    eval_steps : int or None
+        Steps per evaluation walk (None: the training walk).
+    eval_seed : int
+        Seed of the held-out environments (:data:`DEFAULT_EVAL_SEED`).
+    record_envs : int
+        Environments recorded (:data:`DEFAULT_RECORD_ENVS`); ≥ 2 for remapping.
+    record_steps : int
+        Steps per recorded walk (:data:`DEFAULT_RECORD_STEPS`).
+    record_seed : int
+        Seed of the recorded environments (:data:`DEFAULT_RECORD_SEED`).
+    shuffles : int
+        Circular-shift shuffles of the analysis (:data:`DEFAULT_SHUFFLES`).
+    remap_shuffles : int
+        Permutations of the TEM remapping test (:data:`DEFAULT_REMAP_SHUFFLES`).
+    analysis_seed : int
+        Seed of the analysis (:data:`DEFAULT_ANALYSIS_SEED`).
+    decode : bool
+        Run the population analyses (:data:`DEFAULT_DECODE`).
+    eval_world, record_world : str or None
+        World spec evaluated / recorded (None: the run's first training world), e.g. held-out
+        ``square:11`` for a model trained on 8×8, or ``square:20`` so a map holds several
+        grid periods.
+    calibrate : bool
+        Calibrate a TEM-t's add-if-novel write threshold after training and evaluate and
+        record that copy (``calibrated.pt``; :data:`DEFAULT_CALIBRATE`). Other model kinds
+        are used as trained.
+
+    Raises
+    ------
+    StageError
+        (:attr:`error`) A value of the wrong type or out of range, naming ``settings.FIELD``.
+    """
+
+    section = "settings"
+    error = StageError
+
+    eval_envs: int = setting(DEFAULT_EVAL_ENVS, Rule(low=1))
+    eval_steps: int | None = setting(None, Rule(low=1))
+    eval_seed: int = setting(DEFAULT_EVAL_SEED, Rule(low=0))
+    record_envs: int = setting(DEFAULT_RECORD_ENVS, Rule(low=1))
+    record_steps: int = setting(DEFAULT_RECORD_STEPS, Rule(low=1))
+    record_seed: int = setting(DEFAULT_RECORD_SEED, Rule(low=0))
+    shuffles: int = setting(DEFAULT_SHUFFLES, Rule(low=1))
+    remap_shuffles: int = setting(DEFAULT_REMAP_SHUFFLES, Rule(low=1))
+    analysis_seed: int = setting(DEFAULT_ANALYSIS_SEED, Rule(low=0))
+    decode: bool = DEFAULT_DECODE
+    eval_world: str | None = None
+    record_world: str | None = None
+    calibrate: bool = DEFAULT_CALIBRATE
+
+    def check(self) -> None:
+        for name in ("eval_world", "record_world"):
+            if getattr(self, name) is not None:
+                try:
+                    parse_world(getattr(self, name))
+                except WorldError as err:
+                    raise self.error(f"settings.{name}: {err}") from None
+
+
+# ------------------------------------------------------------------------------ the stages
+def train_stage(config: Config, run_dir, *, resume: bool | None = None, progress: bool = False,
+                stop_at: int | None = None) -> int | None:
+    """Train ``config`` into the folder ``run_dir`` (``config.toml``, ``metrics.csv``,
+    ``checkpoint.pt``) and return the iteration continued from (None: trained afresh).
+
+    ``resume`` True continues the checkpoint in ``run_dir`` (the trainer's resume), False
+    trains afresh (refusing a checkpoint there), None continues a checkpoint if there is one,
+    else trains afresh, removing what a run killed before its first checkpoint left. ``stop_at``
+    stops after that iteration (the schedule still runs to ``train.iterations``); ``progress``
+    shows the trainer's progress bar.
+    """
+    # torch: imported by the stages that run a model, so that reading a sweep (open_sweep,
+    # whose package imports this module) does not import it
+    from hippo_rep.training.trainer import Trainer
+
+    run_dir = Path(run_dir)
+    if resume is None:
+        resume = (run_dir / F.CHECKPOINT_FILE).is_file()
+        for name in () if resume else (F.CONFIG_FILE, F.METRICS_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+    trainer = Trainer(config, run_dir, resume=resume, progress=progress)
+    trainer.run(stop_at)
+    return trainer.start if resume else None
+
+
+def evaluate_stage(checkpoint, out=None, *, envs: int = DEFAULT_EVAL_ENVS,
+                   world: str | None = None, steps: int | None = None,
+                   seed: int = DEFAULT_EVAL_SEED) -> dict:
+    """Accuracy of ``checkpoint`` on held-out environments against the ideal agents
+    (:func:`~hippo_rep.training.evaluate.evaluate_checkpoint`), with the checkpoint's SHA-256
+    in ``meta``; written to ``out`` (JSON, atomically) when given.
+
+    ``envs`` environments of ``world`` (None: the first training world), ``steps`` steps per
+    walk (None: the training walk), seeded by ``seed``. Returns the result (a JSON-able dict).
+    """
+    from hippo_rep.training.checkpoint import file_sha256  # torch: see train_stage
+    from hippo_rep.training.evaluate import evaluate_checkpoint
+
+    result = evaluate_checkpoint(checkpoint, n_envs=envs, world=world, n_steps=steps, seed=seed)
+    result["meta"]["checkpoint_sha256"] = file_sha256(checkpoint)
+    if out is not None:
+        write_json(out, result)
+    return result
+
+
+def analyse_stage(recording, out, *, shuffles: int = ANALYSE_SHUFFLES, seed: int = 0,
+                  remap_shuffles: int = TEM_SHUFFLES, decode: bool = True,
+                  scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
+    """Analyse the recording file ``recording`` (:func:`~hippo_rep.analysis.pipeline.analyse`)
+    and write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically).
+
+    The recording is read into memory with ``scheduler`` (None: :data:`LOAD_SCHEDULER`), then
+    analysed with ``shuffles`` circular-shift shuffles and ``remap_shuffles`` permutations
+    seeded by ``seed``, decoding when ``decode``, on dask's ``scheduler`` (None: the active
+    dask.distributed client, else synchronous). Returns the analysis dataset (dims ``env``,
+    ``unit``, ``y``, ``x``, ...).
+    """
+    with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
+            open_recording(recording) as ds:
+        rec = load_checked(ds, recording)
+    result = analyse(rec, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
+                     decode=decode, scheduler=scheduler)
+    write_analysis(result, out, overwrite=overwrite)
+    return result
+
+
+def figures_stage(out, *, only: Sequence[str] | None = None,
+                  formats: Sequence[str] | None = None, **inputs) -> dict:
+    """Every figure whose inputs are given, into the folder ``out``
+    (:func:`~hippo_rep.figures.build_figures`): name → written paths, or the reason it was
+    skipped. ``inputs`` are the paths :func:`~hippo_rep.figures.load_inputs` reads (analysis,
+    recording, evals, passkey, sweep, delay, delay_cost, learning_speed, tem_analysis)."""
+    # matplotlib, and figures reads sweeps through hippo_rep.sweep, whose package imports this
+    # module: imported on use
+    from hippo_rep.figures import DEFAULT_FORMATS, build_figures, load_inputs
+
+    return build_figures(load_inputs(**inputs), out, only=only,
+                         formats=DEFAULT_FORMATS if formats is None else formats)
+
+
+# ------------------------------------------------------------------------------ the runner
+@dataclass
+class StagesReport:
+    """What :func:`run_stages` did: each stage's ``outputs`` (path), the stages that ``ran``
+    and were ``skipped`` (complete), and the training iteration ``resumed_from`` (or None)."""
+
+    outputs: dict[str, Path]
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    resumed_from: int | None = None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
+               settings: StageSettings | None = None, *,
+               outputs: Mapping[str, str | Path] | None = None, evals: Sequence | None = None,
+               figure_formats: Sequence[str] | None = None, scheduler: str | None = None,
+               progress: bool = False,
+               before: Callable[[str, Path], None] | None = None,
+               after: Callable[[str, Path, object, float], None] | None = None) -> StagesReport:
+    """Run ``stages`` of one run into ``run_dir``, skipping those already complete.
+
+    Parameters
+    ----------
+    run_dir : path
+        The run folder: training's files and, by default, every stage's output (:data:`OUTPUTS`).
+    config : Config
+        The run's config.
+    stages : sequence of str
+        Any of :data:`STAGES`, run in that order. The calibrate stage applies to TEM-t with
+        ``settings.calibrate`` only; its ``calibrated.pt`` is then what the evaluate and record
+        stages use (also when the list leaves calibrate out), else ``checkpoint.pt``.
+    settings : StageSettings, optional
+        Evaluation, recording and analysis settings (default :class:`StageSettings`).
+    outputs : mapping, optional
+        Stage → output path (as given) instead of :data:`OUTPUTS` in ``run_dir`` (training
+        always writes ``run_dir``).
+    evals : sequence of path, optional
+        Evaluation JSONs the figures stage draws (default: the evaluate stage's output).
+    figure_formats : sequence of str, optional
+        Formats of the figures stage (None: :data:`hippo_rep.figures.DEFAULT_FORMATS`).
+    scheduler : str, optional
+        Dask scheduler of the analysis (:func:`analyse_stage`).
+    progress : bool
+        Show training's progress bar.
+    before, after : callable, optional
+        ``before(stage, output)`` and ``after(stage, output, result, seconds)`` around each
+        stage that runs (result: the stage function's return value).
+
+    Returns
+    -------
+    StagesReport
+
+    Raises
+    ------
+    StageError
+        An unknown stage, before anything runs. A stage's error propagates; the outputs of
+        the stages completed before it stay.
+
+    Examples
+    --------
+    >>> cfg = load_config("tiny", ["world.worlds=square:6"])  # doctest: +SKIP
+    >>> run_stages("runs/a", cfg, STAGES[:5], StageSettings(record_envs=2)).ran  # doctest: +SKIP
+    ['train', 'calibrate', 'evaluate', 'record', 'analyse']
+    """
+    from hippo_rep.training.calibrate import calibrate_checkpoint  # torch: see train_stage
+    from hippo_rep.training.checkpoint import read_checkpoint
+
+    s = StageSettings() if settings is None else settings
+    unknown = [st for st in stages if st not in STAGES]
+    if unknown:
+        raise StageError(f"unknown stage(s) {', '.join(map(repr, unknown))}; stages are "
+                         f"{', '.join(STAGES)}")
+    run_dir = Path(run_dir)
+    outputs = {k: Path(v) for k, v in (outputs or {}).items() if k != "train"}
+    paths = {st: outputs.get(st, run_dir / OUTPUTS[st]) for st in STAGES}
+    calibrated = s.calibrate and config.model.kind == "temt"
+    model = paths["calibrate"] if calibrated else paths["train"]
+    run = {
+        "train": lambda out: train_stage(config, run_dir, progress=progress),
+        "calibrate": lambda out: calibrate_checkpoint(paths["train"], out),
+        "evaluate": lambda out: evaluate_stage(model, out, envs=s.eval_envs, world=s.eval_world,
+                                               steps=s.eval_steps, seed=s.eval_seed),
+        "record": lambda out: record_to_file(model, out, n_envs=s.record_envs,
+                                             n_steps=s.record_steps, world=s.record_world,
+                                             seed=s.record_seed),
+        "analyse": lambda out: analyse_stage(paths["record"], out, shuffles=s.shuffles,
+                                             seed=s.analysis_seed,
+                                             remap_shuffles=s.remap_shuffles, decode=s.decode,
+                                             scheduler=scheduler),
+        "figures": lambda out: figures_stage(
+            out, analysis=paths["analyse"], recording=paths["record"],
+            evals=[paths["evaluate"]] if evals is None else evals, formats=figure_formats),
+    }
+    order = [st for st in STAGES if st in stages and (st != "calibrate" or calibrated)]
+    report = StagesReport(outputs={st: paths[st] for st in order})
+    for i, stage in enumerate(order):
+        out = paths[stage]
+        if stage == "train":
+            done = out.is_file() and read_checkpoint(out)["step"] >= config.train.iterations
+        else:
+            done = stage != "figures" and out.exists()
+        if done:
+            report.skipped.append(stage)
+            continue
+        for later in order[i + 1:]:
+            if stage in INPUTS[later] and later != "figures":  # may hold other figures
+                _remove(paths[later])
+        if before is not None:
+            before(stage, out)
+        t0 = time.perf_counter()
+        result = run[stage](out)
+        report.ran.append(stage)
+        if stage == "train":
+            report.resumed_from = result
+        if after is not None:
+            after(stage, out, result, time.perf_counter() - t0)
+    return report

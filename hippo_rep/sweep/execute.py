@@ -1,0 +1,319 @@
+"""Running a sweep: each run through the stage runner (:mod:`hippo_rep.stages`) in its own
+folder, one after the other in this process or one dask task per run, and ``done.json`` last."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import math
+import os
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dask
+
+from hippo_rep import run_files as F
+from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.summary import summarise_analysis
+from hippo_rep.cluster import ClusterError, dask_client
+from hippo_rep.config import Config, apply_overrides, from_dict, read_raw
+from hippo_rep.fileio import atomic_write, write_json
+from hippo_rep.stages import StageSettings, run_stages
+from hippo_rep.sweep.grid import SweepError, expand_grid, parse_grid
+from hippo_rep.sweep.manifest import MANIFEST, RUNS_DIR, build_manifest, check_out, clear
+from hippo_rep.sweep.results import DONE_FILE, ERROR_FILE, is_finished
+
+#: The stages of every run.
+SWEEP_STAGES = ("train", "calibrate", "evaluate", "record", "analyse")
+#: Files a finished run must hold (``done.json`` records their sizes).
+RESULT_FILES = (F.CONFIG_FILE, F.METRICS_FILE, F.CHECKPOINT_FILE, F.EVAL_FILE,
+                F.RECORDING_FILE, F.ANALYSIS_FILE)
+#: Resolution of the ``started``/``finished`` timestamps of ``done.json`` (ISO 8601).
+TIME_SPEC = "milliseconds"
+#: Dask scheduler of the analysis inside a run: one run is one task on one worker thread.
+ANALYSIS_SCHEDULER = "synchronous"
+#: Held by each run: runs in one process never overlap (build_model seeds torch's global
+#: RNG, the trainer sets torch's thread count).
+_RUN_LOCK = threading.Lock()
+
+
+class SweepSettings(StageSettings):
+    """The :class:`~hippo_rep.stages.StageSettings` of every run of a sweep (the manifest
+    keeps them); a bad value raises :class:`SweepError`."""
+
+    error = SweepError
+
+
+@dataclass
+class SweepReport:
+    """What :func:`run_sweep` did.
+
+    Attributes
+    ----------
+    out : Path
+        The sweep folder.
+    runs : list of str
+        Every run's name, in grid order.
+    done : list of str
+        Runs that ran and finished in this call.
+    skipped : list of str
+        Runs already finished before this call (not run again).
+    failed : dict
+        Run name → its error (one line); the traceback is in the run's ``error.txt``.
+    resumed : dict
+        Run name → the training iteration it continued from.
+    wall_s : float
+        Seconds this call took.
+    """
+
+    out: Path
+    runs: list[str]
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    resumed: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def ran(self) -> list[str]:
+        """Runs executed in this call (finished or failed)."""
+        return [r for r in self.runs if r in self.done or r in self.failed]
+
+
+def run_one(run_dir, config: Config, settings: SweepSettings | None = None) -> dict:
+    """Train → calibrate → evaluate → record → analyse one run into ``run_dir`` (one dask task).
+
+    Finished runs (:func:`is_finished`) return at once; otherwise
+    :func:`~hippo_rep.stages.run_stages` runs every stage not yet complete (training continues
+    from the checkpoint), then ``done.json`` is written.
+    Errors are not raised: they are written to ``error.txt`` and returned (only
+    KeyboardInterrupt propagates, after the trainer has saved a checkpoint). Runs in one
+    process take turns (:data:`_RUN_LOCK`): torch's RNG and thread count are per process, so
+    a worker with several threads still runs one run at a time.
+
+    Returns
+    -------
+    dict
+        ``name``, ``status`` ("skipped", "done" or "failed"), ``error`` (one line or None),
+        ``resumed_from`` (iteration or None), ``wall_s``.
+    """
+    with _RUN_LOCK:
+        return _run_one(Path(run_dir), config,
+                        SweepSettings() if settings is None else settings)
+
+
+def _run_one(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
+    t0 = time.perf_counter()
+    started = _now()
+    res = {"name": run_dir.name, "status": "skipped", "error": None, "resumed_from": None,
+           "wall_s": 0.0}
+    if is_finished(run_dir):
+        return res
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / ERROR_FILE).unlink(missing_ok=True)
+    (run_dir / DONE_FILE).unlink(missing_ok=True)
+    try:
+        # Every dask computation of the run (loading the recording, the analysis) stays in
+        # this thread: on a dask worker the default would be the distributed client, and
+        # tasks that compute through it secede from the worker's thread pool, which then
+        # starts the next run beside this one (measured: 4 runs at once on a 1-thread worker,
+        # racing on torch's global RNG in build_model).
+        with dask.config.set(scheduler=ANALYSIS_SCHEDULER):
+            done = run_stages(run_dir, config, SWEEP_STAGES, settings,
+                              scheduler=ANALYSIS_SCHEDULER)
+            summary = summarise_analysis(open_analysis(run_dir / F.ANALYSIS_FILE))
+        res["resumed_from"] = done.resumed_from
+        res["wall_s"] = time.perf_counter() - t0
+        write_json(run_dir / DONE_FILE, {
+            "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
+            "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
+                        for k, v in summary.items()},
+            "resumed_from": res["resumed_from"], "wall_s": res["wall_s"],
+            "started": started, "finished": _now(),
+            "host": socket.gethostname(), "pid": os.getpid(),
+            "config": config.to_dict(), "settings": dataclasses.asdict(settings)})
+        res["status"] = "done"
+    except Exception as err:  # one failing run must not stop the sweep
+        res.update(status="failed", error=_one_line(err), wall_s=time.perf_counter() - t0)
+        _write_error(run_dir, traceback.format_exc())
+    return res
+
+
+def _now() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec=TIME_SPEC)
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".strip()
+
+
+def _write_error(run_dir: Path, text: str) -> None:
+    with contextlib.suppress(OSError):
+        atomic_write(run_dir / ERROR_FILE, lambda tmp: Path(tmp).write_text(text))
+
+
+# ------------------------------------------------------------------------------ the sweep
+def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
+              overrides: Sequence[str] = (), settings: SweepSettings | None = None,
+              scheduler: str | None = None, workers: int | None = None,
+              overwrite: bool = False, progress: bool = True) -> SweepReport:
+    """Run (or continue) a sweep: :func:`expand_grid`'s runs, each by :func:`run_one`.
+
+    Parameters
+    ----------
+    config : str or path
+        Preset name or TOML file.
+    grid : sequence of str or mapping
+        ``"section.key=V1,V2"`` strings or ``{key: [values]}``.
+    n_seeds : int
+        Seeds per grid combination (``train.seed`` = 0 .. n_seeds - 1).
+    out : path
+        Sweep folder: ``sweep.json`` and ``runs/NAME/``.
+    overrides : sequence of str
+        ``section.key=value`` applied to the base config.
+    settings : SweepSettings, optional
+        Evaluation, recording and analysis of each run (default :class:`SweepSettings`).
+    scheduler : str, optional
+        Address of a dask.distributed scheduler (its workers must see ``out``).
+    workers : int, optional
+        Start a local cluster of this many single-threaded worker processes.
+    overwrite : bool
+        Replace another sweep's runs in ``out`` (a matching sweep is always continued).
+    progress : bool
+        Show a progress bar (runs done / running / failed).
+
+    Returns
+    -------
+    SweepReport
+
+    Raises
+    ------
+    ConfigError
+        Bad config, grid key or value (before anything is written).
+    SweepError
+        ``out`` holds another sweep and not ``overwrite``; both or neither of a bad
+        ``scheduler``/``workers``; a scheduler that cannot be reached within
+        :data:`~hippo_rep.cluster.SCHEDULER_TIMEOUT_S` seconds (the message names
+        the address). Nothing is written then.
+    """
+    t0 = time.perf_counter()
+    settings = SweepSettings() if settings is None else settings
+    grid = parse_grid(grid)
+    runs = expand_grid(config, grid, n_seeds, overrides)
+    raw, source = read_raw(config)
+    base = from_dict(apply_overrides(raw, overrides), source)
+    manifest = build_manifest(runs, base, grid, n_seeds, dataclasses.asdict(settings),
+                              str(config), overrides)
+    out = Path(out).resolve()
+    must_clear = check_out(out, manifest, overwrite)
+    report = SweepReport(out, [r.name for r in runs])
+    with contextlib.ExitStack() as stack:
+        try:
+            client = stack.enter_context(dask_client(scheduler=scheduler, workers=workers))
+        except ClusterError as err:
+            raise SweepError(str(err)) from None
+        if must_clear:
+            clear(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / MANIFEST, manifest)
+        todo = []
+        for r in runs:
+            if is_finished(out / RUNS_DIR / r.name):
+                report.skipped.append(r.name)
+            else:
+                todo.append(r)
+        bar = _Progress(len(runs), len(report.skipped), progress)
+        try:
+            if client is None:
+                _run_sequential(todo, out, settings, report, bar)
+            else:
+                _run_dask(client, todo, out, settings, report, bar)
+        finally:
+            bar.close()
+    report.wall_s = time.perf_counter() - t0
+    return report
+
+
+def _record(report: SweepReport, res: dict) -> None:
+    name = res["name"]
+    if res["status"] == "failed":
+        report.failed[name] = res["error"]
+    elif res["status"] == "skipped":
+        report.skipped.append(name)
+    else:
+        report.done.append(name)
+    if res.get("resumed_from") is not None:
+        report.resumed[name] = res["resumed_from"]
+
+
+def _run_sequential(todo, out: Path, settings, report: SweepReport, bar) -> None:
+    for r in todo:
+        bar.update(running=1)
+        _record(report, run_one(out / RUNS_DIR / r.name, r.config, settings))
+        bar.update(report=report, running=0, finished=1)
+
+
+def _run_dask(client, todo, out: Path, settings, report: SweepReport, bar) -> None:
+    from distributed import as_completed  # only sweeps on a cluster import distributed
+
+    slots = max(1, len(client.nthreads()))  # one run at a time per worker process
+    futures = {}
+    for r in todo:
+        fut = client.submit(run_one, str(out / RUNS_DIR / r.name), r.config, settings,
+                            key=f"hippo-rep-sweep-{r.name}-{time.time_ns()}", pure=False)
+        futures[fut] = r
+    bar.update(running=min(slots, len(futures)))
+    left = len(futures)
+    try:
+        for fut in as_completed(list(futures)):
+            r = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as err:  # a worker died, or the task was lost
+                res = {"name": r.name, "status": "failed", "error": _one_line(err)}
+                _write_error(out / RUNS_DIR / r.name,
+                             "".join(traceback.format_exception(err)))
+            _record(report, res)
+            left -= 1
+            bar.update(report=report, running=min(slots, left), finished=1)
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+
+
+class _Progress:
+    """A tqdm bar of runs with done / running / failed counts (or nothing)."""
+
+    def __init__(self, total: int, initial: int, enabled: bool):
+        self.bar = None
+        self.counts = {"done": initial, "running": 0, "failed": 0}
+        if enabled:
+            from tqdm.auto import tqdm  # only when a bar is shown
+
+            self.bar = tqdm(total=total, initial=initial, desc="sweep", unit="run",
+                            dynamic_ncols=True)
+            self.bar.set_postfix(self.counts)
+
+    def update(self, report: SweepReport | None = None, running: int | None = None,
+               finished: int = 0) -> None:
+        if report is not None:
+            self.counts.update(done=len(report.done) + len(report.skipped),
+                               failed=len(report.failed))
+        if running is not None:
+            self.counts["running"] = running
+        if self.bar is not None:
+            self.bar.set_postfix(self.counts, refresh=False)
+            self.bar.update(finished)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+

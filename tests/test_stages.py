@@ -1,0 +1,90 @@
+"""The stage runner: order, skipping complete stages, resuming training, stale outputs, errors.
+
+Runs train a tiny TEM-t (or the sinusoidal baseline) on 5x5 worlds for 2 iterations,
+evaluate it on 2 environments and record 2 walks of 30 steps, so that a run takes about a
+second after the imports.
+"""
+
+import json
+
+import pytest
+
+from hippo_rep.config import load_config
+from hippo_rep.recording import open_recording
+from hippo_rep.stages import StageError, StageSettings, run_stages, train_stage
+from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
+
+SETS = ["world.worlds=square:5", "world.walk_steps=30", "train.iterations=2",
+        "train.batch_size=2", "model.n_g=8", "model.d_key=8", "model.d_value=8",
+        "model.hidden=16"]
+SETTINGS = StageSettings(eval_envs=2, eval_steps=30, record_envs=2, record_steps=30,
+                         calibrate=False)  # calibration: tests/test_sweep.py
+
+
+def _config(kind="temt"):
+    return load_config("tiny", [*SETS, f"model.kind={kind}"])
+
+
+def test_unknown_stage_is_refused_before_anything_runs(tmp_path):
+    with pytest.raises(StageError, match=r"unknown stage\(s\) 'plot'; stages are train, "):
+        run_stages(tmp_path / "run", _config(), ("train", "plot"))
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(StageError, match="settings.eval_envs must be an int ≥ 1; got 0"):
+        StageSettings(eval_envs=0)
+
+
+def test_complete_stages_are_skipped_and_a_missing_one_is_redone(tmp_path):
+    run, calls, todo = tmp_path / "run", [], ("train", "evaluate", "record")
+    rep = run_stages(run, _config(), todo, SETTINGS,
+                     before=lambda st, out: calls.append(("before", st, out.name)),
+                     after=lambda st, out, res, s: calls.append(("after", st, s >= 0)))
+    assert rep.ran == list(todo) and rep.skipped == [] and rep.resumed_from is None
+    assert calls == [("before", "train", "checkpoint.pt"), ("after", "train", True),
+                     ("before", "evaluate", "eval.json"), ("after", "evaluate", True),
+                     ("before", "record", "recording.nc"), ("after", "record", True)]
+    ev = json.loads((run / "eval.json").read_text())
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
+    assert read_checkpoint(run / "checkpoint.pt")["step"] == 2
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
+
+    calls.clear()
+    rep = run_stages(run, _config(), todo, SETTINGS, before=lambda st, out: calls.append(st))
+    assert rep.ran == [] and rep.skipped == list(todo) and calls == []
+    assert {p.name: p.stat().st_mtime_ns for p in run.iterdir()} == before
+
+    # the evaluation alone is redone: the recording does not read it
+    (run / "eval.json").unlink()
+    rep = run_stages(run, _config(), todo, SETTINGS)
+    assert rep.ran == ["evaluate"] and rep.skipped == ["train", "record"]
+    assert json.loads((run / "eval.json").read_text()) == ev  # same seed, same checkpoint
+    for name in ("checkpoint.pt", "recording.nc"):
+        assert (run / name).stat().st_mtime_ns == before[name]
+
+
+def test_interrupted_training_resumes_and_later_outputs_are_redone(tmp_path):
+    run, cfg = tmp_path / "run", _config()
+    train_stage(cfg, run, stop_at=1)  # killed after iteration 1 (a checkpoint at step 1)
+    assert read_checkpoint(run / "checkpoint.pt")["step"] == 1
+    stale = {"meta": {"checkpoint_sha256": file_sha256(run / "checkpoint.pt")}}
+    (run / "eval.json").write_text(json.dumps(stale))  # made from the unfinished checkpoint
+    (run / "recording.nc").write_text("stale")
+    rep = run_stages(run, cfg, ("train", "evaluate", "record"), SETTINGS)
+    assert rep.ran == ["train", "evaluate", "record"] and rep.resumed_from == 1
+    with open_recording(run / "recording.nc") as ds:
+        assert ds.attrs["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
+    assert read_checkpoint(run / "checkpoint.pt")["step"] == 2
+    ev = json.loads((run / "eval.json").read_text())
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
+    assert ev["meta"]["checkpoint_sha256"] != stale["meta"]["checkpoint_sha256"]
+
+
+def test_calibration_is_for_temt_only_and_outputs_go_where_asked(tmp_path):
+    run, elsewhere = tmp_path / "baseline", tmp_path / "eval_baseline.json"
+    rep = run_stages(run, _config("sinusoidal"), ("train", "calibrate", "evaluate"), SETTINGS,
+                     outputs={"evaluate": elsewhere})
+    assert rep.ran == ["train", "evaluate"]  # the baseline has no write threshold
+    assert rep.outputs == {"train": run / "checkpoint.pt", "evaluate": elsewhere}
+    assert not (run / "calibrated.pt").exists() and not (run / "eval.json").exists()
+    ev = json.loads(elsewhere.read_text())
+    assert ev["meta"]["model_kind"] == "sinusoidal"
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
