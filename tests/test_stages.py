@@ -29,7 +29,7 @@ def test_unknown_stage_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(StageError, match=r"unknown stage\(s\) 'plot'; stages are train, "):
         run_stages(tmp_path / "run", _config(), ("train", "plot"))
     assert not (tmp_path / "run").exists()
-    with pytest.raises(StageError, match="settings.eval_envs must be an int ≥ 1; got 0"):
+    with pytest.raises(StageError, match="settings.eval_envs must be ≥ 1; got 0"):
         StageSettings(eval_envs=0)
 
 
