@@ -93,6 +93,7 @@ from hippo_rep.config import (
     parse_override,
     read_raw,
 )
+from hippo_rep.defaults import EVAL_ENVS, EVAL_SEED, GRID_THRESHOLD, QUICK_SHUFFLES, RECORD_STEPS
 from hippo_rep.fileio import atomic_write, read_json, write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.schema import (
@@ -133,18 +134,16 @@ FORMAT, FORMAT_VERSION = "hippo_rep.sweep", 1
 DEFAULT_CALIBRATE = True
 #: Seeds per grid combination when not given (``train.seed`` = 0).
 DEFAULT_SEEDS = 1
-#: Held-out environments evaluated per run (``hippo-rep evaluate``'s default).
-DEFAULT_EVAL_ENVS = 32
-#: Seed of the held-out environments (the same for every run, so runs compare on one set).
-DEFAULT_EVAL_SEED = 0
+#: Held-out environments evaluated per run and their seed (:mod:`hippo_rep.defaults`).
+DEFAULT_EVAL_ENVS, DEFAULT_EVAL_SEED = EVAL_ENVS, EVAL_SEED
 #: Environments recorded per run: few, so that ``recording.nc`` stays small.
 DEFAULT_RECORD_ENVS = 4
-#: Steps per recorded walk (enough visits per node for rate maps on 8x8–11x11 worlds).
-DEFAULT_RECORD_STEPS = 1000
+#: Steps per recorded walk (:data:`hippo_rep.defaults.RECORD_STEPS`).
+DEFAULT_RECORD_STEPS = RECORD_STEPS
 #: Seed of the recorded environments.
 DEFAULT_RECORD_SEED = 0
-#: Circular-shift shuffles of the analysis' nulls (``hippo-rep demo``'s number).
-DEFAULT_SHUFFLES = 20
+#: Circular-shift shuffles of the analysis' nulls (:data:`hippo_rep.defaults.QUICK_SHUFFLES`).
+DEFAULT_SHUFFLES = QUICK_SHUFFLES
 #: Permutations of the TEM remapping test.
 DEFAULT_REMAP_SHUFFLES = 200
 #: Seed of the analysis' shuffles.
@@ -175,8 +174,8 @@ SUMMARY = {
     "grid_fraction": "fraction of positional units (g) grid-like (is_grid: hexagonal plane-wave "
                      "pattern and gridness-60 above its shuffle null's 95th percentile), over "
                      "the (env, unit) pairs that exist (analysis.class_fractions)",
-    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3 (the "
-                               "rule of thumb alone)",
+    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > "
+                               f"{GRID_THRESHOLD:g} (the rule of thumb alone)",
     "two_wave_fraction": "fraction of positional units (g) that are two plane waves, not "
                          "square (is_two_wave)",
     "band_fraction": "fraction of positional units (g) that are one plane wave (is_band)",

@@ -11,10 +11,9 @@ import numpy as np
 import xarray as xr
 from scipy import ndimage
 
-from ._checks import MAP_DIMS, blockwise, check_choice, check_maps, check_positive_number
+from hippo_rep.defaults import PLACE_THRESHOLD
 
-#: Default field threshold, as a fraction of the map's peak (0.2 is common in the literature).
-PLACE_THRESHOLD = 0.2
+from ._checks import MAP_DIMS, blockwise, check_choice, check_maps, check_positive_number
 
 #: Default minimum field area, in bins. BNT uses 9 bins for camera-tracked ~2.5 cm bins; graph
 #: worlds of 8-11 nodes per side need smaller: 3 bins = a node and two neighbours.

@@ -26,8 +26,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
-import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +37,8 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-from hippo_rep.fileio import clean_stale
+from hippo_rep.defaults import N_SHUFFLES
+from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
     G_PI,
@@ -53,6 +52,7 @@ from hippo_rep.schema import (
 
 from ._checks import blockwise
 from .autocorr import MIN_OVERLAP
+from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
 from .fields import place_fields, place_score
 from .gridscore import (
     BAND_HALF_WIDTH,
@@ -90,17 +90,13 @@ from .remapping import (
     stack_units,
 )
 from .shuffle import (
-    DEFAULT_SHUFFLES,
-    GRID_QUANTILE,
     NULL_QUANTILES,
-    PLACE_QUANTILE,
     SHUFFLE_DIM,
     SHUFFLE_MIN_SHIFT_FRACTION,
     _null_core,
     _summary_core,
     check_n_shuffles,
     circular_shifts,
-    classify,
     score_gridness_60,
     score_plane_wave_share,
     score_spatial_info,
@@ -180,7 +176,7 @@ def _single_blas(fn):
 @_single_blas
 def analyse(
     recording: xr.Dataset,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = N_SHUFFLES,
     seed: int = 0,
     variables: Sequence[str] | None = None,
     grid_method: str = GRID_METHOD,
@@ -768,35 +764,22 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
         For another suffix.
     """
     path = check_output(path, overwrite)
-    suffix = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     data = _storable(ds)
-    if suffix == ".zarr":  # variable-length strings: zarr v3 has no spec for fixed-width
-        for k in data.variables:
-            if data[k].dtype.kind in "UT":
-                data[k] = data[k].astype(object)
-    try:
-        if suffix == ".nc":
-            data.to_netcdf(tmp, engine="h5netcdf")
-            os.replace(tmp, path)
-        else:
-            with warnings.catch_warnings():
-                # zarr v3: "consolidated metadata is not part of the specification" notice
-                warnings.simplefilter("ignore", UserWarning)
-                data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
-                data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
-            trash = None
-            if path.exists():
-                trash = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
-                os.replace(path, trash)
-            os.replace(tmp, path)
-            if trash is not None:
-                shutil.rmtree(trash, ignore_errors=True) if trash.is_dir() else trash.unlink()
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
+    if path.suffix.lower() == ".nc":
+        atomic_write(path, lambda tmp: data.to_netcdf(tmp, engine="h5netcdf"))
+        return path
+    for k in data.variables:  # variable-length strings: zarr v3 has no spec for fixed-width
+        if data[k].dtype.kind in "UT":
+            data[k] = data[k].astype(object)
+    data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
+
+    def write(tmp: Path) -> None:
+        with warnings.catch_warnings():
+            # zarr v3: "consolidated metadata is not part of the specification" notice
+            warnings.simplefilter("ignore", UserWarning)
+            data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
+
+    atomic_folder(path, write)
     return path
 
 
