@@ -134,16 +134,10 @@ FORMAT, FORMAT_VERSION = "hippo_rep.sweep", 1
 DEFAULT_CALIBRATE = True
 #: Seeds per grid combination when not given (``train.seed`` = 0).
 DEFAULT_SEEDS = 1
-#: Held-out environments evaluated per run and their seed (:mod:`hippo_rep.defaults`).
-DEFAULT_EVAL_ENVS, DEFAULT_EVAL_SEED = EVAL_ENVS, EVAL_SEED
 #: Environments recorded per run: few, so that ``recording.nc`` stays small.
 DEFAULT_RECORD_ENVS = 4
-#: Steps per recorded walk (:data:`hippo_rep.defaults.RECORD_STEPS`).
-DEFAULT_RECORD_STEPS = RECORD_STEPS
 #: Seed of the recorded environments.
 DEFAULT_RECORD_SEED = 0
-#: Circular-shift shuffles of the analysis' nulls (:data:`hippo_rep.defaults.QUICK_SHUFFLES`).
-DEFAULT_SHUFFLES = QUICK_SHUFFLES
 #: Permutations of the TEM remapping test.
 DEFAULT_REMAP_SHUFFLES = 200
 #: Seed of the analysis' shuffles.
@@ -223,19 +217,19 @@ class SweepSettings:
     Attributes
     ----------
     eval_envs : int
-        Held-out environments evaluated (:data:`DEFAULT_EVAL_ENVS`).
+        Held-out environments evaluated (:data:`~hippo_rep.defaults.EVAL_ENVS`).
     eval_steps : int or None
         Steps per evaluation walk (None: the training walk).
     eval_seed : int
-        Seed of the held-out environments (:data:`DEFAULT_EVAL_SEED`).
+        Seed of the held-out environments (:data:`~hippo_rep.defaults.EVAL_SEED`).
     record_envs : int
         Environments recorded (:data:`DEFAULT_RECORD_ENVS`); ≥ 2 for remapping.
     record_steps : int
-        Steps per recorded walk (:data:`DEFAULT_RECORD_STEPS`).
+        Steps per recorded walk (:data:`~hippo_rep.defaults.RECORD_STEPS`).
     record_seed : int
         Seed of the recorded environments (:data:`DEFAULT_RECORD_SEED`).
     shuffles : int
-        Circular-shift shuffles of the analysis (:data:`DEFAULT_SHUFFLES`).
+        Circular-shift shuffles of the analysis (:data:`~hippo_rep.defaults.QUICK_SHUFFLES`).
     remap_shuffles : int
         Permutations of the TEM remapping test (:data:`DEFAULT_REMAP_SHUFFLES`).
     analysis_seed : int
@@ -252,13 +246,13 @@ class SweepSettings:
         are used as trained.
     """
 
-    eval_envs: int = DEFAULT_EVAL_ENVS
+    eval_envs: int = EVAL_ENVS
     eval_steps: int | None = None
-    eval_seed: int = DEFAULT_EVAL_SEED
+    eval_seed: int = EVAL_SEED
     record_envs: int = DEFAULT_RECORD_ENVS
-    record_steps: int = DEFAULT_RECORD_STEPS
+    record_steps: int = RECORD_STEPS
     record_seed: int = DEFAULT_RECORD_SEED
-    shuffles: int = DEFAULT_SHUFFLES
+    shuffles: int = QUICK_SHUFFLES
     remap_shuffles: int = DEFAULT_REMAP_SHUFFLES
     analysis_seed: int = DEFAULT_ANALYSIS_SEED
     decode: bool = DEFAULT_DECODE

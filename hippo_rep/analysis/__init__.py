@@ -18,9 +18,10 @@ units) with :func:`write_analysis` / :func:`open_analysis`.
 from hippo_rep.schema import CLASSES, class_fractions
 
 from .autocorr import autocorrelogram
+from .bandscore import band_scores
 from .classify import classify
 from .fields import place_fields, place_score
-from .gridscore import band_scores, grid_scores
+from .gridscore import grid_scores
 from .pipeline import analyse, open_analysis, write_analysis
 from .planewaves import plane_waves
 from .population import population

@@ -13,7 +13,6 @@ unit's null distribution is its score over the shuffles, per environment.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,21 +25,10 @@ from threadpoolctl import threadpool_limits
 from hippo_rep.defaults import N_SHUFFLES
 from hippo_rep.schema import G, require_recording
 
-from ._checks import MAP_DIMS, blockwise, check_maps
-from .autocorr import _autocorr_block
+from ._checks import MAP_DIMS, check_maps
 from .fields import place_score
-from .gridscore import (
-    DEEPMIND_MIN_OVERLAP,
-    DEEPMIND_ROTATION_ORDER,
-    DEEPMIND_VARIANCE_EPS,
-    GRID_ANGLES,
-    MIN_MAP_SIZE,
-    _deepmind_geometry,
-    _nan_reasons,
-    _rotate_points,
-    grid_scores,
-)
-from .planewaves import plane_waves_array
+from .gridscore import GRIDNESS_60, grid_scores
+from .planewaves import WAVES
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 from .recordings import (
     NODE_DIM,
@@ -75,51 +63,6 @@ ScoreFn = Callable[[xr.Dataset], "xr.DataArray | xr.Dataset"]
 # built-in scores (take a rate-map Dataset as returned by rate_maps)
 # --------------------------------------------------------------------------------------------
 
-_G60_ANGLES = (30, 60, 90, 120, 150)
-
-
-@functools.lru_cache(maxsize=16)
-def _g60_operator(ny: int, nx: int) -> sparse.csr_matrix:
-    geo = _deepmind_geometry(ny, nx)
-    n_a = len(GRID_ANGLES)
-    sel = np.array([GRID_ANGLES.index(a) for a in _G60_ANGLES])
-    rows = (np.arange(geo.points.size)[:, None] * n_a + sel[None, :]).ravel()
-    return geo.op[rows]
-
-
-def _gridness60_block(maps: np.ndarray) -> tuple[np.ndarray]:
-    """"deepmind" gridness-60 (mean form, no smoothing, default overlap) of (B, ny, nx) maps.
-
-    The same computation as ``grid_scores(..., method="deepmind")`` restricted to the five
-    angles gridness-60 needs, without spacing/orientation (about twice as fast).
-    """
-    b, ny, nx = maps.shape
-    code = _nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
-    if min(ny, nx) < MIN_MAP_SIZE:  # too small for a score (grid_scores: "too_small")
-        return (np.full(b, np.nan),)
-    sac = np.nan_to_num(_autocorr_block(maps, DEEPMIND_MIN_OVERLAP), nan=0.0)
-    geo = _deepmind_geometry(ny, nx)
-    n_a = len(_G60_ANGLES)
-    rot = _rotate_points(sac, _g60_operator(ny, nx), DEEPMIND_ROTATION_ORDER, n_a)
-    s = np.ascontiguousarray(sac.reshape(b, -1).T)[geo.points]  # (P, B)
-    rings = geo.rings
-    n = geo.ring_size[:, None]
-    s1 = rings @ s
-    mean = s1 / n
-    var = (rings @ (s * s)) / n - mean**2 + DEEPMIND_VARIANCE_EPS
-    sr = (rings @ (rot * s[:, None, :]).reshape(s.shape[0], -1)).reshape(-1, n_a, b)
-    r1 = (rings @ rot.reshape(s.shape[0], -1)).reshape(-1, n_a, b)
-    m = mean[:, None, :]
-    cross = (sr - m * r1 - m * s1[:, None, :]) / n[:, None] + m**2
-    r = cross / var[:, None, :]  # (K, A, B)
-    g60 = (r[:, 1] + r[:, 3]) / 2 - (r[:, 0] + r[:, 2] + r[:, 4]) / 3  # (K, B)
-    return (np.where(code != 0, np.nan, g60.max(axis=0)),)
-
-
-def _gridness60_array(maps: np.ndarray) -> np.ndarray:
-    return blockwise(_gridness60_block, np.asarray(maps, dtype=np.float64), 2)[0]
-
-
 def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArray:
     """Gridness-60 of ``maps.rate_map`` (``grid_scores(rate_map, method).gridness_60``).
 
@@ -137,17 +80,10 @@ def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArra
         ``MIN_MAP_SIZE`` bins along y or x.
     """
     rm = check_maps(maps["rate_map"], "rate_map")
-    out = (grid_scores(rm, method=method)["gridness_60"] if method != "deepmind"
-           else _per_map(_gridness60_array, rm))
-    out.name = "gridness_60"
+    out = (GRIDNESS_60.apply(rm) if method == "deepmind" else grid_scores(rm, method=method))
+    out = out["gridness_60"]
     out.attrs = {"long_name": f"gridness at 60 degrees ({method})", "units": "1"}
     return out
-
-
-def _per_map(fn, rate_map: xr.DataArray) -> xr.DataArray:
-    """``fn`` (maps (..., y, x) → scores (...)) over ``rate_map``, dask-parallel over maps."""
-    return xr.apply_ufunc(fn, rate_map, input_core_dims=[list(MAP_DIMS)],
-                          dask="parallelized", output_dtypes=[np.float64])
 
 
 def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
@@ -156,30 +92,18 @@ def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
     Per node rather than per bin, so that hexagonal worlds (several bins per node) weight
     every node once. Bits per unit activity; NaN for silent maps or negative activity.
     """
-    out = spatial_information(maps["node_rate"], maps["node_occupancy"], dims=(NODE_DIM,))
-    out.name = "spatial_info"
-    return out
+    return spatial_information(maps["node_rate"], maps["node_occupancy"], dims=(NODE_DIM,))
 
 
 def score_place_score(maps: xr.Dataset) -> xr.DataArray:
     """TEM-t's place score of ``maps.rate_map`` (fraction of mass in the largest field)."""
-    out = place_score(maps["rate_map"])
-    out.name = "place_score"
-    return out
-
-
-def _plane_wave_share_array(maps: np.ndarray) -> np.ndarray:
-    return plane_waves_array(maps)[3]
+    return place_score(maps["rate_map"])
 
 
 def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
     """Variance share of ``maps.rate_map`` explained by its counted plane waves
     (``plane_waves(rate_map).plane_wave_share``; NaN for constant, all-NaN or tiny maps)."""
-    out = _per_map(_plane_wave_share_array, check_maps(maps["rate_map"], "rate_map"))
-    out.name = "plane_wave_share"
-    out.attrs = {"long_name": "share of the map's variance explained by its counted plane "
-                 "waves", "units": "1"}
-    return out
+    return WAVES.apply(check_maps(maps["rate_map"], "rate_map"))["plane_wave_share"]
 
 
 #: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
@@ -538,25 +462,18 @@ def shuffle_null(
     scorers = _resolve_scorers(score_fn)
     require_recording(recording, [variable])
     gen, seed_attr = as_rng(rng)
-    maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution)
+    act, node = unit_activity(recording, variable), node_index(recording)
+    maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution,
+                     activity=act, node=node)
     observed = _apply_scorers(scorers, maps)
     names = list(observed)
-    act = unit_activity(recording, variable)
     n_env, n_time = act.sizes["env"], act.sizes["time"]
     sh = circular_shifts(n_time, n_env, n, gen, min_shift_fraction)
     shifts = xr.DataArray(sh, dims=("env", SHUFFLE_DIM))
     if chunk_units is not None:
         act = act.chunk({"env": -1, "time": -1, UNIT_DIM: int(chunk_units)})
-    nulls = null_scores(
-        act,
-        node_index(recording),
-        shifts,
-        maps["node_map"].values,
-        maps.sizes[NODE_DIM],
-        scorers,
-        names,
-        maps.attrs["smooth_sigma_bins"],
-    )
+    nulls = null_scores(act, node, shifts, maps["node_map"].values, maps.sizes[NODE_DIM],
+                        scorers, names, maps.attrs["smooth_sigma_bins"])
     out = xr.Dataset(coords={"env": maps["env"], UNIT_DIM: maps[UNIT_DIM]})
     for k in names:
         obs = observed[k].transpose("env", UNIT_DIM)
