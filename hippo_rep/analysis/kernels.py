@@ -72,6 +72,7 @@ class Kernel:
                 labels = np.asarray(o.labels)
                 da = xr.apply_ufunc(lambda c, lab=labels: lab[c], da, dask="parallelized",
                                     output_dtypes=[labels.dtype])
-            ds[o.name] = da.assign_attrs(o.attrs)
+            da.attrs = dict(o.attrs)  # the declared attrs only, none of the maps'
+            ds[o.name] = da
         return ds.assign_coords({d: np.arange(n) for d, n in self.sizes.items()}).assign_attrs(
             self.attrs)

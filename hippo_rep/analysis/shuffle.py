@@ -321,8 +321,9 @@ def null_scores(
     -------
     dict of name -> xarray.DataArray, dims (env, unit, shuffle)
     """
+    one = len(names) == 1  # apply_ufunc wants a bare array for one output
     outs = xr.apply_ufunc(
-        _null_core,
+        (lambda *a, **kw: _null_core(*a, **kw)[0]) if one else _null_core,
         activity,
         node,
         shifts,
@@ -339,7 +340,7 @@ def null_scores(
         output_dtypes=[np.float64] * len(names),
         dask_gufunc_kwargs={"output_sizes": {SHUFFLE_DIM: shifts.sizes[SHUFFLE_DIM]}},
     )
-    if len(names) == 1:
+    if one:
         outs = (outs,)
     return {
         k: v.transpose("env", UNIT_DIM, SHUFFLE_DIM).rename(f"{k}_null")

@@ -23,7 +23,8 @@ KERNEL = Kernel(
 def test_apply_declares_outputs_and_equals_the_numpy_run():
     maps = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
     maps[1, 2] = np.nan
-    da = xr.DataArray(maps, dims=("env", "unit", "y", "x"), coords={"env": [10, 20]})
+    da = xr.DataArray(maps, dims=("env", "unit", "y", "x"), coords={"env": [10, 20]},
+                      attrs={"units": "Hz", "smooth_sigma_bins": 2.0})  # not the outputs'
     ds = KERNEL.apply(da)
     assert ds.peak.dims == ("env", "unit") and ds.first.dims == ("env", "unit", "pair")
     np.testing.assert_array_equal(ds.peak.values[0], maps[0].max(axis=(1, 2)))
@@ -32,6 +33,7 @@ def test_apply_declares_outputs_and_equals_the_numpy_run():
     np.testing.assert_array_equal(ds.first.values[0, 1], maps[0, 1, 0, :2])
     assert ds.pair.values.tolist() == [0, 1] and ds.env.values.tolist() == [10, 20]
     assert ds.attrs == {"method": "test"} and ds.peak.attrs == {"units": "1"}
+    assert ds.code.attrs == {} and ds.first.attrs == {}
     arr = KERNEL.array(maps)
     assert arr["code"].tolist() == [[0, 0, 0], [0, 0, 1]]
     np.testing.assert_array_equal(arr["first"], ds.first.values)

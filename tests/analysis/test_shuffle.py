@@ -125,6 +125,15 @@ def test_shuffle_null_outputs(small_rec):
     xr.testing.assert_allclose(ds, again)
 
 
+def test_one_score_equals_the_same_score_beside_another(small_rec):
+    """(A single score failed in apply_ufunc, which wants a bare array for one output.)"""
+    one = shuffle_null(small_rec, n=6, rng=4)  # default: gridness_60 alone
+    two = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=6, rng=4)
+    assert "spatial_info" not in one
+    xr.testing.assert_identical(one.gridness_60_null, two.gridness_60_null)
+    xr.testing.assert_identical(one.gridness_60_percentile, two.gridness_60_percentile)
+
+
 def test_custom_score_function(small_rec):
     def peak(maps):
         return xr.Dataset({"peak": maps.rate_map.max(("y", "x")),
