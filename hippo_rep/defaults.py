@@ -24,6 +24,10 @@ PLACE_THRESHOLD = 0.2
 #: Fig. 9, quote 0.3-0.5): reported beside the shuffle rule, not a grid classification.
 GRID_THRESHOLD = 0.3
 
+#: BLAS threads inside the analysis (scores, shuffles, decoding): its matrices are small,
+#: where several BLAS threads are slower than one; parallelism comes from dask, over units.
+BLAS_THREADS = 1
+
 #: Held-out environments of ``hippo-rep evaluate``, the demo and the sweep.
 EVAL_ENVS = 32
 

@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-from hippo_rep.defaults import N_SHUFFLES
+from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
 from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
@@ -102,9 +102,6 @@ DEFAULT_UNIT_CHUNK = 16
 #: process, one thread (the reference for "identical to single-process").
 DEFAULT_SCHEDULER = "synchronous"
 
-#: BLAS threads during :func:`analyse`.
-BLAS_THREADS = 1
-
 #: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
 _PACKED, _PACKED_VAR = "packed", "packed_outputs"
 
@@ -152,8 +149,7 @@ def _prefixed(attrs: dict, prefix: str) -> dict:
 
 
 def _single_blas(fn):
-    """Run ``fn`` with :data:`BLAS_THREADS` BLAS threads: its matrices are small, where
-    several BLAS threads are slower than one; parallelism comes from dask, over units."""
+    """Run ``fn`` with :data:`~hippo_rep.defaults.BLAS_THREADS` BLAS threads."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -183,7 +179,7 @@ def analyse(
 ) -> xr.Dataset:
     """Analyse a recording: maps, scores, shuffle nulls, classification, remapping, decoding.
 
-    Runs with single-threaded BLAS (:data:`BLAS_THREADS`).
+    Runs with single-threaded BLAS (:data:`~hippo_rep.defaults.BLAS_THREADS`).
 
     Parameters
     ----------

@@ -38,6 +38,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from threadpoolctl import threadpool_limits
 
+from hippo_rep.defaults import BLAS_THREADS
 from hippo_rep.schema import MEMORY_POPULATIONS, POPULATIONS, require_recording
 
 from .ratemaps import rate_maps_from_nodes
@@ -72,9 +73,6 @@ DECODE_CLIP = 10.0
 
 #: ``pca_n_components`` counts the components needed to explain this fraction of variance.
 PCA_VARIANCE = 0.9
-
-#: BLAS threads while fitting (small problems; parallelism comes from dask).
-BLAS_THREADS = 1
 
 
 def _clip() -> FunctionTransformer:

@@ -22,7 +22,7 @@ import xarray as xr
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from hippo_rep.defaults import N_SHUFFLES
+from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
 from hippo_rep.schema import G, require_recording
 
 from ._checks import MAP_DIMS, check_maps
@@ -48,10 +48,6 @@ NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
 
 #: Shuffled maps are scored in batches of about this many maps (bounds temporary memory).
 NULL_BLOCK_MAPS = 4096
-
-#: BLAS threads inside the shuffle computation: its matrices are small, where several BLAS
-#: threads are slower than one (and parallelism comes from dask, over units).
-BLAS_THREADS = 1
 
 #: The shuffle dim.
 SHUFFLE_DIM = "shuffle"
