@@ -681,7 +681,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "revisited, for stability); default: new ones each (remapping)")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
     r.add_argument("--chunk", type=int, default=RECORD_CHUNK,
-                   help="steps per forward chunk and zarr chunk along time (default: %(default)s)")
+                   help="steps per forward chunk and per zarr chunk along time "
+                        "(default: %(default)s)")
     r.set_defaults(func=cmd_record)
 
     a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
@@ -689,7 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record")
     a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
     a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
-                   help="circular-shift shuffles per environment (default: %(default)s)")
+                   help="circular-shift shuffles per environment for the nulls "
+                        "(default: %(default)s)")
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -773,7 +775,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     d.add_argument("--envs", type=int, default=EVAL_ENVS)
     d.add_argument("--overwrite", action="store_true", help="replace an earlier demo run")
-    d.add_argument("--record-envs", type=int, default=DEMO_RECORD_ENVS, help="envs recorded")
+    d.add_argument("--record-envs", type=int, default=DEMO_RECORD_ENVS,
+                   help="environments recorded")
     d.add_argument("--record-steps", type=int, default=RECORD_STEPS, help="steps per recorded walk")
     d.add_argument("--shuffles", type=int, default=QUICK_SHUFFLES,
                    help="shuffles for the significance nulls")
