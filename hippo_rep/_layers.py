@@ -16,9 +16,9 @@ figures; ``stages`` chains them, and ``sweep`` and ``cli`` drive ``stages``.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundations: no hippo_rep imports but these (the package root only gives __version__;
     # its lazy attributes are looked up by name on first use, not imported)
-    ("hippo_rep", "hippo_rep._layers", "hippo_rep.fileio", "hippo_rep.random_streams",
-     "hippo_rep.datasets", "hippo_rep.cluster", "hippo_rep.typed_config",
-     "hippo_rep.run_files"),
+    ("hippo_rep", "hippo_rep._layers", "hippo_rep.defaults", "hippo_rep.fileio",
+     "hippo_rep.random_streams", "hippo_rep.datasets", "hippo_rep.cluster",
+     "hippo_rep.typed_config", "hippo_rep.run_files"),
     ("hippo_rep.worlds",),  # graphs, observations, random and delay walks (numpy only)
     ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; recording and analysis formats
     ("hippo_rep.models",),  # nn.Modules only

@@ -11,6 +11,16 @@ from pathlib import Path
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
 from hippo_rep import __version__
+from hippo_rep.defaults import (
+    DEMO_RECORD_ENVS,
+    EVAL_ENVS,
+    EVAL_SEED,
+    N_SHUFFLES,
+    QUICK_SHUFFLES,
+    RECORD_CHUNK,
+    RECORD_ENVS,
+    RECORD_STEPS,
+)
 from hippo_rep.fileio import write_json
 
 #: Longest error line the CLI prints, in characters (values quoted from files are cut to
@@ -541,7 +551,7 @@ def _add_cluster_args(parser, purpose: str) -> None:
 
 
 def _add_sweep_parser(sub) -> None:
-    from hippo_rep import stages as S
+    from hippo_rep.stages import DEFAULT_RECORD_ENVS
     from hippo_rep.sweep import DEFAULT_SEEDS
 
     s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
@@ -559,20 +569,20 @@ def _add_sweep_parser(sub) -> None:
                    help="replace another sweep's runs in --out (a matching sweep resumes)")
     s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override of the base config for every run (repeatable)")
-    s.add_argument("--eval-envs", type=int, default=S.DEFAULT_EVAL_ENVS,
-                   help=f"held-out environments per run (default: {S.DEFAULT_EVAL_ENVS})")
+    s.add_argument("--eval-envs", type=int, default=EVAL_ENVS,
+                   help=f"held-out environments per run (default: {EVAL_ENVS})")
     s.add_argument("--eval-steps", type=int, default=None,
                    help="steps per held-out walk (default: the training walk)")
     s.add_argument("--eval-world", default=None, metavar="SPEC",
                    help="world evaluated, e.g. square:11 (default: the first training world)")
     s.add_argument("--record-world", default=None, metavar="SPEC",
                    help="world recorded, e.g. square:20 (default: the first training world)")
-    s.add_argument("--record-envs", type=int, default=S.DEFAULT_RECORD_ENVS,
-                   help=f"environments recorded per run (default: {S.DEFAULT_RECORD_ENVS})")
-    s.add_argument("--record-steps", type=int, default=S.DEFAULT_RECORD_STEPS,
-                   help=f"steps per recorded walk (default: {S.DEFAULT_RECORD_STEPS})")
-    s.add_argument("--shuffles", type=int, default=S.DEFAULT_SHUFFLES,
-                   help=f"shuffles of the analysis' nulls (default: {S.DEFAULT_SHUFFLES})")
+    s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
+                   help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
+    s.add_argument("--record-steps", type=int, default=RECORD_STEPS,
+                   help=f"steps per recorded walk (default: {RECORD_STEPS})")
+    s.add_argument("--shuffles", type=int, default=QUICK_SHUFFLES,
+                   help=f"shuffles of the analysis' nulls (default: {QUICK_SHUFFLES})")
     s.add_argument("--no-calibrate", action="store_true",
                    help="evaluate and record TEM-t with its trained write threshold (default: "
                         "calibrated after training, as hippo-rep calibrate does)")
@@ -621,8 +631,6 @@ def _add_delay_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hippo_rep.stages import DEFAULT_EVAL_ENVS, DEFAULT_EVAL_SEED
-
     p = _Parser(prog="hippo-rep", description=__doc__)
     p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
     p.add_argument("--debug", action="store_true",
@@ -647,11 +655,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="accuracy on held-out environments vs ideal agents")
     e.add_argument("checkpoint")
-    e.add_argument("--envs", type=int, default=DEFAULT_EVAL_ENVS, help="held-out environments")
+    e.add_argument("--envs", type=int, default=EVAL_ENVS, help="held-out environments")
     e.add_argument("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
                                    "square:8:holes=3,4;4,4 (default: the training world)")
     e.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
-    e.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED,
+    e.add_argument("--seed", type=int, default=EVAL_SEED,
                    help="seed of the held-out environments")
     e.add_argument("--json", help="write the results to this JSON file")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
@@ -674,8 +682,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("checkpoint")
     r.add_argument("--out", required=True,
                    help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
-    r.add_argument("--envs", type=int, default=16,
-                   help="environments, one walk each (default: 16)")
+    r.add_argument("--envs", type=int, default=RECORD_ENVS,
+                   help=f"environments, one walk each (default: {RECORD_ENVS})")
     r.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
     r.add_argument("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
                                    "world); its action set must be the checkpoint's")
@@ -684,16 +692,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="every environment gets the same observations (one environment "
                         "revisited, for stability); default: new ones each (remapping)")
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    r.add_argument("--chunk", type=int, default=512,
-                   help="steps per forward chunk and per zarr chunk along time (default: 512)")
+    r.add_argument("--chunk", type=int, default=RECORD_CHUNK,
+                   help="steps per forward chunk and per zarr chunk along time "
+                        "(default: %(default)s)")
     r.set_defaults(func=cmd_record)
 
     a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
                                        "decoding of a recording → one analysis dataset")
     a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record")
     a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
-    a.add_argument("--shuffles", type=int, default=100,
-                   help="circular-shift shuffles per environment for the nulls (default: 100)")
+    a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
+                   help="circular-shift shuffles per environment for the nulls "
+                        "(default: %(default)s)")
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -782,11 +792,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="demo", help="output folder (default: demo)")
     d.add_argument("--config", default="small", help="preset or TOML file (default: small)")
     d.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    d.add_argument("--envs", type=int, default=DEFAULT_EVAL_ENVS)
+    d.add_argument("--envs", type=int, default=EVAL_ENVS)
     d.add_argument("--overwrite", action="store_true", help="replace an earlier demo run")
-    d.add_argument("--record-envs", type=int, default=8, help="environments recorded")
-    d.add_argument("--record-steps", type=int, default=1000, help="steps per recorded walk")
-    d.add_argument("--shuffles", type=int, default=20, help="shuffles for the significance nulls")
+    d.add_argument("--record-envs", type=int, default=DEMO_RECORD_ENVS,
+                   help="environments recorded")
+    d.add_argument("--record-steps", type=int, default=RECORD_STEPS, help="steps per recorded walk")
+    d.add_argument("--shuffles", type=int, default=QUICK_SHUFFLES,
+                   help="shuffles for the significance nulls")
     d.add_argument("--figures", default="figures", help="figure folder (default: figures)")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=cmd_demo)

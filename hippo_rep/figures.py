@@ -20,15 +20,15 @@ import xarray as xr
 # backend (build_figures selects Agg); the PassKey and delay readers of hippo_rep.tasks where
 # those inputs are read (they import torch).
 from hippo_rep.analysis import autocorrelogram as sac_of
-from hippo_rep.analysis.pipeline import open_analysis
-from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
-from hippo_rep.analysis.shuffle import (
+from hippo_rep.analysis.classify import (
     GRID_MIN_SCORE,
     GRID_QUANTILE,
-    GRID_THRESHOLD,
     PLACE_N_FIELDS,
     PLACE_QUANTILE,
 )
+from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
+from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
 from hippo_rep.plotting.compare import score_distributions

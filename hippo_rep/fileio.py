@@ -1,5 +1,5 @@
-"""Atomic file writes shared by checkpoints, recordings, analyses and task outputs, and the
-quoting of file values in error messages (no torch)."""
+"""Atomic file and folder writes shared by checkpoints, recordings, analyses and task
+outputs, and the quoting of file values in error messages (no torch)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 #: Longest value taken from a file (or argument) that an error message quotes, in characters.
@@ -62,11 +63,48 @@ def clean_stale(path: str | Path) -> list[Path]:
         os.replace(olds.pop(), path)
     for p in stale:
         if p in olds or p.suffix != ".old":
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            elif p.exists() or p.is_symlink():
-                p.unlink()
+            remove_path(p)
     return stale
+
+
+def remove_path(path: str | Path) -> None:
+    """Remove a file, a link or a folder (with its contents), if there is one."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def atomic_folder(path: str | Path, write) -> None:
+    """Call ``write(tmp_path)`` (a fresh sibling path, ``.NAME.<random>.tmp``, that does not
+    exist yet; ``write`` creates it, e.g. a zarr store) then swap it onto ``path``.
+
+    An existing folder at ``path`` is first renamed aside (``.NAME.<random>.old``) and removed only
+    after the swap, so a crash leaves either the old or the new output (a killed swap's
+    ``.old`` is put back by the next :func:`clean_stale` of ``path``); a failed ``write``
+    leaves ``path`` as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    aside = None
+    try:
+        write(tmp)
+        if path.is_dir() and not path.is_symlink():  # os.replace cannot replace a folder
+            aside = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
+            os.replace(path, aside)
+        os.replace(tmp, path)
+    except BaseException:
+        if aside is not None and not (path.exists() or path.is_symlink()):
+            os.replace(aside, path)
+            aside = None
+        raise
+    finally:
+        remove_path(tmp)
+        if aside is not None:
+            remove_path(aside)
 
 
 def _current_umask() -> int:

@@ -53,6 +53,7 @@ import numpy as np
 import xarray as xr
 
 from hippo_rep.datasets import open_raw
+from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import quote
 from hippo_rep.worlds import STEP_TYPES
 
@@ -396,7 +397,7 @@ RATE_MAP = "rate_map"
 
 # ------------------------------------------------------------------ cell classes ((env, unit) bool)
 #: Grid cell: a hexagonal plane-wave pattern (three waves of near-equal length ~60 degrees
-#: apart) whose gridness-60 beats its own shuffle null (see ``analysis.shuffle.classify``).
+#: apart) whose gridness-60 beats its own shuffle null (see ``analysis.classify``).
 IS_GRID = "is_grid"
 #: The field's rule of thumb alone (gridness-60 > 0.3): NOT a grid classification (two
 #: plane waves 55-75 degrees apart pass it); kept to show what the rule of thumb calls a grid.
@@ -416,7 +417,7 @@ CLASSES: tuple[str, ...] = (IS_GRID, IS_GRID_THRESHOLD, IS_BAND, IS_TWO_WAVE, IS
 #: Short labels of the classes for tables and figures.
 CLASS_LABELS: dict[str, str] = {
     IS_GRID: "grid (hexagonal, gridness > own null)",
-    IS_GRID_THRESHOLD: "gridness-60 > 0.3 (rule of thumb)",
+    IS_GRID_THRESHOLD: f"gridness-60 > {GRID_THRESHOLD:g} (rule of thumb)",
     IS_BAND: "band (one plane wave)",
     IS_TWO_WAVE: "two-wave (oblique plane waves)",
     IS_SQUARE: "square (two waves at 90°)",

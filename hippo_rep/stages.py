@@ -31,9 +31,9 @@ import xarray as xr
 from hippo_rep import run_files as F
 from hippo_rep.analysis.pipeline import analyse, write_analysis
 from hippo_rep.analysis.remapping import TEM_SHUFFLES
-from hippo_rep.analysis.shuffle import DEFAULT_SHUFFLES as ANALYSE_SHUFFLES
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
+from hippo_rep.defaults import EVAL_ENVS, EVAL_SEED, N_SHUFFLES, QUICK_SHUFFLES, RECORD_STEPS
 from hippo_rep.fileio import write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.typed_config import Rule, TypedConfig, setting
@@ -51,19 +51,10 @@ OUTPUTS = {"train": F.CHECKPOINT_FILE, "calibrate": F.CALIBRATED_FILE, "evaluate
 
 #: Calibrate TEM-t's write threshold after training (``hippo-rep calibrate``).
 DEFAULT_CALIBRATE = True
-#: Held-out environments evaluated (``hippo-rep evaluate``'s default).
-DEFAULT_EVAL_ENVS = 32
-#: Seed of the held-out environments (the same for every run, so runs compare on one set; a
-#: stream no training batch uses: random_streams.eval_rng).
-DEFAULT_EVAL_SEED = 0
 #: Environments recorded: few, so that ``recording.nc`` stays small.
 DEFAULT_RECORD_ENVS = 4
-#: Steps per recorded walk (enough visits per node for rate maps on 8x8–11x11 worlds).
-DEFAULT_RECORD_STEPS = 1000
 #: Seed of the recorded environments.
 DEFAULT_RECORD_SEED = 0
-#: Circular-shift shuffles of the analysis' nulls (``hippo-rep demo``'s number).
-DEFAULT_SHUFFLES = 20
 #: Permutations of the TEM remapping test.
 DEFAULT_REMAP_SHUFFLES = 200
 #: Seed of the analysis' shuffles.
@@ -86,19 +77,19 @@ class StageSettings(TypedConfig):
     Attributes
     ----------
     eval_envs : int
-        Held-out environments evaluated (:data:`DEFAULT_EVAL_ENVS`).
+        Held-out environments evaluated (:data:`~hippo_rep.defaults.EVAL_ENVS`).
     eval_steps : int or None
         Steps per evaluation walk (None: the training walk).
     eval_seed : int
-        Seed of the held-out environments (:data:`DEFAULT_EVAL_SEED`).
+        Seed of the held-out environments (:data:`~hippo_rep.defaults.EVAL_SEED`).
     record_envs : int
         Environments recorded (:data:`DEFAULT_RECORD_ENVS`); ≥ 2 for remapping.
     record_steps : int
-        Steps per recorded walk (:data:`DEFAULT_RECORD_STEPS`).
+        Steps per recorded walk (:data:`~hippo_rep.defaults.RECORD_STEPS`).
     record_seed : int
         Seed of the recorded environments (:data:`DEFAULT_RECORD_SEED`).
     shuffles : int
-        Circular-shift shuffles of the analysis (:data:`DEFAULT_SHUFFLES`).
+        Circular-shift shuffles of the analysis (:data:`~hippo_rep.defaults.QUICK_SHUFFLES`).
     remap_shuffles : int
         Permutations of the TEM remapping test (:data:`DEFAULT_REMAP_SHUFFLES`).
     analysis_seed : int
@@ -123,13 +114,13 @@ class StageSettings(TypedConfig):
     section = "settings"
     error = StageError
 
-    eval_envs: int = setting(DEFAULT_EVAL_ENVS, Rule(low=1))
+    eval_envs: int = setting(EVAL_ENVS, Rule(low=1))
     eval_steps: int | None = setting(None, Rule(low=1))
-    eval_seed: int = setting(DEFAULT_EVAL_SEED, Rule(low=0))
+    eval_seed: int = setting(EVAL_SEED, Rule(low=0))
     record_envs: int = setting(DEFAULT_RECORD_ENVS, Rule(low=1))
-    record_steps: int = setting(DEFAULT_RECORD_STEPS, Rule(low=1))
+    record_steps: int = setting(RECORD_STEPS, Rule(low=1))
     record_seed: int = setting(DEFAULT_RECORD_SEED, Rule(low=0))
-    shuffles: int = setting(DEFAULT_SHUFFLES, Rule(low=1))
+    shuffles: int = setting(QUICK_SHUFFLES, Rule(low=1))
     remap_shuffles: int = setting(DEFAULT_REMAP_SHUFFLES, Rule(low=1))
     analysis_seed: int = setting(DEFAULT_ANALYSIS_SEED, Rule(low=0))
     decode: bool = DEFAULT_DECODE
@@ -172,9 +163,9 @@ def train_stage(config: Config, run_dir, *, resume: bool | None = None, progress
     return trainer.start if resume else None
 
 
-def evaluate_stage(checkpoint, out=None, *, envs: int = DEFAULT_EVAL_ENVS,
+def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
                    world: str | None = None, steps: int | None = None,
-                   seed: int = DEFAULT_EVAL_SEED) -> dict:
+                   seed: int = EVAL_SEED) -> dict:
     """Accuracy of ``checkpoint`` on held-out environments against the ideal agents
     (:func:`~hippo_rep.training.evaluate.evaluate_checkpoint`), with the checkpoint's SHA-256
     in ``meta``; written to ``out`` (JSON, atomically) when given.
@@ -192,7 +183,7 @@ def evaluate_stage(checkpoint, out=None, *, envs: int = DEFAULT_EVAL_ENVS,
     return result
 
 
-def analyse_stage(recording, out, *, shuffles: int = ANALYSE_SHUFFLES, seed: int = 0,
+def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
                   remap_shuffles: int = TEM_SHUFFLES, decode: bool = True,
                   scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
     """Analyse the recording file ``recording`` (:func:`~hippo_rep.analysis.pipeline.analyse`)

@@ -20,8 +20,6 @@ from scipy.sparse.csgraph import connected_components
 
 from hippo_rep.fileio import quote
 
-#: Number of sensory categories (TEM's default: 45 one-hot observations).
-DEFAULT_N_OBS = 45
 #: Probability of repeating the previous move when it is available (TEM uses ~0.25).
 DEFAULT_KEEP_HEADING = 0.25
 #: Probability of choosing "stay"; 0 because a stay is trivially predictable and inflates revisits.

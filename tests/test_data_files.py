@@ -14,7 +14,7 @@ from hippo_rep import recording as R
 from hippo_rep.analysis.pipeline import AnalysisError, open_analysis, write_analysis
 from hippo_rep.analysis.synthetic_recording import synthetic_recording
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks
-from hippo_rep.fileio import atomic_write, clean_stale
+from hippo_rep.fileio import atomic_folder, atomic_write, clean_stale
 
 KW = dict(n_envs=2, n_steps=192, chunk=32, world="square:8")
 
@@ -113,6 +113,29 @@ def test_stale_temporaries_are_cleaned_and_an_old_store_put_back(tmp_path):
     (aside / "zarr.json").write_text("{}")
     clean_stale(tmp_path / "r.zarr")
     assert (tmp_path / "r.zarr" / "zarr.json").read_text() == "{}"
+
+
+def test_atomic_folder_swaps_a_complete_folder_and_keeps_the_old_one_on_failure(tmp_path):
+    out = tmp_path / "s.zarr"
+
+    def write(text):
+        def fn(tmp):
+            tmp.mkdir()
+            (tmp / "a").write_text(text)
+        return fn
+
+    atomic_folder(out, write("one"))
+    atomic_folder(out, write("two"))  # replaces an existing folder
+    assert (out / "a").read_text() == "two"
+
+    def crash(tmp):
+        write("half")(tmp)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_folder(out, crash)
+    assert (out / "a").read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]
 
 
 def test_zarr_recording_killed_before_swap_leaves_no_visible_output(tiny_ckpt, tmp_path):

@@ -18,15 +18,17 @@ units) with :func:`write_analysis` / :func:`open_analysis`.
 from hippo_rep.schema import CLASSES, class_fractions
 
 from .autocorr import autocorrelogram
+from .bandscore import band_scores
+from .classify import classify
 from .fields import place_fields, place_score
-from .gridscore import band_scores, grid_scores
+from .gridscore import grid_scores
 from .pipeline import analyse, open_analysis, write_analysis
 from .planewaves import plane_waves
 from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
 from .recordings import AnalysisError, rate_maps, unit_activity
 from .remapping import remapping
-from .shuffle import classify, shuffle_null
+from .shuffle import shuffle_null
 from .spatial import selectivity, sparsity, spatial_information
 from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map, two_wave_map
 from .synthetic_recording import synthetic_recording

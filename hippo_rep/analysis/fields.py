@@ -7,14 +7,16 @@ below 0 never belongs to a field, and maps whose peak is <= 0 have no fields.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import xarray as xr
 from scipy import ndimage
 
-from ._checks import MAP_DIMS, blockwise, check_choice, check_maps, check_positive_number
+from hippo_rep.defaults import PLACE_THRESHOLD
 
-#: Default field threshold, as a fraction of the map's peak (0.2 is common in the literature).
-PLACE_THRESHOLD = 0.2
+from ._checks import MAP_DIMS, check_choice, check_positive_number
+from .kernels import Kernel, Output
 
 #: Default minimum field area, in bins. BNT uses 9 bins for camera-tracked ~2.5 cm bins; graph
 #: worlds of 8-11 nodes per side need smaller: 3 bins = a node and two neighbours.
@@ -185,6 +187,53 @@ def _adaptive_block(
     return _field_tables(maps, labels, n_lab, min_area, max_fields)
 
 
+def place_fields_kernel(
+    threshold: float = PLACE_THRESHOLD,
+    min_area: int = MIN_FIELD_AREA,
+    method: str = "fraction",
+    max_fields: int = MAX_FIELDS,
+) -> Kernel:
+    """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`place_fields` (same
+    arguments, checked here)."""
+    method = check_choice(method, "method", _METHODS)
+    threshold = _check_threshold(threshold)
+    for name, val in (("min_area", min_area), ("max_fields", max_fields)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            raise ValueError(f"{name} must be an int >= 1; got {val!r}")
+    block = _adaptive_block if method == "adaptive" else _fraction_block
+    declared = (
+        ("n_fields", (), np.int64, "number of place fields", "1"),
+        ("field_area", ("field",), np.float64, "field area", "bins"),
+        ("field_mass", ("field",), np.float64, "summed activity in the field",
+         "activity units x bins"),
+        ("field_peak", ("field",), np.float64, "peak activity in the field", "activity units"),
+        ("field_centroid_x", ("field",), np.float64,
+         "activity-weighted centroid, column index", "bins"),
+        ("field_centroid_y", ("field",), np.float64, "activity-weighted centroid, row index",
+         "bins"),
+        ("field_labels", MAP_DIMS, np.int64,
+         "field label per bin (0 = none, k = k-th largest by mass)", "1"),
+    )
+    outputs = tuple(Output(k, dims, dtype, {"long_name": long_name, "units": units})
+                    for k, dims, dtype, long_name, units in declared)
+    attrs = {
+        "place_field_method": method,
+        "threshold": threshold,
+        "min_area_bins": int(min_area),
+        "connectivity": 4,
+        "ranking": "by firing mass, largest first",
+    }
+    if method == "adaptive":
+        attrs.update(
+            adaptive_start=ADAPTIVE_START,
+            adaptive_step=ADAPTIVE_STEP,
+            adaptive_max_growth=ADAPTIVE_MAX_GROWTH,
+        )
+    fn = functools.partial(block, threshold=threshold, min_area=int(min_area),
+                           max_fields=int(max_fields))
+    return Kernel(fn, outputs, attrs, sizes={"field": int(max_fields)})
+
+
 def place_fields(
     maps: xr.DataArray,
     threshold: float = PLACE_THRESHOLD,
@@ -240,63 +289,7 @@ def place_fields(
         On bad dims, an unknown method, ``threshold`` outside (0, 1), ``min_area`` < 1 or
         ``max_fields`` < 1.
     """
-    maps = check_maps(maps)
-    method = check_choice(method, "method", _METHODS)
-    threshold = _check_threshold(threshold)
-    for name, val in (("min_area", min_area), ("max_fields", max_fields)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"{name} must be an int >= 1; got {val!r}")
-    block = _adaptive_block if method == "adaptive" else _fraction_block
-
-    def core(a: np.ndarray) -> tuple[np.ndarray, ...]:
-        return blockwise(lambda m: block(m, threshold, int(min_area), int(max_fields)), a, 2)
-
-    names = [
-        "n_fields",
-        "field_area",
-        "field_mass",
-        "field_peak",
-        "field_centroid_x",
-        "field_centroid_y",
-        "field_labels",
-    ]
-    outs = xr.apply_ufunc(
-        core,
-        maps,
-        input_core_dims=[list(MAP_DIMS)],
-        output_core_dims=[[], *([["field"]] * 5), list(MAP_DIMS)],
-        dask="parallelized",
-        output_dtypes=[np.int64] + [np.float64] * 5 + [np.int64],
-        dask_gufunc_kwargs={"output_sizes": {"field": int(max_fields)}},
-    )
-    ds = xr.Dataset(dict(zip(names, outs, strict=True)))
-    ds = ds.assign_coords(field=np.arange(int(max_fields)))
-    ds["field_labels"] = ds["field_labels"].transpose(*maps.dims)
-    attrs = {
-        "n_fields": ("number of place fields", "1"),
-        "field_area": ("field area", "bins"),
-        "field_mass": ("summed activity in the field", "activity units x bins"),
-        "field_peak": ("peak activity in the field", "activity units"),
-        "field_centroid_x": ("activity-weighted centroid, column index", "bins"),
-        "field_centroid_y": ("activity-weighted centroid, row index", "bins"),
-        "field_labels": ("field label per bin (0 = none, k = k-th largest by mass)", "1"),
-    }
-    for k, (long_name, units) in attrs.items():
-        ds[k].attrs = {"long_name": long_name, "units": units}
-    ds.attrs = {
-        "place_field_method": method,
-        "threshold": threshold,
-        "min_area_bins": int(min_area),
-        "connectivity": 4,
-        "ranking": "by firing mass, largest first",
-    }
-    if method == "adaptive":
-        ds.attrs.update(
-            adaptive_start=ADAPTIVE_START,
-            adaptive_step=ADAPTIVE_STEP,
-            adaptive_max_growth=ADAPTIVE_MAX_GROWTH,
-        )
-    return ds
+    return place_fields_kernel(threshold, min_area, method, max_fields).apply(maps)
 
 
 def _place_score_block(maps: np.ndarray, threshold: float) -> tuple[np.ndarray]:
@@ -312,6 +305,18 @@ def _place_score_block(maps: np.ndarray, threshold: float) -> tuple[np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(total > 0, best / total, np.nan)
     return (score,)
+
+
+def place_score_kernel(threshold: float = PLACE_THRESHOLD) -> Kernel:
+    """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`place_score`."""
+    threshold = _check_threshold(threshold)
+    out = Output("place_score", attrs={
+        "long_name": "fraction of firing mass in the largest connected field",
+        "units": "1",
+        "threshold": threshold,
+        "connectivity": 4,
+    })
+    return Kernel(functools.partial(_place_score_block, threshold=threshold), (out,))
 
 
 def place_score(maps: xr.DataArray, threshold: float = PLACE_THRESHOLD) -> xr.DataArray:
@@ -339,20 +344,4 @@ def place_score(maps: xr.DataArray, threshold: float = PLACE_THRESHOLD) -> xr.Da
     ValueError
         On bad dims or ``threshold`` outside (0, 1).
     """
-    maps = check_maps(maps)
-    threshold = _check_threshold(threshold)
-    out = xr.apply_ufunc(
-        lambda a: blockwise(lambda m: _place_score_block(m, threshold), a, 2)[0],
-        maps,
-        input_core_dims=[list(MAP_DIMS)],
-        dask="parallelized",
-        output_dtypes=[np.float64],
-    )
-    out.name = "place_score"
-    out.attrs = {
-        "long_name": "fraction of firing mass in the largest connected field",
-        "units": "1",
-        "threshold": threshold,
-        "connectivity": 4,
-    }
-    return out
+    return place_score_kernel(threshold).apply(maps)["place_score"]

@@ -1,4 +1,4 @@
-"""Grid scores ("deepmind" and "bnt" families), grid spacing and orientation, band scores.
+"""Grid scores ("deepmind" and "bnt" families), grid spacing and orientation.
 
 Two families of gridness are in use and disagree a lot on noisy maps; never compare scores
 across methods. Every output names the method and its settings in its attrs.
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy import fft as sfft
 from scipy import ndimage, sparse, special
 
-from ._checks import MAP_DIMS, blockwise, check_choice, check_maps, check_positive_number
-from .autocorr import MIN_OVERLAP, _autocorr_block, check_min_overlap
+from ._checks import check_choice, check_positive_number
+from .autocorr import _autocorr_block, check_min_overlap
+from .kernels import Kernel, Output
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 
 # --------------------------------------------------------------------------------------------
@@ -88,14 +88,6 @@ MIN_PEAKS = 3
 #: A map whose finite values span at most this fraction of their magnitude is constant.
 CONSTANT_RTOL = 1e-12
 
-#: Band score: half-width (degrees) of the orientation window over which spectral power is
-#: summed.
-BAND_HALF_WIDTH = 15.0
-
-#: Band score: the autocorrelogram's spectrum is sampled on an FFT grid this many times finer
-#: than the autocorrelogram itself.
-BAND_FFT_PAD = 2
-
 #: Per-map reasons for a NaN score, in the ``nan_reason`` variable ("" = score defined).
 NAN_REASONS: tuple[str, ...] = (
     "",
@@ -116,6 +108,11 @@ _REASON_DOC = (
     f"{BNT_CENTRE_MIN_BINS} bins (radius 0: opexebo returns NaN there too); 'too_small': "
     f"the map has fewer than {MIN_MAP_SIZE} bins along y or x"
 )
+
+
+#: The ``nan_reason`` output of the grid and band kernels (codes into :data:`NAN_REASONS`).
+NAN_REASON = Output("nan_reason", dtype=np.int64, labels=NAN_REASONS,
+                    attrs={"long_name": "why the scores are NaN ('' = defined)"})
 
 
 def _code(reason: str) -> int:
@@ -258,15 +255,16 @@ def _nan_reasons(maps: np.ndarray, min_overlap: int) -> np.ndarray:
     return code
 
 
-def _angle_index(angle: int) -> int:
-    return GRID_ANGLES.index(angle)
-
-
-def _gridness(corr: np.ndarray, min_max: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Gridness-60 and -90 from correlations with the angle axis at position 1."""
+def _gridness(corr: np.ndarray, min_max: bool, angles: tuple[int, ...] = GRID_ANGLES
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Gridness-60 and -90 from correlations with the angle axis (``angles``) at position 1
+    (gridness-90 only when ``angles`` has 45 and 135)."""
 
     def r(a: int) -> np.ndarray:
-        return corr[:, _angle_index(a)]
+        return corr[:, angles.index(a)]
+
+    if 45 not in angles:
+        return (r(60) + r(120)) / 2 - (r(30) + r(90) + r(150)) / 3, None
 
     if min_max:
         g60 = np.minimum(r(60), r(120)) - np.maximum(np.maximum(r(30), r(90)), r(150))
@@ -330,16 +328,12 @@ def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return spacing, orientation
 
 
-def _deepmind_block(
-    maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
-) -> tuple[np.ndarray, ...]:
-    b, ny, nx = maps.shape
-    code = _nan_reasons(maps, min_overlap)
-    src = _smooth_core(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
-    sac = np.nan_to_num(_autocorr_block(src, min_overlap), nan=0.0)
-    geo = _deepmind_geometry(ny, nx)
-    n_a = len(GRID_ANGLES)
-    rot = _rotate_points(sac, geo.op, DEEPMIND_ROTATION_ORDER, n_a)  # (P, A, B)
+def _ring_corr(sac: np.ndarray, geo: _DeepmindGeometry, op: sparse.csr_matrix, n_a: int
+               ) -> np.ndarray:
+    """"deepmind" ring correlations (B, A, K) of SACs (B, H, W) with their rotations by the
+    ``n_a`` angles of ``op`` (rows point-major, as :func:`_rotation_operator`)."""
+    b = sac.shape[0]
+    rot = _rotate_points(sac, op, DEEPMIND_ROTATION_ORDER, n_a)  # (P, A, B)
     s = np.ascontiguousarray(sac.reshape(b, -1).T)[geo.points]  # (P, B)
     rings = geo.rings  # (K, P)
     n = geo.ring_size[:, None]  # (K, 1)
@@ -350,8 +344,22 @@ def _deepmind_block(
     r1 = (rings @ rot.reshape(s.shape[0], -1)).reshape(-1, n_a, b)  # (K, A, B)
     m = mean[:, None, :]
     cross = (sr - m * r1 - m * s1[:, None, :]) / n[:, None] + m**2
-    corr = (cross / var[:, None, :]).transpose(2, 1, 0)  # (B, A, K)
-    g60, g90 = _gridness(corr, min_max)  # (B, K)
+    return (cross / var[:, None, :]).transpose(2, 1, 0)
+
+
+def _deepmind_sac(maps: np.ndarray, min_overlap: int, smooth_sigma: float) -> np.ndarray:
+    src = _smooth_core(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
+    return np.nan_to_num(_autocorr_block(src, min_overlap), nan=0.0)
+
+
+def _deepmind_block(
+    maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
+) -> tuple[np.ndarray, ...]:
+    b, ny, nx = maps.shape
+    code = _nan_reasons(maps, min_overlap)
+    sac = _deepmind_sac(maps, min_overlap, smooth_sigma)
+    geo = _deepmind_geometry(ny, nx)
+    g60, g90 = _gridness(_ring_corr(sac, geo, geo.op, len(GRID_ANGLES)), min_max)  # (B, K)
     k60 = np.argmax(g60, axis=1)
     k90 = np.argmax(g90, axis=1)
     rows = np.arange(b)
@@ -362,6 +370,36 @@ def _deepmind_block(
     res = [out60, out90, spacing, orientation, geo.outer[k60], geo.outer[k90]]
     res = [np.where(bad, np.nan, a) for a in res]
     return (*res, code)
+
+
+#: Angles gridness-60 needs (:func:`gridness_60_block`).
+_G60_ANGLES = (30, 60, 90, 120, 150)
+
+
+@functools.lru_cache(maxsize=16)
+def _g60_operator(ny: int, nx: int) -> sparse.csr_matrix:
+    geo = _deepmind_geometry(ny, nx)
+    n_a = len(GRID_ANGLES)
+    sel = np.array([GRID_ANGLES.index(a) for a in _G60_ANGLES])
+    return geo.op[(np.arange(geo.points.size)[:, None] * n_a + sel[None, :]).ravel()]
+
+
+def gridness_60_block(maps: np.ndarray) -> tuple[np.ndarray]:
+    """"deepmind" gridness-60 (mean form, no smoothing, default overlap) of (B, ny, nx) maps:
+    :func:`grid_scores`' computation restricted to the five angles it needs, without
+    spacing and orientation (about twice as fast; the shuffle nulls use it)."""
+    b, ny, nx = maps.shape
+    if min(ny, nx) < MIN_MAP_SIZE:  # too small for a score (grid_scores: "too_small")
+        return (np.full(b, np.nan),)
+    code = _nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
+    sac = _deepmind_sac(maps, DEEPMIND_MIN_OVERLAP, 0.0)
+    corr = _ring_corr(sac, _deepmind_geometry(ny, nx), _g60_operator(ny, nx), len(_G60_ANGLES))
+    g60 = _gridness(corr, False, _G60_ANGLES)[0]
+    return (np.where(code != 0, np.nan, g60.max(axis=1)),)
+
+
+#: The kernel of :func:`gridness_60_block` (its output's attrs are set by its users).
+GRIDNESS_60 = Kernel(gridness_60_block, (Output("gridness_60"),))
 
 
 def _bnt_crop_half(n: int) -> int:
@@ -517,39 +555,81 @@ def _bnt_block(
     return (*res, code)
 
 
-def grid_scores_array(
-    maps: np.ndarray,
-    method: str = "deepmind",
-    min_max: bool | None = None,
-    min_overlap: int | None = None,
-    smooth_sigma: float | None = None,
-) -> tuple[np.ndarray, ...]:
-    """Numpy core of :func:`grid_scores`: ``(..., ny, nx)`` maps to seven ``(...)`` arrays.
-
-    Returns ``(gridness_60, gridness_90, spacing, orientation, best_radius, best_radius_90,
-    nan_reason_code)``; see :func:`grid_scores`.
-    """
-    method = check_choice(method, "method", _METHODS)
-    mm = (method == "bnt") if min_max is None else bool(min_max)
-    sigma = (
-        (BNT_SMOOTH_SIGMA if method == "bnt" else 0.0)
-        if smooth_sigma is None
-        else float(smooth_sigma)
-    )
-    if min_overlap is None:
-        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
-    block = _bnt_block if method == "bnt" else _deepmind_block
-    maps = np.asarray(maps, dtype=np.float64)
-    if min(maps.shape[-2:]) < MIN_MAP_SIZE:
-        block = _too_small_block
-    return blockwise(lambda m: block(m, min_overlap, mm, sigma), maps, 2)
-
-
 def _too_small_block(maps: np.ndarray, *_: object) -> tuple[np.ndarray, ...]:
     b = maps.shape[0]
     code = _nan_reasons(maps, 1)
     code = np.where(code == 0, _code("too_small"), code)
     return (*[np.full(b, np.nan) for _ in range(6)], code)
+
+
+def _grid_block(maps: np.ndarray, method: str, min_overlap: int, min_max: bool,
+                sigma: float) -> tuple[np.ndarray, ...]:
+    if min(maps.shape[-2:]) < MIN_MAP_SIZE:
+        return _too_small_block(maps)
+    block = _bnt_block if method == "bnt" else _deepmind_block
+    return block(maps, min_overlap, min_max, sigma)
+
+
+def grid_kernel(
+    method: str = "deepmind",
+    min_max: bool | None = None,
+    min_overlap: int | None = None,
+    smooth_sigma: float | None = None,
+) -> Kernel:
+    """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`grid_scores` (same
+    arguments, checked here)."""
+    method = check_choice(method, "method", _METHODS)
+    if min_overlap is None:
+        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
+    min_overlap = check_min_overlap(min_overlap)
+    if smooth_sigma is not None:
+        smooth_sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
+    mm = (method == "bnt") if min_max is None else bool(min_max)
+    sigma = (BNT_SMOOTH_SIGMA if method == "bnt" else 0.0) if smooth_sigma is None else smooth_sigma
+    ring = (
+        f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
+        f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation"
+        if method == "deepmind"
+        else f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
+        f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area / "
+        f"pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
+        f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)"
+    )
+    form = "min/max" if mm else "mean"
+    definitions = (("min(r60, r120) - max(r30, r90, r150)", "r90 - max(r45, r135)") if mm
+                   else ("mean(r60, r120) - mean(r30, r90, r150)", "r90 - mean(r45, r135)"))
+    outputs = (
+        *(Output(f"gridness_{a}", attrs={"long_name": f"gridness at {a} degrees ({method}, "
+                                         f"{form} form)", "units": "1", "definition": d})
+          for a, d in zip((60, 90), definitions, strict=True)),
+        Output("spacing", attrs={
+            "long_name": "grid spacing: median distance of the 6 SAC peaks nearest lag 0",
+            "units": "bins"}),
+        Output("orientation", attrs={
+            "long_name": "grid orientation: circular mean of the 6 nearest SAC peaks' angles "
+                         "mod 60", "units": "degrees from +x towards +y, in [0, 60)"}),
+        Output("best_radius", attrs={"long_name": "radius chosen for gridness_60",
+                                     "units": "bins"}),
+        Output("best_radius_90", attrs={"long_name": "radius chosen for gridness_90",
+                                        "units": "bins"}),
+        NAN_REASON,
+    )
+    attrs = {
+        "grid_score_method": method,
+        "min_max": int(mm),
+        "min_overlap": min_overlap,
+        "smooth_sigma_bins": float(sigma),
+        "angles_deg": np.asarray(GRID_ANGLES),
+        "rings": ring,
+        "sac_nan_handling": (
+            "NaN bins excluded from each lag's overlap statistics; lags with fewer than "
+            "min_overlap finite bins or zero variance set to 0 before rotation"
+        ),
+        "nan_reason": _REASON_DOC,
+    }
+    fn = functools.partial(_grid_block, method=method, min_overlap=min_overlap, min_max=mm,
+                           sigma=float(sigma))
+    return Kernel(fn, outputs, attrs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -657,247 +737,4 @@ def grid_scores(
     ValueError
         On bad dims, an unknown method, ``min_overlap < 1`` or negative ``smooth_sigma``.
     """
-    maps = check_maps(maps)
-    method = check_choice(method, "method", _METHODS)
-    if min_overlap is None:
-        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
-    min_overlap = check_min_overlap(min_overlap)
-    if smooth_sigma is not None:
-        smooth_sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
-    mm = (method == "bnt") if min_max is None else bool(min_max)
-    sigma = (
-        (BNT_SMOOTH_SIGMA if method == "bnt" else 0.0) if smooth_sigma is None else (smooth_sigma)
-    )
-    names = [
-        "gridness_60",
-        "gridness_90",
-        "spacing",
-        "orientation",
-        "best_radius",
-        "best_radius_90",
-        "nan_code",
-    ]
-    outs = xr.apply_ufunc(
-        grid_scores_array,
-        maps,
-        kwargs={"method": method, "min_max": mm, "min_overlap": min_overlap, "smooth_sigma": sigma},
-        input_core_dims=[list(MAP_DIMS)],
-        output_core_dims=[[] for _ in names],
-        dask="parallelized",
-        output_dtypes=[np.float64] * 6 + [np.int64],
-    )
-    ds = xr.Dataset(dict(zip(names, outs, strict=True)))
-    reasons = np.asarray(NAN_REASONS)
-    ds["nan_reason"] = xr.apply_ufunc(
-        lambda c: reasons[c],
-        ds["nan_code"],
-        dask="parallelized",
-        output_dtypes=[reasons.dtype],
-    )
-    ds = ds.drop_vars("nan_code")
-    ring = (
-        f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
-        f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation"
-        if method == "deepmind"
-        else f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
-        f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area / "
-        f"pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
-        f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)"
-    )
-    form = "min/max" if mm else "mean"
-    ds["gridness_60"].attrs = {
-        "long_name": f"gridness at 60 degrees ({method}, {form} form)",
-        "units": "1",
-        "definition": (
-            "min(r60, r120) - max(r30, r90, r150)"
-            if mm
-            else "mean(r60, r120) - mean(r30, r90, r150)"
-        ),
-    }
-    ds["gridness_90"].attrs = {
-        "long_name": f"gridness at 90 degrees ({method}, {form} form)",
-        "units": "1",
-        "definition": "r90 - max(r45, r135)" if mm else "r90 - mean(r45, r135)",
-    }
-    ds["spacing"].attrs = {
-        "long_name": "grid spacing: median distance of the 6 SAC peaks nearest lag 0",
-        "units": "bins",
-    }
-    ds["orientation"].attrs = {
-        "long_name": "grid orientation: circular mean of the 6 nearest SAC peaks' angles mod 60",
-        "units": "degrees from +x towards +y, in [0, 60)",
-    }
-    ds["best_radius"].attrs = {"long_name": "radius chosen for gridness_60", "units": "bins"}
-    ds["best_radius_90"].attrs = {"long_name": "radius chosen for gridness_90", "units": "bins"}
-    ds["nan_reason"].attrs = {"long_name": "why the scores are NaN ('' = defined)"}
-    ds.attrs = {
-        "grid_score_method": method,
-        "min_max": int(mm),
-        "min_overlap": min_overlap,
-        "smooth_sigma_bins": float(sigma),
-        "angles_deg": np.asarray(GRID_ANGLES),
-        "rings": ring,
-        "sac_nan_handling": (
-            "NaN bins excluded from each lag's overlap statistics; lags with fewer than "
-            "min_overlap finite bins or zero variance set to 0 before rotation"
-        ),
-        "nan_reason": _REASON_DOC,
-    }
-    return ds
-
-
-# --------------------------------------------------------------------------------------------
-# band score
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _BandGeometry:
-    taper: np.ndarray  # (H, W) radial cos^2 taper of the SAC
-    fft_shape: tuple[int, int]
-    keep: np.ndarray  # flat indices of the kept wave vectors
-    k_norm: np.ndarray  # (K,) |k| of kept wave vectors, cycles per bin
-    onehot: sparse.csr_matrix  # (K, 180): 1-degree orientation bin of each kept wave vector
-
-
-@functools.lru_cache(maxsize=16)
-def _band_geometry(ny: int, nx: int) -> _BandGeometry:
-    n = min(ny, nx)
-    d = _lag_distance(ny, nx)
-    taper = np.where(d < n, np.cos(np.pi * d / (2 * n)) ** 2, 0.0)
-    h, w = d.shape
-    shape = (sfft.next_fast_len(BAND_FFT_PAD * h), sfft.next_fast_len(BAND_FFT_PAD * w))
-    ky = sfft.fftfreq(shape[0])[:, None]
-    kx = sfft.fftfreq(shape[1])[None, :]
-    k = np.sqrt(ky**2 + kx**2)
-    keep_mask = (k >= 1.0 / n) & (k <= 0.5)
-    keep = np.flatnonzero(keep_mask)
-    ang = np.mod(np.rad2deg(np.arctan2(np.broadcast_to(ky, k.shape), kx)), 180.0).ravel()[keep]
-    bins = np.floor(ang).astype(np.int64) % 180
-    onehot = sparse.csr_matrix(
-        (np.ones(keep.size), (np.arange(keep.size), bins)), shape=(keep.size, 180)
-    )
-    return _BandGeometry(taper, shape, keep, k.ravel()[keep], onehot)
-
-
-def _band_block(maps: np.ndarray, min_overlap: int, half_width: float) -> tuple[np.ndarray, ...]:
-    b, ny, nx = maps.shape
-    if min(ny, nx) < MIN_MAP_SIZE:
-        small = _too_small_block(maps)
-        return (*small[:3], small[-1])
-    code = _nan_reasons(maps, min_overlap)
-    sac = np.nan_to_num(_autocorr_block(maps, min_overlap), nan=0.0)
-    geo = _band_geometry(ny, nx)
-    spec = np.abs(sfft.fft2(sac * geo.taper, s=geo.fft_shape)) ** 2
-    power = spec.reshape(b, -1)[:, geo.keep]  # (B, K)
-    per_deg = np.asarray((geo.onehot.T @ power.T).T)  # (B, 180)
-    total = per_deg.sum(axis=1, keepdims=True)
-    hw = int(round(half_width))
-    window = np.zeros(180)
-    window[np.r_[0 : hw + 1, 180 - hw : 180]] = 1.0
-    # circular sum over +-half_width degrees, via FFT along the orientation axis
-    win_pow = np.real(sfft.ifft(sfft.fft(per_deg, axis=1) * sfft.fft(window)[None, :], axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = win_pow / total
-    others = np.maximum.reduce([np.roll(frac, -s, axis=1) for s in (60, 90, 120)])
-    contrast = frac - others
-    best = np.argmax(np.where(np.isfinite(contrast), contrast, -np.inf), axis=1)
-    rows = np.arange(b)
-    score = contrast[rows, best]
-    orientation = best.astype(np.float64)
-    # wavelength: power-weighted |k| over the strongest half of the orientation window
-    ang_bin = np.asarray(geo.onehot.argmax(axis=1)).ravel()
-    dang = np.abs((ang_bin[None, :] - best[:, None] + 90) % 180 - 90)
-    in_win = dang <= hw
-    pw = np.where(in_win, power, 0.0)
-    strong = pw >= 0.5 * pw.max(axis=1, keepdims=True)
-    wts = np.where(strong, pw, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kbar = (wts * geo.k_norm[None, :]).sum(axis=1) / wts.sum(axis=1)
-        wavelength = 1.0 / kbar
-    bad = (code != 0) | ~np.isfinite(score)
-    res = [np.where(bad, np.nan, a) for a in (score, orientation, wavelength)]
-    return (*res, code)
-
-
-def band_scores(
-    maps: xr.DataArray, min_overlap: int = MIN_OVERLAP, half_width: float = BAND_HALF_WIDTH
-) -> xr.Dataset:
-    """Band (stripe) score: how much of the autocorrelogram's periodicity lies along one axis.
-
-    Definition. The spatial autocorrelogram (NaN-aware, NaN lags set to 0) is tapered by
-    ``cos^2(pi d / 2N)`` for lag distance ``d < N`` (0 beyond; isotropic, so it favours no
-    orientation), and its power spectrum ``S(k)`` is taken on a 2x finer FFT grid. Wave
-    vectors with ``1/N <= |k| <= 1/2`` cycles per bin (periods between 2 bins and the map
-    size) are binned by orientation (1-degree bins, modulo 180). ``D(theta)`` is the fraction
-    of the kept power whose orientation lies within ``half_width`` degrees of ``theta``. The
-    band score is ``max over theta of D(theta) - max(D(theta + 60), D(theta + 90),
-    D(theta + 120))``: periodicity along one axis against the orthogonal and hexagonal
-    alternatives. A plane-wave stripe scores near 1; a hexagonal grid (equal power at 60
-    degrees) and a square grid (equal power at 90 degrees) near 0 or below; a place field
-    (isotropic spectrum) near 0. Range [-1, 1].
-
-    Parameters
-    ----------
-    maps : xarray.DataArray, dims (..., "y", "x")
-        Rate maps, NaN = unvisited; any leading dims.
-    min_overlap : int
-        Minimum overlapping finite bins per autocorrelogram lag.
-    half_width : float
-        Half-width of the orientation window, degrees (rounded to whole degrees).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``band_score`` (unitless); ``band_orientation`` (degrees from +x towards +y, in
-        [0, 180): direction of the wave vector, i.e. normal to the stripes);
-        ``band_wavelength`` (bins: distance between neighbouring stripes, from the
-        power-weighted mean |k| near the spectral peak); ``nan_reason`` as in
-        :func:`grid_scores`.
-
-    Raises
-    ------
-    ValueError
-        On bad dims, ``min_overlap < 1`` or ``half_width`` outside [1, 29]. (Maps smaller
-        than 5 bins along y or x get NaN, reason "too_small".)
-    """
-    maps = check_maps(maps)
-    min_overlap = check_min_overlap(min_overlap)
-    half_width = check_positive_number(half_width, "half_width")
-    if not 1 <= round(half_width) <= 29:
-        raise ValueError(f"half_width must be between 1 and 29 degrees; got {half_width!r}")
-
-    def core(a: np.ndarray) -> tuple[np.ndarray, ...]:
-        return blockwise(lambda m: _band_block(m, min_overlap, half_width), a, 2)
-
-    names = ["band_score", "band_orientation", "band_wavelength", "nan_code"]
-    outs = xr.apply_ufunc(
-        core,
-        maps,
-        input_core_dims=[list(MAP_DIMS)],
-        output_core_dims=[[] for _ in names],
-        dask="parallelized",
-        output_dtypes=[np.float64] * 3 + [np.int64],
-    )
-    ds = xr.Dataset(dict(zip(names, outs, strict=True)))
-    reasons = np.asarray(NAN_REASONS)
-    ds["nan_reason"] = xr.apply_ufunc(
-        lambda c: reasons[c], ds["nan_code"], dask="parallelized", output_dtypes=[reasons.dtype]
-    )
-    ds = ds.drop_vars("nan_code")
-    ds["band_score"].attrs = {
-        "long_name": "band score: D(theta*) - max(D(theta*+60), D(theta*+90), D(theta*+120))",
-        "units": "1",
-    }
-    ds["band_orientation"].attrs = {
-        "long_name": "wave-vector direction (normal to the stripes)",
-        "units": "degrees from +x towards +y, in [0, 180)",
-    }
-    ds["band_wavelength"].attrs = {"long_name": "distance between stripes", "units": "bins"}
-    ds.attrs = {
-        "band_score_method": "orientation contrast of the tapered autocorrelogram's spectrum",
-        "half_width_deg": float(half_width),
-        "min_overlap": min_overlap,
-        "nan_reason": _REASON_DOC,
-    }
-    return ds
+    return grid_kernel(method, min_max, min_overlap, smooth_sigma).apply(maps)

@@ -26,11 +26,9 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
-import uuid
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +37,8 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-from hippo_rep.fileio import clean_stale
+from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
+from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
     G_PI,
@@ -51,21 +50,12 @@ from hippo_rep.schema import (
     validate_analysis,
 )
 
-from ._checks import blockwise
-from .autocorr import MIN_OVERLAP
-from .fields import place_fields, place_score
-from .gridscore import (
-    BAND_HALF_WIDTH,
-    NAN_REASONS,
-    _band_block,
-    band_scores,
-    grid_scores,
-    grid_scores_array,
-)
-from .planewaves import MAX_WAVES, WAVE_DIM, plane_waves_array
-from .planewaves import REASONS as WAVE_REASONS
-from .planewaves import VARIABLE_ATTRS as WAVE_ATTRS
-from .planewaves import method_attrs as wave_method_attrs
+from .bandscore import band_kernel
+from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
+from .fields import place_fields_kernel, place_score_kernel
+from .gridscore import grid_kernel
+from .kernels import Kernel, Output
+from .planewaves import MAX_WAVES, WAVE_DIM, WAVES
 from .population import (
     DECODE_MAX_STEPS_PER_ENV,
     assemble,
@@ -90,17 +80,13 @@ from .remapping import (
     stack_units,
 )
 from .shuffle import (
-    DEFAULT_SHUFFLES,
-    GRID_QUANTILE,
     NULL_QUANTILES,
-    PLACE_QUANTILE,
     SHUFFLE_DIM,
     SHUFFLE_MIN_SHIFT_FRACTION,
     _null_core,
     _summary_core,
     check_n_shuffles,
     circular_shifts,
-    classify,
     score_gridness_60,
     score_plane_wave_share,
     score_spatial_info,
@@ -115,9 +101,6 @@ DEFAULT_UNIT_CHUNK = 16
 #: Dask scheduler of :func:`analyse` when no ``dask.distributed.Client`` is active: one
 #: process, one thread (the reference for "identical to single-process").
 DEFAULT_SCHEDULER = "synchronous"
-
-#: BLAS threads during :func:`analyse`.
-BLAS_THREADS = 1
 
 #: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
 _PACKED, _PACKED_VAR = "packed", "packed_outputs"
@@ -166,8 +149,7 @@ def _prefixed(attrs: dict, prefix: str) -> dict:
 
 
 def _single_blas(fn):
-    """Run ``fn`` with :data:`BLAS_THREADS` BLAS threads: its matrices are small, where
-    several BLAS threads are slower than one; parallelism comes from dask, over units."""
+    """Run ``fn`` with :data:`~hippo_rep.defaults.BLAS_THREADS` BLAS threads."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -180,7 +162,7 @@ def _single_blas(fn):
 @_single_blas
 def analyse(
     recording: xr.Dataset,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = N_SHUFFLES,
     seed: int = 0,
     variables: Sequence[str] | None = None,
     grid_method: str = GRID_METHOD,
@@ -197,7 +179,7 @@ def analyse(
 ) -> xr.Dataset:
     """Analyse a recording: maps, scores, shuffle nulls, classification, remapping, decoding.
 
-    Runs with single-threaded BLAS (:data:`BLAS_THREADS`).
+    Runs with single-threaded BLAS (:data:`~hippo_rep.defaults.BLAS_THREADS`).
 
     Parameters
     ----------
@@ -301,14 +283,16 @@ def analyse(
     shift_ss, tem_ss = np.random.SeedSequence(int(seed)).spawn(2)
 
     # ---- rate maps (one sparse product per population; cheap, eager)
-    maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution)
-            for v in variables}
+    # (activity and nodes read from the recording once, and passed along)
+    node = node_index(recording)
+    acts = {v: unit_activity(recording, v) for v in variables}
+    maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
+                         activity=acts[v], node=node) for v in variables}
     first = maps[variables[0]]
     sigma = float(first.attrs["smooth_sigma_bins"])
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
-    activity = stack_units({v: unit_activity(recording, v) for v in variables})
-    node = node_index(recording)
+    activity = stack_units(acts)
     n_env, n_time = activity.sizes["env"], activity.sizes["time"]
     shifts = xr.DataArray(
         circular_shifts(n_time, n_env, shuffles, np.random.default_rng(shift_ss),
@@ -320,6 +304,7 @@ def analyse(
     occ = first["node_occupancy"]
     # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
     spec = _UnitBlock(
+        kernels=_kernels(grid_method, _min_field_bins(float(first.attrs["resolution"]))),
         grid_method=grid_method,
         quantiles=tuple(float(q) for q in quantiles),
         node_map=first["node_map"].values,
@@ -327,7 +312,6 @@ def analyse(
         sigma=sigma,
         pairs=env_pairs(rate_map["env"])[1],
         keep_null=bool(keep_null),
-        min_field_area=_min_field_bins(float(first.attrs["resolution"])),
     )
     # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
     # compute (with dask's default scheduler) to check that the inputs agree
@@ -362,7 +346,8 @@ def analyse(
             task = dask.delayed(population_one, pure=True)
         else:
             task = population_one
-        pop_tasks = {v: task(*population_inputs(recording, v), max_steps=steps)
+        pop_tasks = {v: task(*population_inputs(recording, v, node, acts[v],
+                                                maps[v]["node_rate"]), max_steps=steps)
                      for v in variables}
     if lazy:
         out, pop_tasks = _compute(out, pop_tasks, scheduler)
@@ -372,18 +357,18 @@ def analyse(
     out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
-    reasons = np.asarray(NAN_REASONS)
-    for k in ("grid_nan_reason", "band_nan_reason"):
-        out[k] = out[k].copy(data=reasons[out[k].values])
-    out["plane_wave_reason"] = out["plane_wave_reason"].copy(
-        data=np.asarray(WAVE_REASONS)[out["plane_wave_reason"].values])
     out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
     out["spacing_nodes"] = out["spacing"] * float(first.attrs["resolution"])
+    out["spacing_nodes"].attrs = {
+        "long_name": "grid spacing in node spacings (spacing x resolution)",
+        "units": "node spacings",
+    }
+    for k in ("grid", "band"):
+        out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
     out = out.transpose("env", UNIT_DIM, ...)
     out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
     for k in _NULL_SCORES:
         out[f"{k}_null_q"] = out[f"{k}_null_q"].transpose("quantile", ...)
-    gs, bs, pf = _describe(out, rate_map, grid_method, spec.min_field_area)
     cls = classify(out)
     out.update(cls)
     out["rate_map"] = rate_map
@@ -408,19 +393,44 @@ def analyse(
         )
     out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
                                     "units": "1"}
-    out["remap_corr"].attrs = {"long_name": "per-unit Pearson r of node rates between two "
-                               "environments", "units": "1", "min_nodes": REMAP_MIN_NODES}
     out = out.merge(remap, compat="override", join="outer")
     pop = assemble(pop_tasks) if decode else None
     if pop is not None:
         pop.attrs["decode_max_steps_per_env"] = steps
         out = out.merge(pop, compat="override", join="outer")
-    _set_attrs(out, recording, gs, bs, pf, cls, remap, pop, shifts,
+    _set_attrs(out, recording, spec.kernels, cls, remap, pop, shifts,
                dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
                     min_shift_fraction=min_shift_fraction, variables=variables,
                     resolution=float(first.attrs["resolution"]), decode=decode,
                     chunk_units=chunk_units))
     return out
+
+
+def _kernels(grid_method: str, min_field_area: int) -> tuple[tuple[Kernel, str, dict], ...]:
+    """The map kernels of :func:`analyse`: (kernel, prefix of its attrs in the analysis'
+    attrs, {declared output name: name in the analysis, None = not kept})."""
+    return (
+        (grid_kernel(grid_method), "grid_", {"nan_reason": "grid_nan_reason"}),
+        (band_kernel(), "band_", {"nan_reason": "band_nan_reason"}),
+        (place_fields_kernel(min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS),
+         "place_field_", {"field_labels": None}),
+        (place_score_kernel(), "", {}),
+        (WAVES, "", {}),
+    )
+
+
+#: Per-node scores of :func:`analyse` (node_rate weighted by node_occupancy) and their attrs.
+_NODE_SCORES = {
+    "spatial_info": {"long_name": "Skaggs spatial information per node (negative log terms "
+                     "kept)", "units": "bits per unit activity"},
+    "sparsity": {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node", "units": "1"},
+    "selectivity": {"long_name": "selectivity max / mean per node", "units": "1"},
+}
+
+#: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers, and
+#: their units.
+_NULL_SCORES = {"gridness_60": "1", "plane_wave_share": "1",
+                "spatial_info": "bits per unit activity"}
 
 
 @dataclass(frozen=True)
@@ -429,12 +439,14 @@ class _UnitBlock:
 
     Called by ``xr.apply_ufunc`` with arrays (unit, env, ...): rate maps (.., y, x), node
     rates (.., world_node), activity (.., time), node occupancy (1, env, world_node), node
-    (1, env, time), shifts (1, env, shuffle). Each score is computed by the same code as the
-    public function of that name, on numpy. All outputs are packed into one float64 array
-    (unit, packed) — one result per task, which matters on dask.distributed, where every
-    result key costs a message — and unpacked by :meth:`unpack` (small ints are exact).
+    (1, env, time), shifts (1, env, shuffle). The map scores are the public functions'
+    kernels (:mod:`~hippo_rep.analysis.kernels`) on numpy. All outputs are packed into one
+    float64 array (unit, packed) — one result per task, which matters on dask.distributed,
+    where every result key costs a message — and unpacked by :meth:`unpack` (small ints
+    are exact).
     """
 
+    kernels: tuple[tuple[Kernel, str, dict], ...]
     grid_method: str
     quantiles: tuple[float, ...]
     node_map: np.ndarray
@@ -442,30 +454,25 @@ class _UnitBlock:
     sigma: float
     pairs: np.ndarray
     keep_null: bool
-    min_field_area: int
 
-    def outputs(self) -> list[tuple[str, tuple[str, ...], type]]:
-        """(name, core dims after ``unit``, dtype) of every output, in order."""
-        f8, i8 = np.float64, np.int64
+    def outputs(self) -> list[Output]:
+        """Every output (dims after ``unit``), in order."""
         env = ("env",)
-        out = [(k, env, f8) for k in ("gridness_60", "gridness_90", "spacing", "orientation",
-                                      "best_radius", "best_radius_90")]
-        out += [("grid_nan_reason", env, i8)]
-        out += [(k, env, f8) for k in ("band_score", "band_orientation", "band_wavelength")]
-        out += [("band_nan_reason", env, i8), ("n_fields", env, i8)]
-        out += [(k, ("env", "field"), f8) for k in ("field_area", "field_mass", "field_peak",
-                                                      "field_centroid_x", "field_centroid_y")]
-        out += [(k, env, f8) for k in ("place_score", "spatial_info", "sparsity",
-                                       "selectivity")]
-        out += [("n_waves", env, i8), ("hexagonal", env, bool), ("square", env, bool),
-                ("plane_wave_share", env, f8), ("plane_wave_explained", env, f8),
-                ("plane_wave_reason", env, i8)]
-        out += [(k, ("env", WAVE_DIM), f8) for k in _WAVE_OUTPUTS[6:]]
-        for k in _NULL_SCORES:
-            out += [(f"{k}_null_q", ("env", "quantile"), f8), (f"{k}_percentile", env, f8)]
+        out = [replace(o, name=names.get(o.name, o.name), dims=env + o.dims)
+               for kernel, _, names in self.kernels for o in kernel.outputs
+               if names.get(o.name, o.name)]
+        out += [Output(k, env, attrs=a) for k, a in _NODE_SCORES.items()]
+        for k, units in _NULL_SCORES.items():
+            out += [Output(f"{k}_null_q", ("env", "quantile"), attrs={
+                        "long_name": f"quantiles of the {k} shuffle null", "units": units}),
+                    Output(f"{k}_percentile", env, attrs={
+                        "long_name": f"percent of finite shuffle {k} scores below the "
+                                     "observed one", "units": "percent"})]
         if self.keep_null:
-            out += [(f"{k}_null", ("env", SHUFFLE_DIM), f8) for k in _NULL_SCORES]
-        out += [("remap_corr", (PAIR_DIM,), f8)]
+            out += [Output(f"{k}_null", ("env", SHUFFLE_DIM)) for k in _NULL_SCORES]
+        out += [Output("remap_corr", (PAIR_DIM,), attrs={
+            "long_name": "per-unit Pearson r of node rates between two environments",
+            "units": "1", "min_nodes": REMAP_MIN_NODES})]
         return out
 
     def __call__(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
@@ -484,23 +491,11 @@ class _UnitBlock:
         occ, node, shifts = (a.reshape(a.shape[-2:]) for a in (occ, node, shifts))
         maps_eu = np.swapaxes(maps, 0, 1)  # (env, unit, y, x)
         res: dict[str, np.ndarray] = {}
-        names = ("gridness_60", "gridness_90", "spacing", "orientation", "best_radius",
-                 "best_radius_90", "grid_nan_reason")
-        res.update(zip(names, grid_scores_array(maps_eu, method=self.grid_method),
-                       strict=True))
-        band = blockwise(lambda m: _band_block(m, MIN_OVERLAP, BAND_HALF_WIDTH), maps_eu, 2)
-        res.update(zip(("band_score", "band_orientation", "band_wavelength",
-                        "band_nan_reason"), band, strict=True))
-        da = xr.DataArray(maps_eu, dims=("env", UNIT_DIM, "y", "x"))
-        pf = place_fields(da, min_area=self.min_field_area, max_fields=ANALYSIS_MAX_FIELDS)
-        for k in ("n_fields", "field_area", "field_mass", "field_peak", "field_centroid_x",
-                  "field_centroid_y"):
-            res[k] = pf[k].values
-        res["place_score"] = place_score(da).values
+        for kernel, _, names in self.kernels:
+            for k, a in kernel.array(maps_eu).items():
+                res[names.get(k, k)] = a
         rates_eu = np.swapaxes(rates, 0, 1)
-        res["spatial_info"], res["sparsity"], res["selectivity"] = _node_scores(
-            rates_eu, occ[:, None, :])
-        res.update(zip(_WAVE_OUTPUTS, plane_waves_array(maps_eu), strict=True))
+        res.update(zip(_NODE_SCORES, _node_scores(rates_eu, occ[:, None, :]), strict=True))
         scorers = [functools.partial(score_gridness_60, method=self.grid_method),
                    score_plane_wave_share, score_spatial_info]
         nulls = _null_core(np.swapaxes(act, 0, 1), node, shifts, node_map=self.node_map,
@@ -513,72 +508,36 @@ class _UnitBlock:
         res["remap_corr"] = _unit_corr_core(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
         n_unit = maps.shape[0]
         parts = []
-        for name, dims, _ in self.outputs():
-            a = res[name]
-            if dims[0] == "env":  # computed as (env, unit, ...): unit first
+        for o in self.outputs():
+            a = res[o.name]
+            if o.dims[0] == "env":  # computed as (env, unit, ...): unit first
                 a = np.swapaxes(a, 0, 1)
             parts.append(np.asarray(a, dtype=np.float64).reshape(n_unit, -1))
         return np.concatenate(parts, axis=1)
 
     def packed_size(self, sizes: dict[str, int]) -> int:
         """Length of the packed output per unit."""
-        return sum(int(np.prod([sizes[d] for d in dims])) for _, dims, _ in self.outputs())
+        return sum(int(np.prod([sizes[d] for d in o.dims])) for o in self.outputs())
 
     def unpack(self, packed: xr.DataArray, sizes: dict[str, int]) -> xr.Dataset:
-        """The outputs as variables (unit, core dims...) with their dtypes."""
+        """The outputs as variables (unit, core dims...) with their dtypes and attrs."""
         values = np.asarray(packed.transpose(UNIT_DIM, _PACKED).values)
         out, start = {}, 0
-        for name, dims, dtype in self.outputs():
-            shape = tuple(sizes[d] for d in dims)
+        for o in self.outputs():
+            shape = tuple(sizes[d] for d in o.dims)
             n = int(np.prod(shape))
             block = values[:, start : start + n].reshape((values.shape[0],) + shape)
-            out[name] = ((UNIT_DIM, *dims), block.astype(dtype))
+            block = (block.astype(o.dtype) if o.labels is None
+                     else np.asarray(o.labels)[block.astype(np.int64)])
+            out[o.name] = ((UNIT_DIM, *o.dims), block, dict(o.attrs))
             start += n
         return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
-
-
-#: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers.
-_NULL_SCORES = ("gridness_60", "plane_wave_share", "spatial_info")
-
-#: Outputs of :func:`~hippo_rep.analysis.planewaves.plane_waves_array`, in order.
-_WAVE_OUTPUTS = ("n_waves", "hexagonal", "square", "plane_wave_share", "plane_wave_explained",
-                 "plane_wave_reason", "wave_length", "wave_angle", "wave_share")
 
 
 def _min_field_bins(resolution: float) -> int:
     """:data:`FIELD_MIN_NODES` in bins of ``resolution`` node spacings (a node covers about
     1 / resolution² bins)."""
     return max(1, int(round(FIELD_MIN_NODES / resolution**2)))
-
-
-def _describe(out: xr.Dataset, rate_map: xr.DataArray, grid_method: str,
-              min_field_area: int) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
-    """Attrs of the public score functions (from one map), copied onto ``out``'s variables."""
-    one = rate_map.isel(env=[0], unit=[0])
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        gs = grid_scores(one, method=grid_method)
-        bs = band_scores(one)
-        pf = place_fields(one, min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS)
-        ps = place_score(one)
-    for src, names in ((gs, ("gridness_60", "gridness_90", "spacing", "orientation",
-                             "best_radius", "best_radius_90")),
-                       (bs, ("band_score", "band_orientation", "band_wavelength")),
-                       (pf, ("n_fields", "field_area", "field_mass", "field_peak",
-                             "field_centroid_x", "field_centroid_y"))):
-        for k in names:
-            out[k].attrs = src[k].attrs
-    out["place_score"].attrs = ps.attrs
-    out["spacing_nodes"].attrs = {
-        "long_name": "grid spacing in node spacings (spacing x resolution)",
-        "units": "node spacings",
-    }
-    out["spatial_info"].attrs = {"long_name": "Skaggs spatial information per node (negative "
-                                 "log terms kept)", "units": "bits per unit activity"}
-    out["sparsity"].attrs = {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node",
-                             "units": "1"}
-    out["selectivity"].attrs = {"long_name": "selectivity max / mean per node", "units": "1"}
-    return gs, bs, pf
 
 
 def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -615,26 +574,11 @@ def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dat
     return ds, tasks
 
 
-def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Dataset,
-               pf: xr.Dataset, cls: xr.Dataset, remap: xr.Dataset, pop: xr.Dataset | None,
-               shifts: xr.DataArray, p: dict) -> None:
+def _set_attrs(out: xr.Dataset, recording: xr.Dataset, kernels: tuple, cls: xr.Dataset,
+               remap: xr.Dataset, pop: xr.Dataset | None, shifts: xr.DataArray,
+               p: dict) -> None:
     out["shuffle_shift"].attrs = {"long_name": "circular shift of the activity per shuffle",
                           "units": "steps"}
-    out["gridness_60_null_q"].attrs = {
-        "long_name": "quantiles of the gridness_60 shuffle null", "units": "1"}
-    out["spatial_info_null_q"].attrs = {
-        "long_name": "quantiles of the spatial_info shuffle null",
-        "units": "bits per unit activity"}
-    out["plane_wave_share_null_q"].attrs = {
-        "long_name": "quantiles of the plane_wave_share shuffle null", "units": "1"}
-    for k, v in WAVE_ATTRS.items():
-        out[k].attrs = dict(v)
-    for k in _NULL_SCORES:
-        out[f"{k}_percentile"].attrs = {
-            "long_name": f"percent of finite shuffle {k} scores below the observed one",
-            "units": "percent"}
-    out["grid_nan_reason"].attrs = {"long_name": "why the grid scores are NaN ('' = defined)"}
-    out["band_nan_reason"].attrs = {"long_name": "why the band scores are NaN ('' = defined)"}
     out["rate_map"].attrs = {"long_name": "mean activity per bin (NaN = unvisited / no node);"
                              " memory neurons only after their memory was written",
                              "units": "activity units", "smooth_sigma_bins": p["sigma"]}
@@ -663,12 +607,8 @@ def _set_attrs(out: xr.Dataset, recording: xr.Dataset, gs: xr.Dataset, bs: xr.Da
                        "gridness_60, plane_wave_share and spatial_info",
         "dask_chunk_units": -1 if p["chunk_units"] is None else int(p["chunk_units"]),
     }
-    attrs.update(_prefixed(gs.attrs, "grid_"))
-    attrs["grid_score_method"] = p["grid_method"]
-    attrs.update(_prefixed(bs.attrs, "band_"))
-    attrs.update(wave_method_attrs())
-    attrs.update(_prefixed(pf.attrs, "place_field_"))
-    attrs["place_field_method"] = pf.attrs.get("place_field_method", "fraction")
+    for kernel, prefix, _ in kernels:
+        attrs.update(_prefixed(kernel.attrs, prefix))
     attrs.update(_prefixed(cls.attrs, "classify_"))
     for k in cls.data_vars:
         attrs[f"classify_rule_{k}"] = cls[k].attrs.get("long_name", "")
@@ -768,35 +708,22 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
         For another suffix.
     """
     path = check_output(path, overwrite)
-    suffix = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     data = _storable(ds)
-    if suffix == ".zarr":  # variable-length strings: zarr v3 has no spec for fixed-width
-        for k in data.variables:
-            if data[k].dtype.kind in "UT":
-                data[k] = data[k].astype(object)
-    try:
-        if suffix == ".nc":
-            data.to_netcdf(tmp, engine="h5netcdf")
-            os.replace(tmp, path)
-        else:
-            with warnings.catch_warnings():
-                # zarr v3: "consolidated metadata is not part of the specification" notice
-                warnings.simplefilter("ignore", UserWarning)
-                data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
-                data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
-            trash = None
-            if path.exists():
-                trash = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
-                os.replace(path, trash)
-            os.replace(tmp, path)
-            if trash is not None:
-                shutil.rmtree(trash, ignore_errors=True) if trash.is_dir() else trash.unlink()
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
+    if path.suffix.lower() == ".nc":
+        atomic_write(path, lambda tmp: data.to_netcdf(tmp, engine="h5netcdf"))
+        return path
+    for k in data.variables:  # variable-length strings: zarr v3 has no spec for fixed-width
+        if data[k].dtype.kind in "UT":
+            data[k] = data[k].astype(object)
+    data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
+
+    def write(tmp: Path) -> None:
+        with warnings.catch_warnings():
+            # zarr v3: "consolidated metadata is not part of the specification" notice
+            warnings.simplefilter("ignore", UserWarning)
+            data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
+
+    atomic_folder(path, write)
     return path
 
 

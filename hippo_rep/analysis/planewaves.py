@@ -55,7 +55,7 @@ import numpy as np
 import xarray as xr
 from scipy import fft
 
-from ._checks import MAP_DIMS, blockwise, check_maps, leading_coords
+from .kernels import Kernel, Output
 
 #: Fundamental waves reported per map (the ``wave`` dim) and the cap on ``n_waves``.
 MAX_WAVES = 3
@@ -147,9 +147,6 @@ REASONS = ("", "too small", "all NaN", "too few finite bins", "constant")
 WAVE_DIM = "wave"
 
 #: Output names of the per-map scalars and the per-wave arrays.
-_SCALARS = ("n_waves", "hexagonal", "square", "plane_wave_share", "plane_wave_explained",
-            "plane_wave_reason")
-_PER_WAVE = ("wave_length", "wave_angle", "wave_share")
 
 
 @functools.lru_cache(maxsize=32)
@@ -418,20 +415,6 @@ def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
     return out_n, out_hex, out_sq, out_share, out_expl, code, out_len, out_ang, out_wshare
 
 
-def plane_waves_array(maps: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`plane_waves` on a numpy array (..., ny, nx): the outputs as numpy arrays.
-
-    Returns ``n_waves``, ``hexagonal``, ``square``, ``plane_wave_share``,
-    ``plane_wave_explained``, the reason code (index into :data:`REASONS`), then
-    ``wave_length``, ``wave_angle``, ``wave_share`` with a trailing wave axis.
-    """
-    arr = np.asarray(maps, dtype=np.float64)
-    if arr.ndim < 2:
-        raise ValueError(f"maps must have at least 2 dims (y, x); got shape {arr.shape}")
-    with np.errstate(all="ignore"):
-        return blockwise(_plane_waves_block, arr, 2)
-
-
 def plane_waves(maps: xr.DataArray) -> xr.Dataset:
     """Decompose rate maps into plane waves (matching pursuit on the 2D power spectrum).
 
@@ -471,66 +454,58 @@ def plane_waves(maps: xr.DataArray) -> xr.Dataset:
     TypeError, ValueError
         Only if ``maps`` is not a numeric DataArray with dims (..., "y", "x").
     """
-    maps = check_maps(maps, "maps")
-    lead = maps.dims[:-2]
-    res = plane_waves_array(maps.values)
-    coords = leading_coords(maps, MAP_DIMS)
-    data = {}
-    for name, a in zip(_SCALARS, res[:6], strict=True):
-        data[name] = (lead, a)
-    data["plane_wave_reason"] = (lead, np.asarray(REASONS)[res[5]])
-    for name, a in zip(_PER_WAVE, res[6:], strict=True):
-        data[name] = ((*lead, WAVE_DIM), a)
-    out = xr.Dataset(data, coords={**coords, WAVE_DIM: np.arange(MAX_WAVES)})
-    for k, v in VARIABLE_ATTRS.items():
-        out[k].attrs = dict(v)
-    out.attrs = method_attrs()
-    return out
+    return WAVES.apply(maps)
 
 
-#: Attrs of the output variables.
-VARIABLE_ATTRS: dict[str, dict[str, str]] = {
-    "n_waves": {"long_name": "fundamental plane waves explaining a material share of the "
-                "map's variance (harmonics excluded, at most 3)", "units": "1"},
-    "hexagonal": {"long_name": "three plane waves of near-equal length pairwise ~60 degrees "
-                  "apart"},
-    "square": {"long_name": "two plane waves of near-equal length ~90 degrees apart"},
-    "plane_wave_share": {"long_name": "share of the map's variance explained by its counted "
-                         "plane waves", "units": "1"},
-    "plane_wave_explained": {"long_name": "share of the map's variance explained by all "
-                             "fitted plane-wave components (harmonics included)",
-                             "units": "1"},
-    "plane_wave_reason": {"long_name": "why the plane-wave decomposition is NaN/0 "
-                          "('' = decomposed)"},
-    "wave_length": {"long_name": "plane-wave wavelength (period; a hexagonal grid's "
-                    "peak spacing is wavelength * 2/sqrt(3))", "units": "bins"},
-    "wave_angle": {"long_name": "wave-vector direction from +x towards +y, in [0, 180)",
-                   "units": "degrees"},
-    "wave_share": {"long_name": "share of the map's variance explained by the wave",
-                   "units": "1"},
-}
+def _plane_waves_quiet(maps: np.ndarray) -> tuple[np.ndarray, ...]:
+    with np.errstate(all="ignore"):
+        return _plane_waves_block(maps)
 
 
-def method_attrs() -> dict[str, object]:
-    """The method and every threshold of :func:`plane_waves`, as attrs."""
-    return {
-        "plane_wave_method": "matching pursuit on the zero-padded 2D power spectrum of the "
-                             "mean-subtracted map, least-squares (Gauss-Newton) refinement on "
-                             "the finite bins, joint refinement, harmonics excluded "
-                             "(Krupic et al. 2012)",
-        "plane_wave_max_waves": MAX_WAVES,
-        "plane_wave_max_components": MAX_COMPONENTS,
-        "plane_wave_joint_components": JOINT_COMPONENTS,
-        "plane_wave_pad_factor": PAD_FACTOR,
-        "plane_wave_min_wavelength_bins": MIN_WAVELENGTH,
-        "plane_wave_max_wavelength_fraction": MAX_WAVELENGTH_FRACTION,
-        "plane_wave_min_share": MIN_WAVE_SHARE,
-        "plane_wave_chance_share_factor": CHANCE_SHARE_FACTOR,
-        "plane_wave_min_relative_share": MIN_RELATIVE_SHARE,
-        "plane_wave_duplicate_tol": DUPLICATE_TOL,
-        "plane_wave_harmonic_tol": HARMONIC_TOL,
-        "plane_wave_harmonic_min_ratio": HARMONIC_MIN_RATIO,
-        "plane_wave_equal_wavelength_ratio": EQUAL_WAVELENGTH_RATIO,
-        "plane_wave_hexagonal_angle_tol_deg": HEXAGONAL_ANGLE_TOL,
-        "plane_wave_square_angle_tol_deg": SQUARE_ANGLE_TOL,
-    }
+#: The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`plane_waves`: its outputs, and
+#: the method and every threshold as attrs.
+WAVES = Kernel(_plane_waves_quiet, (
+    Output("n_waves", (), np.int64, {
+        "long_name": "fundamental plane waves explaining a material share of the map's "
+                     "variance (harmonics excluded, at most 3)", "units": "1"}),
+    Output("hexagonal", (), bool, {
+        "long_name": "three plane waves of near-equal length pairwise ~60 degrees apart"}),
+    Output("square", (), bool, {
+        "long_name": "two plane waves of near-equal length ~90 degrees apart"}),
+    Output("plane_wave_share", attrs={
+        "long_name": "share of the map's variance explained by its counted plane waves",
+        "units": "1"}),
+    Output("plane_wave_explained", attrs={
+        "long_name": "share of the map's variance explained by all fitted plane-wave "
+                     "components (harmonics included)", "units": "1"}),
+    Output("plane_wave_reason", (), np.int64, {
+        "long_name": "why the plane-wave decomposition is NaN/0 ('' = decomposed)"}, REASONS),
+    Output("wave_length", (WAVE_DIM,), attrs={
+        "long_name": "plane-wave wavelength (period; a hexagonal grid's peak spacing is "
+                     "wavelength * 2/sqrt(3))", "units": "bins"}),
+    Output("wave_angle", (WAVE_DIM,), attrs={
+        "long_name": "wave-vector direction from +x towards +y, in [0, 180)",
+        "units": "degrees"}),
+    Output("wave_share", (WAVE_DIM,), attrs={
+        "long_name": "share of the map's variance explained by the wave", "units": "1"}),
+), {
+    "plane_wave_method": "matching pursuit on the zero-padded 2D power spectrum of the "
+                         "mean-subtracted map, least-squares (Gauss-Newton) refinement on "
+                         "the finite bins, joint refinement, harmonics excluded "
+                         "(Krupic et al. 2012)",
+    "plane_wave_max_waves": MAX_WAVES,
+    "plane_wave_max_components": MAX_COMPONENTS,
+    "plane_wave_joint_components": JOINT_COMPONENTS,
+    "plane_wave_pad_factor": PAD_FACTOR,
+    "plane_wave_min_wavelength_bins": MIN_WAVELENGTH,
+    "plane_wave_max_wavelength_fraction": MAX_WAVELENGTH_FRACTION,
+    "plane_wave_min_share": MIN_WAVE_SHARE,
+    "plane_wave_chance_share_factor": CHANCE_SHARE_FACTOR,
+    "plane_wave_min_relative_share": MIN_RELATIVE_SHARE,
+    "plane_wave_duplicate_tol": DUPLICATE_TOL,
+    "plane_wave_harmonic_tol": HARMONIC_TOL,
+    "plane_wave_harmonic_min_ratio": HARMONIC_MIN_RATIO,
+    "plane_wave_equal_wavelength_ratio": EQUAL_WAVELENGTH_RATIO,
+    "plane_wave_hexagonal_angle_tol_deg": HEXAGONAL_ANGLE_TOL,
+    "plane_wave_square_angle_tol_deg": SQUARE_ANGLE_TOL,
+}, sizes={WAVE_DIM: MAX_WAVES})

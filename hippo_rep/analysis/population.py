@@ -38,7 +38,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from threadpoolctl import threadpool_limits
 
-from hippo_rep.schema import POPULATIONS, require_recording
+from hippo_rep.defaults import BLAS_THREADS
+from hippo_rep.schema import MEMORY_POPULATIONS, POPULATIONS, require_recording
 
 from .ratemaps import rate_maps_from_nodes
 from .recordings import (
@@ -72,9 +73,6 @@ DECODE_CLIP = 10.0
 
 #: ``pca_n_components`` counts the components needed to explain this fraction of variance.
 PCA_VARIANCE = 0.9
-
-#: BLAS threads while fitting (small problems; parallelism comes from dask).
-BLAS_THREADS = 1
 
 
 def _clip() -> FunctionTransformer:
@@ -191,18 +189,27 @@ def population_one(
             **{f"pca_{k}": v for k, v in pca_arrays(node_rate).items()}}
 
 
-def population_inputs(recording: xr.Dataset, variable: str) -> tuple[np.ndarray, ...]:
-    """``(activity, node, xy, node_rate)`` numpy inputs of :func:`population_one`."""
-    act = unit_activity(recording, variable, mask_memory=False)
-    node = node_index(recording)
+def population_inputs(recording: xr.Dataset, variable: str, node: xr.DataArray | None = None,
+                      activity: xr.DataArray | None = None,
+                      node_rate: xr.DataArray | None = None) -> tuple[np.ndarray, ...]:
+    """``(activity, node, xy, node_rate)`` numpy inputs of :func:`population_one`.
+
+    ``node`` (:func:`node_index`), and for a population that is not masked (not memory
+    neurons) its ``activity`` (:func:`unit_activity`) and ``node_rate`` (env, unit,
+    world_node), when the caller has them already; memory neurons are decoded unmasked.
+    """
+    node = node_index(recording) if node is None else node
+    if activity is None or node_rate is None or variable in MEMORY_POPULATIONS:
+        activity = unit_activity(recording, variable, mask_memory=False)
+        node_rate = rate_maps_from_nodes(activity, node, recording["node_x"].values,
+                                         recording["node_y"].values,
+                                         node_dim=NODE_DIM)["node_rate"]
     xy = np.stack(
         [recording[c].transpose("env", "time").values.astype(np.float64) for c in ("x", "y")],
         axis=-1,
     )
-    rates = rate_maps_from_nodes(
-        act, node, recording["node_x"].values, recording["node_y"].values, node_dim=NODE_DIM
-    )["node_rate"].transpose("env", UNIT_DIM, NODE_DIM)
-    return act.values, node.values, xy, rates.values
+    rates = node_rate.transpose("env", UNIT_DIM, NODE_DIM)
+    return activity.values, node.values, xy, rates.values
 
 
 def assemble(results: dict[str, dict], n_components: int | None = None) -> xr.Dataset:

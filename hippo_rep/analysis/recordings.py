@@ -110,6 +110,8 @@ def rate_maps(
     variable: str = G,
     smooth_sigma: float | None = None,
     resolution: float | None = None,
+    activity: xr.DataArray | None = None,
+    node: xr.DataArray | None = None,
 ) -> xr.Dataset:
     """Rate maps of one population of a recording: mean activity per world node, on a grid.
 
@@ -130,6 +132,9 @@ def rate_maps(
         (:func:`~hippo_rep.analysis.smooth` with ``weights=occupancy``). Default: none.
     resolution : float, optional
         Bin size in node spacings for worlds with non-integer node coordinates.
+    activity, node : xarray.DataArray, optional
+        ``unit_activity(recording, variable)`` and ``node_index(recording)`` when the caller
+        has them already (default: read from the recording).
 
     Returns
     -------
@@ -147,10 +152,9 @@ def rate_maps(
         If the recording lacks the variable or the coords ``node``, ``node_x``, ``node_y``.
     """
     require_recording(recording, [variable])
-    act = unit_activity(recording, variable)
     ds = rate_maps_from_nodes(
-        act,
-        node_index(recording),
+        unit_activity(recording, variable) if activity is None else activity,
+        node_index(recording) if node is None else node,
         recording["node_x"].values,
         recording["node_y"].values,
         resolution=resolution,

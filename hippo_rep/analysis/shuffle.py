@@ -9,22 +9,10 @@ step ``t`` is ``a[(t - s) mod T]``. Shifts are drawn uniformly from
 real alignment. The shuffled rate maps of all shifts are accumulated at once (a sparse
 one-hot matrix of (shift, node) against time, multiplied by the activity), then scored; a
 unit's null distribution is its score over the shuffles, per environment.
-
-Classification (:func:`classify`): a grid cell is a hexagonal
-plane-wave pattern (:func:`~hippo_rep.analysis.planewaves.plane_waves`: three waves of
-near-equal length ~60 degrees apart) with gridness-60 above the 95th percentile of its own
-null (gridness alone cannot tell a grid from two plane waves 55-75 degrees apart);
-separately, the field's rule of thumb gridness > 0.3 (Whittington, Warren & Behrens 2022,
-Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave and square
-patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
-percentile of its own null); a place cell has spatial information above the 99th percentile
-of its own null and one to three place fields. Class names are defined once, in
-:mod:`hippo_rep.schema`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -34,32 +22,13 @@ import xarray as xr
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from hippo_rep.schema import (
-    IS_BAND,
-    IS_GRID,
-    IS_GRID_THRESHOLD,
-    IS_PLACE,
-    IS_SQUARE,
-    IS_TWO_WAVE,
-    G,
-    require_recording,
-)
+from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
+from hippo_rep.schema import G, require_recording
 
-from ._checks import MAP_DIMS, blockwise, check_maps
-from .autocorr import _autocorr_block
+from ._checks import MAP_DIMS, check_maps
 from .fields import place_score
-from .gridscore import (
-    DEEPMIND_MIN_OVERLAP,
-    DEEPMIND_ROTATION_ORDER,
-    DEEPMIND_VARIANCE_EPS,
-    GRID_ANGLES,
-    MIN_MAP_SIZE,
-    _deepmind_geometry,
-    _nan_reasons,
-    _rotate_points,
-    grid_scores,
-)
-from .planewaves import plane_waves_array
+from .gridscore import GRIDNESS_60, grid_scores
+from .planewaves import WAVES
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 from .recordings import (
     NODE_DIM,
@@ -71,42 +40,14 @@ from .recordings import (
 )
 from .spatial import spatial_information
 
-#: Default number of shuffles (circular time shifts; at least 100 is the usual practice).
-DEFAULT_SHUFFLES = 100
-
 #: Shifts are at least this fraction of the walk (and at most 1 minus it).
 SHUFFLE_MIN_SHIFT_FRACTION = 0.1
 
 #: Quantiles of each null distribution that are reported (dim ``quantile``).
 NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
 
-#: :func:`classify`: a grid cell beats this quantile of its gridness-60 null.
-GRID_QUANTILE = 0.95
-
-#: :func:`classify`: a grid cell's gridness-60 must also exceed this floor. A unit whose map is
-#: anti-hexagonal (negative gridness) can still beat a null that is more negative still, which
-#: is significance without grid structure (seen on trained TEM-t g units of 8x8 worlds).
-GRID_MIN_SCORE = 0.0
-
-#: :func:`classify`: the field's rule-of-thumb gridness-60 threshold (TEM-t quotes 0.3-0.5).
-GRID_THRESHOLD = 0.3
-
-#: :func:`classify`: band, two-wave and square patterns beat this quantile of their
-#: plane-wave-share null.
-WAVE_QUANTILE = 0.95
-
-#: :func:`classify`: a place cell beats this quantile of its spatial-information null.
-PLACE_QUANTILE = 0.99
-
-#: :func:`classify`: a place cell has between these many place fields (inclusive).
-PLACE_N_FIELDS: tuple[int, int] = (1, 3)
-
 #: Shuffled maps are scored in batches of about this many maps (bounds temporary memory).
 NULL_BLOCK_MAPS = 4096
-
-#: BLAS threads inside the shuffle computation: its matrices are small, where several BLAS
-#: threads are slower than one (and parallelism comes from dask, over units).
-BLAS_THREADS = 1
 
 #: The shuffle dim.
 SHUFFLE_DIM = "shuffle"
@@ -117,51 +58,6 @@ ScoreFn = Callable[[xr.Dataset], "xr.DataArray | xr.Dataset"]
 # --------------------------------------------------------------------------------------------
 # built-in scores (take a rate-map Dataset as returned by rate_maps)
 # --------------------------------------------------------------------------------------------
-
-_G60_ANGLES = (30, 60, 90, 120, 150)
-
-
-@functools.lru_cache(maxsize=16)
-def _g60_operator(ny: int, nx: int) -> sparse.csr_matrix:
-    geo = _deepmind_geometry(ny, nx)
-    n_a = len(GRID_ANGLES)
-    sel = np.array([GRID_ANGLES.index(a) for a in _G60_ANGLES])
-    rows = (np.arange(geo.points.size)[:, None] * n_a + sel[None, :]).ravel()
-    return geo.op[rows]
-
-
-def _gridness60_block(maps: np.ndarray) -> tuple[np.ndarray]:
-    """"deepmind" gridness-60 (mean form, no smoothing, default overlap) of (B, ny, nx) maps.
-
-    The same computation as ``grid_scores(..., method="deepmind")`` restricted to the five
-    angles gridness-60 needs, without spacing/orientation (about twice as fast).
-    """
-    b, ny, nx = maps.shape
-    code = _nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
-    if min(ny, nx) < MIN_MAP_SIZE:  # too small for a score (grid_scores: "too_small")
-        return (np.full(b, np.nan),)
-    sac = np.nan_to_num(_autocorr_block(maps, DEEPMIND_MIN_OVERLAP), nan=0.0)
-    geo = _deepmind_geometry(ny, nx)
-    n_a = len(_G60_ANGLES)
-    rot = _rotate_points(sac, _g60_operator(ny, nx), DEEPMIND_ROTATION_ORDER, n_a)
-    s = np.ascontiguousarray(sac.reshape(b, -1).T)[geo.points]  # (P, B)
-    rings = geo.rings
-    n = geo.ring_size[:, None]
-    s1 = rings @ s
-    mean = s1 / n
-    var = (rings @ (s * s)) / n - mean**2 + DEEPMIND_VARIANCE_EPS
-    sr = (rings @ (rot * s[:, None, :]).reshape(s.shape[0], -1)).reshape(-1, n_a, b)
-    r1 = (rings @ rot.reshape(s.shape[0], -1)).reshape(-1, n_a, b)
-    m = mean[:, None, :]
-    cross = (sr - m * r1 - m * s1[:, None, :]) / n[:, None] + m**2
-    r = cross / var[:, None, :]  # (K, A, B)
-    g60 = (r[:, 1] + r[:, 3]) / 2 - (r[:, 0] + r[:, 2] + r[:, 4]) / 3  # (K, B)
-    return (np.where(code != 0, np.nan, g60.max(axis=0)),)
-
-
-def _gridness60_array(maps: np.ndarray) -> np.ndarray:
-    return blockwise(_gridness60_block, np.asarray(maps, dtype=np.float64), 2)[0]
-
 
 def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArray:
     """Gridness-60 of ``maps.rate_map`` (``grid_scores(rate_map, method).gridness_60``).
@@ -180,17 +76,10 @@ def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArra
         ``MIN_MAP_SIZE`` bins along y or x.
     """
     rm = check_maps(maps["rate_map"], "rate_map")
-    out = (grid_scores(rm, method=method)["gridness_60"] if method != "deepmind"
-           else _per_map(_gridness60_array, rm))
-    out.name = "gridness_60"
+    out = (GRIDNESS_60.apply(rm) if method == "deepmind" else grid_scores(rm, method=method))
+    out = out["gridness_60"]
     out.attrs = {"long_name": f"gridness at 60 degrees ({method})", "units": "1"}
     return out
-
-
-def _per_map(fn, rate_map: xr.DataArray) -> xr.DataArray:
-    """``fn`` (maps (..., y, x) → scores (...)) over ``rate_map``, dask-parallel over maps."""
-    return xr.apply_ufunc(fn, rate_map, input_core_dims=[list(MAP_DIMS)],
-                          dask="parallelized", output_dtypes=[np.float64])
 
 
 def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
@@ -199,30 +88,18 @@ def score_spatial_info(maps: xr.Dataset) -> xr.DataArray:
     Per node rather than per bin, so that hexagonal worlds (several bins per node) weight
     every node once. Bits per unit activity; NaN for silent maps or negative activity.
     """
-    out = spatial_information(maps["node_rate"], maps["node_occupancy"], dims=(NODE_DIM,))
-    out.name = "spatial_info"
-    return out
+    return spatial_information(maps["node_rate"], maps["node_occupancy"], dims=(NODE_DIM,))
 
 
 def score_place_score(maps: xr.Dataset) -> xr.DataArray:
     """TEM-t's place score of ``maps.rate_map`` (fraction of mass in the largest field)."""
-    out = place_score(maps["rate_map"])
-    out.name = "place_score"
-    return out
-
-
-def _plane_wave_share_array(maps: np.ndarray) -> np.ndarray:
-    return plane_waves_array(maps)[3]
+    return place_score(maps["rate_map"])
 
 
 def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
     """Variance share of ``maps.rate_map`` explained by its counted plane waves
     (``plane_waves(rate_map).plane_wave_share``; NaN for constant, all-NaN or tiny maps)."""
-    out = _per_map(_plane_wave_share_array, check_maps(maps["rate_map"], "rate_map"))
-    out.name = "plane_wave_share"
-    out.attrs = {"long_name": "share of the map's variance explained by its counted plane "
-                 "waves", "units": "1"}
-    return out
+    return WAVES.apply(check_maps(maps["rate_map"], "rate_map"))["plane_wave_share"]
 
 
 #: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
@@ -440,8 +317,9 @@ def null_scores(
     -------
     dict of name -> xarray.DataArray, dims (env, unit, shuffle)
     """
+    one = len(names) == 1  # apply_ufunc wants a bare array for one output
     outs = xr.apply_ufunc(
-        _null_core,
+        (lambda *a, **kw: _null_core(*a, **kw)[0]) if one else _null_core,
         activity,
         node,
         shifts,
@@ -458,7 +336,7 @@ def null_scores(
         output_dtypes=[np.float64] * len(names),
         dask_gufunc_kwargs={"output_sizes": {SHUFFLE_DIM: shifts.sizes[SHUFFLE_DIM]}},
     )
-    if len(names) == 1:
+    if one:
         outs = (outs,)
     return {
         k: v.transpose("env", UNIT_DIM, SHUFFLE_DIM).rename(f"{k}_null")
@@ -526,7 +404,7 @@ def null_summary(
 def shuffle_null(
     recording: xr.Dataset,
     score_fn: str | ScoreFn | Sequence[str | ScoreFn] = "gridness_60",
-    n: int = DEFAULT_SHUFFLES,
+    n: int = N_SHUFFLES,
     rng: int | np.random.Generator = 0,
     variable: str = G,
     smooth_sigma: float | None = None,
@@ -581,25 +459,18 @@ def shuffle_null(
     scorers = _resolve_scorers(score_fn)
     require_recording(recording, [variable])
     gen, seed_attr = as_rng(rng)
-    maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution)
+    act, node = unit_activity(recording, variable), node_index(recording)
+    maps = rate_maps(recording, variable, smooth_sigma=smooth_sigma, resolution=resolution,
+                     activity=act, node=node)
     observed = _apply_scorers(scorers, maps)
     names = list(observed)
-    act = unit_activity(recording, variable)
     n_env, n_time = act.sizes["env"], act.sizes["time"]
     sh = circular_shifts(n_time, n_env, n, gen, min_shift_fraction)
     shifts = xr.DataArray(sh, dims=("env", SHUFFLE_DIM))
     if chunk_units is not None:
         act = act.chunk({"env": -1, "time": -1, UNIT_DIM: int(chunk_units)})
-    nulls = null_scores(
-        act,
-        node_index(recording),
-        shifts,
-        maps["node_map"].values,
-        maps.sizes[NODE_DIM],
-        scorers,
-        names,
-        maps.attrs["smooth_sigma_bins"],
-    )
+    nulls = null_scores(act, node, shifts, maps["node_map"].values, maps.sizes[NODE_DIM],
+                        scorers, names, maps.attrs["smooth_sigma_bins"])
     out = xr.Dataset(coords={"env": maps["env"], UNIT_DIM: maps[UNIT_DIM]})
     for k in names:
         obs = observed[k].transpose("env", UNIT_DIM)
@@ -632,130 +503,3 @@ _NULL_METHOD = (
     "circular time shift of each environment's activity against its trajectory (same shift "
     "for all units of an environment), shift uniform in [ceil(f T), T - ceil(f T)] steps"
 )
-
-
-def classify(
-    scores: xr.Dataset,
-    grid_quantile: float = GRID_QUANTILE,
-    place_quantile: float = PLACE_QUANTILE,
-    grid_threshold: float = GRID_THRESHOLD,
-    grid_min_score: float = GRID_MIN_SCORE,
-    place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
-    wave_quantile: float = WAVE_QUANTILE,
-) -> xr.Dataset:
-    """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
-
-    Parameters
-    ----------
-    scores : xarray.Dataset
-        With ``gridness_60``, ``gridness_60_null_q`` (quantile, ...) and ``hexagonal`` for
-        grid cells; ``n_waves``, ``square``, ``plane_wave_share`` and
-        ``plane_wave_share_null_q`` for the plane-wave classes; ``spatial_info``,
-        ``spatial_info_null_q`` and ``n_fields`` for place cells (as in the output of
-        :func:`~hippo_rep.analysis.analyse`). Any set may be missing, but not all.
-    grid_quantile : float
-        A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
-        ``quantile`` coords).
-    place_quantile : float
-        A place cell's spatial information exceeds this quantile of its own null.
-    grid_threshold : float
-        The rule-of-thumb threshold on gridness-60 (reported separately).
-    grid_min_score : float
-        Floor on gridness-60 for the shuffle rule: a grid cell must also score above it.
-    place_n_fields : (int, int)
-        Allowed number of place fields of a place cell, inclusive.
-    wave_quantile : float
-        Band, two-wave and square patterns have a plane-wave share above this quantile of
-        their own null.
-
-    Returns
-    -------
-    xarray.Dataset
-        Bool, dims of the scores (names from :mod:`~hippo_rep.schema`):
-        ``is_grid`` (hexagonal, gridness-60 > its null's ``grid_quantile`` and >
-        ``grid_min_score``), ``is_grid_threshold`` (gridness-60 > ``grid_threshold`` alone:
-        the rule of thumb, not a grid classification), ``is_band`` (one plane wave),
-        ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
-        ~90 degrees apart), each of the three with a plane-wave share > its null's
-        ``wave_quantile``; ``is_place`` (spatial information > its null's ``place_quantile``
-        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``). A NaN score or threshold
-        gives False. Attrs record the rules.
-
-    Raises
-    ------
-    AnalysisError
-        If no set of inputs is present, gridness is given without ``hexagonal`` (the
-        gridness threshold alone no longer makes a grid cell), or a quantile was not
-        computed.
-    """
-    out = xr.Dataset()
-
-    def threshold(name: str, q: float) -> xr.DataArray:
-        da = scores[f"{name}_null_q"]
-        qs = np.asarray(da["quantile"].values, dtype=np.float64)
-        hit = np.flatnonzero(np.isclose(qs, q))
-        if hit.size == 0:
-            raise AnalysisError(
-                f"{name}_null_q has quantiles {qs.tolist()}; {q} was not computed"
-            )
-        return da.isel(quantile=int(hit[0]), drop=True)
-
-    attrs: dict[str, object] = {}
-    have = set(scores.variables)
-    if {"gridness_60", "gridness_60_null_q"} <= have:
-        if "hexagonal" not in have:
-            raise AnalysisError(
-                "classify needs 'hexagonal' (plane_waves) with gridness_60: the gridness "
-                "threshold alone cannot tell a grid from two plane waves"
-            )
-        g = scores["gridness_60"]
-        beats_null = (g > threshold("gridness_60", grid_quantile)).fillna(False)
-        hexagonal = scores["hexagonal"].fillna(False).astype(bool)
-        out[IS_GRID] = g.notnull() & beats_null & (g > grid_min_score) & hexagonal
-        out[IS_GRID_THRESHOLD] = g.notnull() & (g > grid_threshold)
-        out[IS_GRID].attrs = {
-            "long_name": f"grid cell: hexagonal plane-wave pattern and gridness_60 above the "
-            f"{grid_quantile:g} quantile of its shuffle null and above {grid_min_score:g}"
-        }
-        out[IS_GRID_THRESHOLD].attrs = {
-            "long_name": f"gridness_60 > {grid_threshold:g} (the field's rule of thumb alone; "
-            "not a grid classification: two plane waves pass it)"
-        }
-        attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold,
-                     grid_min_score=grid_min_score)
-    if {"n_waves", "square", "plane_wave_share", "plane_wave_share_null_q"} <= have:
-        share = scores["plane_wave_share"]
-        sig = share.notnull() & (
-            share > threshold("plane_wave_share", wave_quantile)).fillna(False)
-        n = scores["n_waves"]
-        square = scores["square"].fillna(False).astype(bool)
-        out[IS_BAND] = sig & (n == 1)
-        out[IS_TWO_WAVE] = sig & (n == 2) & ~square
-        out[IS_SQUARE] = sig & (n == 2) & square
-        rule = (f"plane_wave_share above the {wave_quantile:g} quantile of its shuffle null "
-                "and")
-        out[IS_BAND].attrs = {"long_name": f"band cell: {rule} one plane wave"}
-        out[IS_TWO_WAVE].attrs = {"long_name": f"two-wave (oblique plane-wave) pattern: {rule} "
-                                  "two plane waves, not square"}
-        out[IS_SQUARE].attrs = {"long_name": f"square grid: {rule} two plane waves of "
-                                "near-equal length ~90 degrees apart"}
-        attrs.update(wave_quantile=wave_quantile)
-    if {"spatial_info", "spatial_info_null_q", "n_fields"} <= have:
-        si = scores["spatial_info"]
-        nf = scores["n_fields"]
-        lo, hi = (int(v) for v in place_n_fields)
-        sig = si.notnull() & (si > threshold("spatial_info", place_quantile)).fillna(False)
-        out[IS_PLACE] = sig & (nf >= lo) & (nf <= hi)
-        out[IS_PLACE].attrs = {
-            "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
-            f"its shuffle null and {lo}-{hi} place fields"
-        }
-        attrs.update(place_quantile=place_quantile, place_n_fields=np.array([lo, hi]))
-    if not out.data_vars:
-        raise AnalysisError(
-            "classify needs gridness_60, gridness_60_null_q and hexagonal; or n_waves, "
-            "square, plane_wave_share and plane_wave_share_null_q; or spatial_info, "
-            "spatial_info_null_q and n_fields"
-        )
-    out.attrs = attrs
-    return out

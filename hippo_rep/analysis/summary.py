@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.schema import (
     IS_BAND,
     IS_GRID,
@@ -23,7 +24,8 @@ SUMMARY = {
     "grid_fraction": "fraction of positional units (g) grid-like (is_grid: hexagonal plane-wave "
                      "pattern and gridness-60 above its shuffle null's 95th percentile), over "
                      "the (env, unit) pairs that exist (analysis.class_fractions)",
-    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > 0.3 (the "
+    "grid_fraction_threshold": "fraction of positional units (g) with gridness-60 > "
+                               f"{GRID_THRESHOLD:g} (the "
                                "rule of thumb alone)",
     "two_wave_fraction": "fraction of positional units (g) that are two plane waves, not "
                          "square (is_two_wave)",

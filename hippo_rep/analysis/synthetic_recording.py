@@ -18,8 +18,8 @@ import xarray as xr
 
 from hippo_rep import __version__
 from hippo_rep import schema as S
+from hippo_rep.defaults import N_OBS
 from hippo_rep.worlds import (
-    DEFAULT_N_OBS,
     parse_world,
     random_observations,
     random_walk,
@@ -110,7 +110,7 @@ def synthetic_recording(
         if same_walk and e > 0:
             nodes[e], actions[e], obs_maps[e] = nodes[0], actions[0], obs_maps[0]
             continue
-        obs_maps[e] = random_observations(w, DEFAULT_N_OBS, rng)
+        obs_maps[e] = random_observations(w, N_OBS, rng)
         nodes[e], actions[e] = random_walk(w, n_steps, rng)
     g = tuning[nodes] + NOISE_STD * rng.standard_normal((n_env, n_steps, n_g))
     rand = slice(n_grid + n_place, n_g)
@@ -139,7 +139,7 @@ def synthetic_recording(
 
     observation = np.take_along_axis(obs_maps, nodes, axis=1)
     correct = rng.random((n_env, n_steps)) < 0.9
-    prediction = np.where(correct, observation, (observation + 1) % DEFAULT_N_OBS)
+    prediction = np.where(correct, observation, (observation + 1) % N_OBS)
     step_type = np.stack(
         [step_types(nodes[e], actions[e])["code"] for e in range(n_env)]
     ).astype(np.int8)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Fraction of the peak at which place fields are outlined (as in place_fields' default).
-FIELD_THRESHOLD = 0.2
+from hippo_rep.defaults import PLACE_THRESHOLD
 
 
 def _ax(ax):
@@ -20,7 +19,8 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
              cmap: str = "viridis"):
     """One rate map (DataArray with dims (y, x)); NaN (unvisited) bins left blank.
 
-    With ``outline_fields``, contours at :data:`FIELD_THRESHOLD` of the peak outline the fields.
+    With ``outline_fields``, contours at :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the
+    peak outline the fields.
     """
     ax = _ax(ax)
     z = np.asarray(map2d, dtype=float)
@@ -30,7 +30,7 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
     if outline_fields and np.isfinite(z).any():
         peak = np.nanmax(z)
         if peak > 0:
-            ax.contour(x, y, np.nan_to_num(z, nan=0.0), levels=[FIELD_THRESHOLD * peak],
+            ax.contour(x, y, np.nan_to_num(z, nan=0.0), levels=[PLACE_THRESHOLD * peak],
                        colors="w", linewidths=0.8)
     ax.set_aspect("equal")
     ax.set_xticks([])

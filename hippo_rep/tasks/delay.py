@@ -24,6 +24,7 @@ import torch
 import xarray as xr
 
 from hippo_rep import __version__
+from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.models.temt import build_model, load_across_memory
 from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
@@ -38,8 +39,6 @@ DEFAULT_DELAYS = (0, 16, 32, 64, 128, 256, 512)
 DEFAULT_ENVS = 32
 #: Memory variants evaluated from one checkpoint's weights.
 DEFAULT_VARIANTS = ("full", "window", "fam", "hebbian")
-#: Observation categories of the task's environments (as the training worlds).
-DEFAULT_N_OBS = 45
 #: Chunk length when running the model (memory carried across chunks).
 RUN_CHUNK = 256
 
@@ -65,7 +64,7 @@ def as_variant(model, memory: str, **overrides):
 
 @torch.no_grad()
 def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = DEFAULT_ENVS,
-                   world: str = DEFAULT_WORLD, n_obs: int = DEFAULT_N_OBS,
+                   world: str = DEFAULT_WORLD, n_obs: int = N_OBS,
                    seed: int = 0) -> xr.Dataset:
     """Accuracy on first return visits to home against excursion length, for one model.
 

@@ -12,6 +12,7 @@ from hippo_rep.analysis import (
     open_analysis,
     pipeline,
     place_fields,
+    place_score,
     plane_waves,
     spatial_information,
     synthetic_recording,
@@ -69,6 +70,16 @@ def test_scores_equal_the_building_blocks(small_analysis):
         xr.testing.assert_allclose(an[k], pw[k].transpose("env", "unit", ...))
     assert an.plane_wave_share_null_q.dims == ("quantile", "env", "unit")
     assert an.attrs["plane_wave_min_share"] == pw.attrs["plane_wave_min_share"]
+    # every map score carries the attrs its public function declares (one declaration)
+    pf = place_fields(an.rate_map, min_area=min_area)
+    for src, names in ((gs, ("gridness_60", "gridness_90", "spacing", "best_radius_90")),
+                       (band_scores(an.rate_map), ("band_score", "band_wavelength")),
+                       (pf, ("n_fields", "field_area", "field_centroid_y")),
+                       (pw, ("n_waves", "hexagonal", "plane_wave_reason", "wave_share"))):
+        for k in names:
+            assert an[k].attrs == src[k].attrs, k
+    assert an.place_score.attrs == place_score(an.rate_map).attrs
+    assert an.attrs["band_half_width_deg"] == 15.0 and an.attrs["place_field_threshold"] == 0.2
     cls = classify(an.drop_vars(list(CLASSES)))
     for k in cls.data_vars:
         xr.testing.assert_equal(an[k], cls[k])

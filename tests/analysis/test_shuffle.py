@@ -14,11 +14,12 @@ from hippo_rep.analysis import (
     synthetic_recording,
     unit_activity,
 )
+from hippo_rep.analysis._checks import blockwise
+from hippo_rep.analysis.gridscore import gridness_60_block
 from hippo_rep.analysis.recordings import node_index
 from hippo_rep.analysis.shuffle import (
     SCORES,
     _apply_scorers,
-    _gridness60_array,
     circular_shifts,
     null_scores,
 )
@@ -98,7 +99,7 @@ def test_fast_gridness_equals_grid_scores(size, holes):
     if holes != "none":
         da = xr.concat([with_holes(m, holes, rng) for m in da], dim="d0")
     want = grid_scores(da).gridness_60
-    got = want.copy(data=_gridness60_array(da.values))
+    got = want.copy(data=blockwise(gridness_60_block, da.values, 2)[0])
     xr.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     assert np.isnan(got.values[0])
 
@@ -122,6 +123,15 @@ def test_shuffle_null_outputs(small_rec):
     # same seed, same result; chunked over units, same result
     again = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=12, rng=3, chunk_units=5)
     xr.testing.assert_allclose(ds, again)
+
+
+def test_one_score_equals_the_same_score_beside_another(small_rec):
+    """(A single score failed in apply_ufunc, which wants a bare array for one output.)"""
+    one = shuffle_null(small_rec, n=6, rng=4)  # default: gridness_60 alone
+    two = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=6, rng=4)
+    assert "spatial_info" not in one
+    xr.testing.assert_identical(one.gridness_60_null, two.gridness_60_null)
+    xr.testing.assert_identical(one.gridness_60_percentile, two.gridness_60_percentile)
 
 
 def test_custom_score_function(small_rec):

@@ -1,0 +1,174 @@
+"""Cell classes from scores and their circular-shift nulls (:func:`classify`).
+
+A grid cell is a hexagonal plane-wave pattern
+(:func:`~hippo_rep.analysis.planewaves.plane_waves`: three waves of near-equal length ~60
+degrees apart) with gridness-60 above the 95th percentile of its own
+null (gridness alone cannot tell a grid from two plane waves 55-75 degrees apart);
+separately, the field's rule of thumb gridness > 0.3 (Whittington, Warren & Behrens 2022,
+Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave and square
+patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
+percentile of its own null); a place cell has spatial information above the 99th percentile
+of its own null and one to three place fields. Class names are defined once, in
+:mod:`hippo_rep.schema`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from hippo_rep.defaults import GRID_THRESHOLD
+from hippo_rep.schema import (
+    IS_BAND,
+    IS_GRID,
+    IS_GRID_THRESHOLD,
+    IS_PLACE,
+    IS_SQUARE,
+    IS_TWO_WAVE,
+    AnalysisError,
+)
+
+#: :func:`classify`: a grid cell beats this quantile of its gridness-60 null.
+GRID_QUANTILE = 0.95
+
+#: :func:`classify`: a grid cell's gridness-60 must also exceed this floor. A unit whose map is
+#: anti-hexagonal (negative gridness) can still beat a null that is more negative still, which
+#: is significance without grid structure (seen on trained TEM-t g units of 8x8 worlds).
+GRID_MIN_SCORE = 0.0
+
+#: :func:`classify`: band, two-wave and square patterns beat this quantile of their
+#: plane-wave-share null.
+WAVE_QUANTILE = 0.95
+
+#: :func:`classify`: a place cell beats this quantile of its spatial-information null.
+PLACE_QUANTILE = 0.99
+
+#: :func:`classify`: a place cell has between these many place fields (inclusive).
+PLACE_N_FIELDS: tuple[int, int] = (1, 3)
+
+
+def classify(
+    scores: xr.Dataset,
+    grid_quantile: float = GRID_QUANTILE,
+    place_quantile: float = PLACE_QUANTILE,
+    grid_threshold: float = GRID_THRESHOLD,
+    grid_min_score: float = GRID_MIN_SCORE,
+    place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
+    wave_quantile: float = WAVE_QUANTILE,
+) -> xr.Dataset:
+    """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
+
+    Parameters
+    ----------
+    scores : xarray.Dataset
+        With ``gridness_60``, ``gridness_60_null_q`` (quantile, ...) and ``hexagonal`` for
+        grid cells; ``n_waves``, ``square``, ``plane_wave_share`` and
+        ``plane_wave_share_null_q`` for the plane-wave classes; ``spatial_info``,
+        ``spatial_info_null_q`` and ``n_fields`` for place cells (as in the output of
+        :func:`~hippo_rep.analysis.analyse`). Any set may be missing, but not all.
+    grid_quantile : float
+        A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
+        ``quantile`` coords).
+    place_quantile : float
+        A place cell's spatial information exceeds this quantile of its own null.
+    grid_threshold : float
+        The rule-of-thumb threshold on gridness-60 (reported separately).
+    grid_min_score : float
+        Floor on gridness-60 for the shuffle rule: a grid cell must also score above it.
+    place_n_fields : (int, int)
+        Allowed number of place fields of a place cell, inclusive.
+    wave_quantile : float
+        Band, two-wave and square patterns have a plane-wave share above this quantile of
+        their own null.
+
+    Returns
+    -------
+    xarray.Dataset
+        Bool, dims of the scores (names from :mod:`~hippo_rep.schema`):
+        ``is_grid`` (hexagonal, gridness-60 > its null's ``grid_quantile`` and >
+        ``grid_min_score``), ``is_grid_threshold`` (gridness-60 > ``grid_threshold`` alone:
+        the rule of thumb, not a grid classification), ``is_band`` (one plane wave),
+        ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
+        ~90 degrees apart), each of the three with a plane-wave share > its null's
+        ``wave_quantile``; ``is_place`` (spatial information > its null's ``place_quantile``
+        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``). A NaN score or threshold
+        gives False. Attrs record the rules.
+
+    Raises
+    ------
+    AnalysisError
+        If no set of inputs is present, gridness is given without ``hexagonal`` (the
+        gridness threshold alone no longer makes a grid cell), or a quantile was not
+        computed.
+    """
+    out = xr.Dataset()
+
+    def threshold(name: str, q: float) -> xr.DataArray:
+        da = scores[f"{name}_null_q"]
+        qs = np.asarray(da["quantile"].values, dtype=np.float64)
+        hit = np.flatnonzero(np.isclose(qs, q))
+        if hit.size == 0:
+            raise AnalysisError(
+                f"{name}_null_q has quantiles {qs.tolist()}; {q} was not computed"
+            )
+        return da.isel(quantile=int(hit[0]), drop=True)
+
+    attrs: dict[str, object] = {}
+    have = set(scores.variables)
+    if {"gridness_60", "gridness_60_null_q"} <= have:
+        if "hexagonal" not in have:
+            raise AnalysisError(
+                "classify needs 'hexagonal' (plane_waves) with gridness_60: the gridness "
+                "threshold alone cannot tell a grid from two plane waves"
+            )
+        g = scores["gridness_60"]
+        beats_null = (g > threshold("gridness_60", grid_quantile)).fillna(False)
+        hexagonal = scores["hexagonal"].fillna(False).astype(bool)
+        out[IS_GRID] = g.notnull() & beats_null & (g > grid_min_score) & hexagonal
+        out[IS_GRID_THRESHOLD] = g.notnull() & (g > grid_threshold)
+        out[IS_GRID].attrs = {
+            "long_name": f"grid cell: hexagonal plane-wave pattern and gridness_60 above the "
+            f"{grid_quantile:g} quantile of its shuffle null and above {grid_min_score:g}"
+        }
+        out[IS_GRID_THRESHOLD].attrs = {
+            "long_name": f"gridness_60 > {grid_threshold:g} (the field's rule of thumb alone; "
+            "not a grid classification: two plane waves pass it)"
+        }
+        attrs.update(grid_quantile=grid_quantile, grid_threshold=grid_threshold,
+                     grid_min_score=grid_min_score)
+    if {"n_waves", "square", "plane_wave_share", "plane_wave_share_null_q"} <= have:
+        share = scores["plane_wave_share"]
+        sig = share.notnull() & (
+            share > threshold("plane_wave_share", wave_quantile)).fillna(False)
+        n = scores["n_waves"]
+        square = scores["square"].fillna(False).astype(bool)
+        out[IS_BAND] = sig & (n == 1)
+        out[IS_TWO_WAVE] = sig & (n == 2) & ~square
+        out[IS_SQUARE] = sig & (n == 2) & square
+        rule = (f"plane_wave_share above the {wave_quantile:g} quantile of its shuffle null "
+                "and")
+        out[IS_BAND].attrs = {"long_name": f"band cell: {rule} one plane wave"}
+        out[IS_TWO_WAVE].attrs = {"long_name": f"two-wave (oblique plane-wave) pattern: {rule} "
+                                  "two plane waves, not square"}
+        out[IS_SQUARE].attrs = {"long_name": f"square grid: {rule} two plane waves of "
+                                "near-equal length ~90 degrees apart"}
+        attrs.update(wave_quantile=wave_quantile)
+    if {"spatial_info", "spatial_info_null_q", "n_fields"} <= have:
+        si = scores["spatial_info"]
+        nf = scores["n_fields"]
+        lo, hi = (int(v) for v in place_n_fields)
+        sig = si.notnull() & (si > threshold("spatial_info", place_quantile)).fillna(False)
+        out[IS_PLACE] = sig & (nf >= lo) & (nf <= hi)
+        out[IS_PLACE].attrs = {
+            "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
+            f"its shuffle null and {lo}-{hi} place fields"
+        }
+        attrs.update(place_quantile=place_quantile, place_n_fields=np.array([lo, hi]))
+    if not out.data_vars:
+        raise AnalysisError(
+            "classify needs gridness_60, gridness_60_null_q and hexagonal; or n_waves, "
+            "square, plane_wave_share and plane_wave_share_null_q; or spatial_info, "
+            "spatial_info_null_q and n_fields"
+        )
+    out.attrs = attrs
+    return out

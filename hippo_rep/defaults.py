@@ -1,0 +1,50 @@
+"""Defaults shared by several modules and the ``hippo-rep`` command, each defined once.
+
+Function signatures and the CLI's argparse defaults read these names (as opexebo keeps its
+defaults in one module), so a default is changed here and nowhere else. Defaults that only
+one module uses stay beside that module's code. No imports: the lowest layer.
+"""
+
+#: Sensory categories of the worlds' one-hot observations (TEM's 45; Whittington et al.
+#: 2020, Cell, STAR Methods).
+N_OBS = 45
+
+#: Circular-shift shuffles per environment of ``hippo-rep analyse`` and
+#: :func:`~hippo_rep.analysis.analyse` (at least 100 is the usual practice).
+N_SHUFFLES = 100
+
+#: Shuffles of the quick analyses of ``hippo-rep demo`` and ``hippo-rep sweep``.
+QUICK_SHUFFLES = 20
+
+#: Place-field threshold, as a fraction of the map's peak (0.2 is common in the literature);
+#: also the level at which the plotted maps outline their fields.
+PLACE_THRESHOLD = 0.2
+
+#: The field's rule-of-thumb gridness-60 threshold (Whittington, Warren & Behrens 2022,
+#: Fig. 9, quote 0.3-0.5): reported beside the shuffle rule, not a grid classification.
+GRID_THRESHOLD = 0.3
+
+#: BLAS threads inside the analysis (scores, shuffles, decoding): its matrices are small,
+#: where several BLAS threads are slower than one; parallelism comes from dask, over units.
+BLAS_THREADS = 1
+
+#: Held-out environments of ``hippo-rep evaluate``, the demo and the sweep.
+EVAL_ENVS = 32
+
+#: Seed of the held-out environments (a stream no training batch uses; see
+#: :func:`hippo_rep.random_streams.eval_rng`); the same for every run, so runs compare on
+#: one set.
+EVAL_SEED = 0
+
+#: Environments of ``hippo-rep record`` (one walk each).
+RECORD_ENVS = 16
+
+#: Steps per forward chunk of ``hippo-rep record``, and the zarr chunk length along time.
+RECORD_CHUNK = 512
+
+#: Steps per recorded walk of the demo and the sweep (enough visits per node for rate maps
+#: on 8x8-11x11 worlds).
+RECORD_STEPS = 1000
+
+#: Environments recorded by the demo (>= 2 for remapping).
+DEMO_RECORD_ENVS = 8
