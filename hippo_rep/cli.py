@@ -216,7 +216,9 @@ def _print_stage(stage: str, out, result, seconds: float | None) -> None:
         with open_recording(out) as ds:
             print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
                   f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g "
-                  f"units, {ds.sizes['memory']} memory neurons) in {seconds:.1f} s → {out}")
+                  "units, " + (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
+                               else f"{ds.sizes['memory']} memory neurons")
+                  + f") in {seconds:.1f} s → {out}")
     elif stage == "analyse":
         from hippo_rep.schema import IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
 
