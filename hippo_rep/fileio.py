@@ -78,21 +78,32 @@ def remove_path(path: str | Path) -> None:
 
 def atomic_folder(path: str | Path, write) -> None:
     """Call ``write(tmp_path)`` (a fresh sibling path, ``.NAME.<random>.tmp``, that does not
-    exist yet; ``write`` creates it, e.g. a zarr store) then swap it onto ``path``.
-
-    An existing folder at ``path`` is first renamed aside (``.NAME.<random>.old``) and removed only
-    after the swap, so a crash leaves either the old or the new output (a killed swap's
-    ``.old`` is put back by the next :func:`clean_stale` of ``path``); a failed ``write``
-    leaves ``path`` as it was.
-    """
+    exist yet; ``write`` creates it, e.g. a zarr store) then :func:`swap_in` it onto ``path``;
+    a failed ``write`` leaves ``path`` as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    aside = None
     try:
         write(tmp)
-        if path.is_dir() and not path.is_symlink():  # os.replace cannot replace a folder
+    except BaseException:
+        remove_path(tmp)
+        raise
+    swap_in(tmp, path)
+
+
+def swap_in(tmp: str | Path, path: str | Path) -> None:
+    """Rename the complete output ``tmp`` onto ``path``.
+
+    Whatever is at ``path`` is first renamed aside (``.NAME.<random>.old``) and removed only
+    after the swap, so a crash leaves either the old or the new output (a killed swap's
+    ``.old`` is put back by the next :func:`clean_stale` of ``path``); a failed swap puts the
+    old output back. ``tmp`` is gone afterwards either way.
+    """
+    path = Path(path)
+    aside = None
+    try:
+        if path.exists() or path.is_symlink():
             aside = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.old")
             os.replace(path, aside)
         os.replace(tmp, path)

@@ -44,13 +44,9 @@ over ``time`` wants.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import tempfile
-import uuid
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -71,14 +67,12 @@ from hippo_rep.datasets import (
     is_zarr_store,
     open_raw,
 )
-from hippo_rep.fileio import atomic_write, clean_stale
+from hippo_rep.defaults import RECORD_CHUNK as DEFAULT_CHUNK
+from hippo_rep.defaults import RECORD_ENVS as DEFAULT_ENVS
+from hippo_rep.fileio import atomic_write, clean_stale, remove_path, swap_in
 from hippo_rep.random_streams import RECORD_STREAM, record_rng
 from hippo_rep.worlds import random_observations, sample_episodes, step_types
 
-#: Environments recorded by default.
-DEFAULT_ENVS = 16
-#: Steps per forward chunk, and the zarr chunk length along time.
-DEFAULT_CHUNK = 512
 #: Positional-encoding units per zarr chunk / per dask chunk of an opened recording.
 G_UNIT_CHUNK = 8
 #: Memory neurons per zarr chunk / per dask chunk of an opened recording.
@@ -251,63 +245,33 @@ class Recorder:
                 transition_diagnostics(self.model, w.kind, seed=int(seed)), sort_keys=True)
 
     # ------------------------------------------------------------------ running
-    @contextlib.contextmanager
-    def _running(self):
-        """no_grad, and the recorder's torch thread count (restored afterwards)."""
-        import torch
+    def _model_chunks(self, return_activity: bool = False):
+        from hippo_rep.training.evaluate import model_chunks  # torch
 
-        before = torch.get_num_threads()
-        if self.threads > 0:
-            torch.set_num_threads(self.threads)
-        try:
-            with torch.no_grad():
-                yield
-        finally:
-            torch.set_num_threads(before)
-
-    def _tensors(self):
-        import torch
-
-        return (torch.as_tensor(self.observations, device=self.device),
-                torch.as_tensor(self.actions, device=self.device))
+        return model_chunks(self.model, self.observations, self.actions, self.chunk,
+                            self.device, return_activity, self.threads)
 
     def forward_only(self) -> None:
         """Run the bare forward pass over the walks (no activity kept); for benchmarks."""
-        obs, act = self._tensors()
-        state = None
-        with self._running():
-            for s in range(0, self.n_steps, self.chunk):
-                _, state = self.model(obs[:, s:s + self.chunk], act[:, s:s + self.chunk], state)
+        for _ in self._model_chunks():
+            pass
 
     def chunks(self) -> Iterator[Chunk]:
         """Run the model chunk after chunk (carrying its memory) and yield the activity."""
-        obs, act = self._tensors()
-        state = None
-        for s in range(0, self.n_steps, self.chunk):
-            e = min(s + self.chunk, self.n_steps)
-            # The no_grad context closes before each yield: a generator suspended inside it
-            # would leave gradients disabled in the consumer's thread (and for good, if the
-            # consumer stops early).
-            with self._running():
-                out, state = self.model(obs[:, s:e], act[:, s:e], state, return_activity=True)
-                common = dict(start=s, stop=e, g=out.g.float().cpu().numpy(),
-                              g_pi=out.g_pi.float().cpu().numpy(),
-                              prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(
-                                  np.int64))
-                if self.tem:  # TEM: p, no memory slots
-                    chunk = Chunk(**common, activity=None, memory_time=None,
-                                  memory_observation=None, p=out.p.float().cpu().numpy())
-                else:
-                    m = int(state.count.max())
-                    chunk = Chunk(
-                        **common,
-                        activity=out.activity[:, :, :m].float().cpu().numpy(),
+        for s, e, out, state in self._model_chunks(return_activity=True):
+            common = dict(start=s, stop=e, g=out.g.float().cpu().numpy(),
+                          g_pi=out.g_pi.float().cpu().numpy(),
+                          prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(np.int64))
+            if self.tem:  # TEM: p, no memory slots
+                yield Chunk(**common, activity=None, memory_time=None, memory_observation=None,
+                            p=out.p.float().cpu().numpy())
+                continue
+            m = int(state.count.max())
+            yield Chunk(**common, activity=out.activity[:, :, :m].float().cpu().numpy(),
                         memory_time=state.T[:, :m].cpu().numpy().astype(np.int64),
                         memory_observation=state.X[:, :m].cpu().numpy().astype(np.int64),
                         fam_activity=(None if out.fam_activity is None
-                                      else out.fam_activity.float().cpu().numpy()),
-                    )
-            yield chunk
+                                      else out.fam_activity.float().cpu().numpy()))
 
     # ----------------------------------------------------------------- datasets
     def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,
@@ -348,10 +312,7 @@ class Recorder:
         if p is not None:
             self._add_tem(data, coords, p)
         if fam_activity is not None:
-            spec = S.OPTIONAL_VARS[S.FAM_ACTIVITY]
-            data[S.FAM_ACTIVITY] = xr.Variable(spec.dims, np.asarray(fam_activity, spec.dtype),
-                                               {"units": spec.units,
-                                                "long_name": spec.long_name})
+            data[S.FAM_ACTIVITY] = _optional(S.FAM_ACTIVITY, fam_activity)
             coords[S.FAM_SLOT] = xr.Variable(
                 (S.FAM_SLOT,), np.arange(fam_activity.shape[-1]),
                 {"units": S.DIMENSIONLESS, "long_name": "FAM feedback slot index"})
@@ -380,35 +341,22 @@ class Recorder:
 
     def record(self) -> xr.Dataset:
         """The whole recording, in memory."""
-        B, T = self.n_envs, self.n_steps
-        d = self.model.n_g if self.tem else self.model.config.n_g
-        g = np.empty((B, T, d), np.float32)
-        g_pi = np.empty((B, T, d), np.float32)
-        pred = np.empty((B, T), np.int64)
-        acts, fams, ps, last = [], [], [], None
-        for c in self.chunks():
-            g[:, c.start:c.stop], g_pi[:, c.start:c.stop] = c.g, c.g_pi
-            pred[:, c.start:c.stop] = c.prediction
-            if c.p is not None:  # TEM: no memory slots
-                ps.append(c.p)
-                last = c
-                continue
-            acts.append(c.activity)
-            if c.fam_activity is not None:
-                fams.append(c.fam_activity)
-            last = c
-        if ps:
-            return self.dataset(0, T, g, g_pi, None, pred, None, None, None,
-                                np.concatenate(ps, 1))
-        activity = np.zeros((B, T, last.activity.shape[-1]), np.float32)
-        t = 0
-        while acts:  # free each chunk once copied
-            a = acts.pop(0)
-            activity[:, t:t + a.shape[1], :a.shape[2]] = a
-            t += a.shape[1]
-        return self.dataset(0, T, g, g_pi, activity, pred, last.memory_time,
-                            last.memory_observation,
-                            np.concatenate(fams, 1) if fams else None)
+        chunks = list(self.chunks())
+        last = chunks[-1]
+
+        def cat(name):
+            return np.concatenate([getattr(c, name) for c in chunks], 1)
+
+        if self.tem:  # TEM: p, no memory slots
+            return self.dataset(0, self.n_steps, cat("g"), cat("g_pi"), None, cat("prediction"),
+                                None, None, None, cat("p"))
+        activity = np.zeros((self.n_envs, self.n_steps, last.activity.shape[-1]), np.float32)
+        for c in chunks:  # memory grows chunk by chunk; free each chunk once copied
+            activity[:, c.start:c.stop, :c.activity.shape[2]] = c.activity
+            c.activity = None
+        return self.dataset(0, self.n_steps, cat("g"), cat("g_pi"), activity, cat("prediction"),
+                            last.memory_time, last.memory_observation,
+                            None if last.fam_activity is None else cat("fam_activity"))
 
 
 def _optional(name: str, values) -> xr.Variable:
@@ -555,13 +503,6 @@ def _chunk_shape(ds: xr.Dataset, name: str, time_chunk: int, clip: bool) -> tupl
     return tuple(shape)
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-
-
 class ZarrWriter:
     """Stream a recording into a zarr store, one chunk of time (one dataset piece) at a time.
 
@@ -621,27 +562,16 @@ class ZarrWriter:
     def abandon(self) -> None:
         """Drop an unfinished replacement store (the old output stays as it was)."""
         if self.deferred and self.created:
-            _remove(self.target)
+            remove_path(self.target)
             self.created = False
 
     def _swap(self, tmp: Path) -> None:
         """Put the complete store ``tmp`` at the output, setting an old one aside first."""
-        aside = None
-        try:
-            if self.path.exists() or self.path.is_symlink():
-                if not self.overwrite:
-                    raise FileExistsError(f"output {str(self.path)!r} appeared while "
-                                          "recording; not replacing it")
-                aside = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.old")
-                os.replace(self.path, aside)
-            os.replace(tmp, self.path)
-        except BaseException:
-            if aside is not None and not self.path.exists():
-                os.replace(aside, self.path)  # put the old output back
-            _remove(tmp)
-            raise
-        if aside is not None:
-            _remove(aside)
+        if (self.path.exists() or self.path.is_symlink()) and not self.overwrite:
+            remove_path(tmp)
+            raise FileExistsError(f"output {str(self.path)!r} appeared while recording; not "
+                                  "replacing it")
+        swap_in(tmp, self.path)
 
     def _create(self, piece: xr.Dataset) -> None:
         from zarr.codecs import ZstdCodec
@@ -664,7 +594,7 @@ class ZarrWriter:
             piece.to_zarr(tmp, mode="w", zarr_format=3, consolidated=True, encoding=encoding,
                           write_empty_chunks=True)
         except BaseException:
-            _remove(tmp)
+            remove_path(tmp)
             raise
         if self.deferred:
             self.target = tmp

@@ -19,7 +19,6 @@ are always drawn again.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from hippo_rep.analysis.remapping import TEM_SHUFFLES
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
 from hippo_rep.defaults import EVAL_ENVS, EVAL_SEED, N_SHUFFLES, QUICK_SHUFFLES, RECORD_STEPS
-from hippo_rep.fileio import write_json
+from hippo_rep.fileio import remove_path, write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.typed_config import Rule, TypedConfig, setting
 from hippo_rep.worlds import WorldError, parse_world
@@ -230,13 +229,6 @@ class StagesReport:
     resumed_from: int | None = None
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
                settings: StageSettings | None = None, *,
                outputs: Mapping[str, str | Path] | None = None, evals: Sequence | None = None,
@@ -331,7 +323,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
             continue
         for later in order[i + 1:]:
             if stage in INPUTS[later] and later != "figures":  # may hold other figures
-                _remove(paths[later])
+                remove_path(paths[later])
         if before is not None:
             before(stage, out)
         t0 = time.perf_counter()

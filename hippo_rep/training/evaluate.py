@@ -10,6 +10,8 @@ from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.random_streams import eval_rng
 from hippo_rep.training.checkpoint import CheckpointError, check_actions, load_checkpoint
 from hippo_rep.worlds import (
+    AGENTS,
+    REPORTED,
     World,
     ideal_agents,
     proportion_visited,
@@ -17,29 +19,43 @@ from hippo_rep.worlds import (
     step_types,
 )
 
-#: Step types reported (see hippo_rep.worlds.step_types), in JSON order.
-REPORTED = ("first_visit", "revisit_known_edge", "revisit_new_edge", "revisit_unseen_edge",
-            "revisit", "all")
 #: Bins of the proportion of nodes visited for the accuracy curve.
 CURVE_BINS = 10
 #: Steps per forward chunk at evaluation (no gradients, so only memory use depends on it).
 EVAL_CHUNK = 512
-AGENTS = ("model", "node_agent", "edge_agent")
 
 
-@torch.no_grad()
-def run_model(model, obs: np.ndarray, actions: np.ndarray, chunk: int = EVAL_CHUNK,
-              device=None, return_activity: bool = False):
-    """Run ``model`` over whole walks in chunks; returns a list of per-chunk ``Output``."""
+def model_chunks(model, obs: np.ndarray, actions: np.ndarray, chunk: int = EVAL_CHUNK,
+                 device=None, return_activity: bool = False, threads: int = 0):
+    """Run ``model`` over whole walks chunk after chunk (carrying its memory); yields
+    ``(start, stop, output, state)`` of each chunk of steps [start, stop).
+
+    Each chunk runs under ``torch.no_grad`` with ``threads`` torch threads (0: torch's
+    setting), both restored before the yield: a generator suspended inside them would leave
+    gradients disabled (and the thread count changed) in the consumer's thread.
+    """
     device = device or next(model.parameters()).device
     o = torch.as_tensor(obs, device=device)
     a = torch.as_tensor(actions, device=device)
-    state, outs = None, []
+    state = None
     for s in range(0, o.shape[1], chunk):
-        out, state = model(o[:, s:s + chunk], a[:, s:s + chunk], state,
-                           return_activity=return_activity)
-        outs.append(out)
-    return outs
+        before = torch.get_num_threads()
+        if threads > 0:
+            torch.set_num_threads(threads)
+        try:
+            with torch.no_grad():
+                out, state = model(o[:, s:s + chunk], a[:, s:s + chunk], state,
+                                   return_activity=return_activity)
+        finally:
+            torch.set_num_threads(before)
+        yield s, min(s + chunk, o.shape[1]), out, state
+
+
+def run_model(model, obs: np.ndarray, actions: np.ndarray, chunk: int = EVAL_CHUNK,
+              device=None, return_activity: bool = False):
+    """Run ``model`` over whole walks in chunks; returns a list of per-chunk ``Output``."""
+    return [out for _, _, out, _ in model_chunks(model, obs, actions, chunk, device,
+                                                  return_activity)]
 
 
 def predictions(model, obs, actions, chunk: int = EVAL_CHUNK,
