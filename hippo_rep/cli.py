@@ -237,7 +237,7 @@ def _print_stage(stage: str, out, result, seconds: float | None) -> None:
 
 
 def _print_eval(result: dict) -> None:
-    from hippo_rep.training.evaluate import AGENTS, REPORTED
+    from hippo_rep.worlds import AGENTS, REPORTED
 
     meta = result["meta"]
     print(f"held-out: {meta['envs']} envs × {meta['steps']} steps of {meta['world']} "

@@ -33,6 +33,11 @@ _COORD_TOL = 1e-6
 #: Step types, in the order of their integer codes.
 STEP_TYPES = ("first_visit", "revisit_known_edge", "revisit_new_edge")
 FIRST_VISIT, REVISIT_KNOWN_EDGE, REVISIT_NEW_EDGE = 0, 1, 2
+#: Step types an evaluation reports (of :func:`step_types`, and ``all``), in JSON order.
+REPORTED = ("first_visit", "revisit_known_edge", "revisit_new_edge", "revisit_unseen_edge",
+            "revisit", "all")
+#: Agents an evaluation scores: the model and :func:`ideal_agents`.
+AGENTS = ("model", "node_agent", "edge_agent")
 
 KINDS = ("square", "hex")
 #: Move directions in degrees for each kind of lattice (action k+1 moves along DIRECTIONS[k]).

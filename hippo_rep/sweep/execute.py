@@ -22,10 +22,10 @@ from hippo_rep import run_files as F
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.summary import summarise_analysis
 from hippo_rep.cluster import ClusterError, dask_client
-from hippo_rep.config import Config, apply_overrides, from_dict, read_raw
+from hippo_rep.config import Config
 from hippo_rep.fileio import atomic_write, write_json
 from hippo_rep.stages import StageSettings, run_stages
-from hippo_rep.sweep.grid import SweepError, expand_grid, parse_grid
+from hippo_rep.sweep.grid import SweepError, expand_sweep, parse_grid
 from hippo_rep.sweep.manifest import MANIFEST, RUNS_DIR, build_manifest, check_out, clear
 from hippo_rep.sweep.results import DONE_FILE, ERROR_FILE, is_finished
 
@@ -206,9 +206,7 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
     grid = parse_grid(grid)
-    runs = expand_grid(config, grid, n_seeds, overrides)
-    raw, source = read_raw(config)
-    base = from_dict(apply_overrides(raw, overrides), source)
+    runs, base = expand_sweep(config, grid, n_seeds, overrides)
     manifest = build_manifest(runs, base, grid, n_seeds, dataclasses.asdict(settings),
                               str(config), overrides)
     out = Path(out).resolve()

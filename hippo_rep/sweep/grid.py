@@ -165,12 +165,18 @@ def expand_grid(config: str | Path, grid=(), n_seeds: int = DEFAULT_SEEDS,
     SweepError
         ``n_seeds`` < 1, or two runs whose folder names coincide.
     """
+    return expand_sweep(config, grid, n_seeds, overrides)[0]
+
+
+def expand_sweep(config, grid, n_seeds: int,
+                 overrides: Sequence[str]) -> tuple[list[Run], Config]:
+    """:func:`expand_grid`'s runs and the base config they vary (read once)."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise SweepError(f"the number of seeds must be an int ≥ 1; got {n_seeds!r}")
     grid = parse_grid(grid)
     raw, source = read_raw(config)
     raw = apply_overrides(raw, overrides)
-    from_dict(raw, source)  # the base config alone is valid
+    base = from_dict(raw, source)  # the base config alone is valid
     keys = list(grid)
     dims = grid_dims(keys)
     labels: dict[str, dict] = {k: {} for k in keys}  # key → value index → label
@@ -199,6 +205,6 @@ def expand_grid(config: str | Path, grid=(), n_seeds: int = DEFAULT_SEEDS,
                                  f"{name!r}; use distinguishable grid values")
             names[name] = lab
             runs.append(Run(name, lab, seed, cfg))
-    return runs
+    return runs, base
 
 

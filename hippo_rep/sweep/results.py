@@ -14,15 +14,12 @@ from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.summary import SUMMARY, summarise_analysis
 from hippo_rep.run_files import ANALYSIS_FILE, EVAL_FILE
 from hippo_rep.sweep.manifest import RUNS_DIR, read_manifest
+from hippo_rep.worlds import AGENTS, REPORTED
 
 #: Written atomically and last: the run is finished (with the files it names).
 DONE_FILE = "done.json"
 #: A failed run's traceback.
 ERROR_FILE = "error.txt"
-#: Agents and step types of the ``accuracy`` variable (see hippo_rep.training.evaluate).
-AGENTS = ("model", "node_agent", "edge_agent")
-STEP_TYPES = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "revisit_known_edge",
-              "first_visit", "all")
 #: Statistics :func:`open_sweep` takes from each run's eval.json: name → description.
 EVAL_SUMMARY = {
     "memories_per_node": "memories written per distinct node visited on the held-out walks "
@@ -87,7 +84,7 @@ def open_sweep(path):
         Dims: one per grid key (named by the key without its section, e.g.
         ``transition_activation``, unless ambiguous; ``attrs["dims"]`` maps dims to keys;
         coords are the config values, tuples joined by ","), ``seed``, and for ``accuracy``
-        also ``agent`` (:data:`AGENTS`) and ``step_type`` (:data:`STEP_TYPES`). Variables:
+        also ``agent`` (:data:`AGENTS`) and ``step_type`` (:data:`REPORTED`). Variables:
         ``accuracy`` (fraction correct on the held-out environments of ``eval.json``), the
         :data:`SUMMARY` statistics of ``analysis.nc``, ``status`` ("done", "failed",
         "unfinished", "not started") and ``run`` (folder name). Values of runs that are
@@ -107,7 +104,7 @@ def open_sweep(path):
     coords = {d: list(man["grid"][k]) for d, k in zip(dims, keys, strict=True)}
     coords["seed"] = list(man["seeds"])
     shape = tuple(len(v) for v in coords.values())
-    acc = np.full((*shape, len(AGENTS), len(STEP_TYPES)), np.nan)
+    acc = np.full((*shape, len(AGENTS), len(REPORTED)), np.nan)
     summ = {k: np.full(shape, np.nan) for k in (*SUMMARY, *EVAL_SUMMARY)}
     status = np.full(shape, "not started", dtype=object)
     names = np.full(shape, "", dtype=object)
@@ -125,13 +122,13 @@ def open_sweep(path):
         for k, v in _eval_summary(ev).items():
             summ[k][idx] = v
         for i, agent in enumerate(AGENTS):
-            for j, st in enumerate(STEP_TYPES):
+            for j, st in enumerate(REPORTED):
                 v = ev.get(agent, {}).get(st)
                 acc[idx + (i, j)] = np.nan if v is None else v
         for k, v in _run_summary(run_dir).items():
             summ[k][idx] = v
     rdims = (*dims, "seed")
-    ds = xr.Dataset(coords={**coords, "agent": list(AGENTS), "step_type": list(STEP_TYPES)})
+    ds = xr.Dataset(coords={**coords, "agent": list(AGENTS), "step_type": list(REPORTED)})
     ds["accuracy"] = xr.DataArray(acc, dims=(*rdims, "agent", "step_type"), attrs={
         "long_name": "held-out accuracy", "units": "1",
         "description": "fraction of steps predicted correctly on held-out environments, by "
