@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
+
 #: Horizontal jitter of the points of :func:`score_distributions`, in box widths.
 JITTER = 0.15
 #: Seed of that jitter (display only).
@@ -32,10 +34,7 @@ def score_distributions(groups: dict, ax=None, ylabel: str = "score",
         One box per group (median, quartiles, whiskers at 1.5 IQR), x tick labels
         ``label\\nn = count, median``.
     """
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
+    ax = get_ax(ax)
     colors = colors or {}
     rng = np.random.default_rng(JITTER_SEED)
     data, labels = [], []

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
+
 #: Okabe-Ito colour per memory variant.
 VARIANT_COLORS = {"full": "#0072B2", "window": "#D55E00", "fam": "#009E73",
                   "hebbian": "#CC79A7"}
@@ -31,10 +33,7 @@ def plot_delay(ds, ax=None):
     -------
     matplotlib Axes
     """
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
+    ax = get_ax(ax)
     delays = np.asarray(ds["delay"].values, dtype=float)
     for v in ds["variant"].values:
         acc = ds["accuracy"].sel(variant=v)
@@ -78,10 +77,7 @@ def plot_delay_cost(rows, key: str = "ms_per_step", ax=None):
     """
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
+    ax = get_ax(ax)
     for r in rows:
         ax.plot(r["delay"], r[key], "o-", ms=3, lw=1, label=r["variant"],
                 color=VARIANT_COLORS.get(r["variant"], None))

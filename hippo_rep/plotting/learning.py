@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
+
 #: Line styles and colours of the two ideal agents.
 AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (limit)"),
                "edge_agent": dict(color="#999999", ls=":", label="edge agent")}
@@ -12,14 +14,6 @@ AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (l
 STEP_LABELS = {"first_visit": "first\nvisit", "revisit_known_edge": "known\nedge",
                "revisit_new_edge": "new edge\n(loop closure)",
                "revisit_unseen_edge": "unseen edge\n(zero-shot)"}
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
 
 
 def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None):
@@ -34,7 +28,7 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     colors : dict, optional
         Label → colour.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     colors = colors or {}
     first = next(iter(results.values()))
     x = np.asarray(first["curve"]["proportion_visited"])
@@ -53,7 +47,7 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
 
 def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None = None):
     """Grouped bars: accuracy by step type for each model and the ideal agents."""
-    ax = _ax(ax)
+    ax = get_ax(ax)
     colors = colors or {}
     first = next(iter(results.values()))
     groups = [(label, res["model"], colors.get(label)) for label, res in results.items()]
@@ -103,7 +97,7 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
     """
     if x not in SPEED_AXES:
         raise ValueError(f"x must be one of {sorted(SPEED_AXES)}; got {x!r}")
-    ax = _ax(ax)
+    ax = get_ax(ax)
     every = np.array([r[x] for rows in data["runs"].values() for r in rows], dtype=float)
     floor = every[every > 0].min() / 2 if (every > 0).any() else 1.0  # where 0 is drawn
     for kind, rows in data["runs"].items():

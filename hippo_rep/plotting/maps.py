@@ -5,14 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.defaults import PLACE_THRESHOLD
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
+from hippo_rep.plotting.axes import get_ax
 
 
 def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = False,
@@ -22,7 +15,7 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
     With ``outline_fields``, contours at :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the
     peak outline the fields.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     z = np.asarray(map2d, dtype=float)
     x = np.asarray(map2d["x"]) if "x" in map2d.coords else np.arange(z.shape[1])
     y = np.asarray(map2d["y"]) if "y" in map2d.coords else np.arange(z.shape[0])
@@ -42,7 +35,7 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
 
 def autocorrelogram(sac, ax=None, title: str | None = None):
     """A spatial autocorrelogram (dims (lag_y, lag_x)), Pearson r from −1 to 1."""
-    ax = _ax(ax)
+    ax = get_ax(ax)
     z = np.asarray(sac, dtype=float)
     ax.pcolormesh(np.asarray(sac["lag_x"]), np.asarray(sac["lag_y"]), np.ma.masked_invalid(z),
                   cmap="RdBu_r", vmin=-1, vmax=1, shading="nearest")

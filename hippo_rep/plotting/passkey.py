@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
 from hippo_rep.tasks import PASSKEY_VARIANTS
 
 #: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`; the
@@ -14,14 +15,6 @@ LONG_FILLER = 512
 SWEEP_FIGSIZE = (6, 3.6)
 #: Line style of each variant family in :func:`plot_passkey_sweep` (FAM also drawn thicker).
 FAMILY_STYLES = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
 
 
 def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
@@ -78,7 +71,7 @@ def passkey_curves(rows: list[dict], ax=None, chance: float | None = None):
     chance : float, optional
         Chance accuracy (fraction), drawn as a line.
     """
-    ax = plot_passkey_sweep(rows, ax=_ax(ax), chance=chance)
+    ax = plot_passkey_sweep(rows, ax=get_ax(ax), chance=chance)
     ax.set_xlabel("filler length (tokens, symlog scale)")
     ax.set_ylabel("PassKey accuracy (fraction correct)")
     ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -116,7 +109,7 @@ def passkey_long_filler(rows: list[dict], ax=None, min_filler: int = LONG_FILLER
     chance : float, optional
         Chance accuracy (fraction), drawn as a line.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     means, long = long_filler_means(rows, min_filler)
     names = list(means)
     import matplotlib as mpl

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
+
 from .remapping import POPULATION_COLORS, POPULATION_LABELS
 
 #: Histogram bins of :func:`place_score_by_population` (the score lies in [0, 1]).
@@ -27,10 +29,7 @@ def place_score_by_population(place_score, ax=None):
         with each population's median and count in the legend. X: share of firing mass in
         the largest field (unitless, 1 = one field holds everything).
     """
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
+    ax = get_ax(ax)
     variables = list(dict.fromkeys(np.asarray(place_score["variable"].values).tolist()))
     for v in variables:
         vals = np.asarray(place_score.sel(unit=place_score["variable"] == v).values,

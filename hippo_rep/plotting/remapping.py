@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
 from hippo_rep.schema import G_PI, MEMORY_ACTIVITY, G, P
 
 #: Display names of the populations (recording variables).
@@ -25,22 +26,14 @@ MAX_LABELLED_PAIRS = 10
 #: Significance level of the TEM test summarised by :func:`tem_test`.
 TEM_ALPHA = 0.05
 
-#: Largest number of points drawn by :func:`tem_scatter` (a random subset beyond it).
+#: Largest number of points drawn by :func:`pair_scatter` (a random subset beyond it).
 MAX_SCATTER_POINTS = 20000
 
-#: Opacity of :func:`tem_scatter`'s points: (up to DENSE_POINTS points, beyond).
+#: Opacity of :func:`pair_scatter`'s points: (up to DENSE_POINTS points, beyond).
 SCATTER_ALPHA = (0.7, 0.2)
 
-#: Number of points beyond which :func:`tem_scatter` draws them fainter.
+#: Number of points beyond which :func:`pair_scatter` draws them fainter.
 DENSE_POINTS = 2000
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
 
 
 def _label(v: str) -> str:
@@ -62,7 +55,7 @@ def remap_by_population(remap_corr, ax=None):
     matplotlib Axes
         Y axis: Pearson r (unitless); the median of each population written above it.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     rng = np.random.default_rng(JITTER_SEED)
     variables = list(dict.fromkeys(np.asarray(remap_corr["variable"].values).tolist()))
     data, labels = [], []
@@ -97,7 +90,7 @@ def pv_by_population(pv_corr, ax=None):
         Mean over common nodes of the across-unit Pearson r.
     ax : matplotlib Axes, optional
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     pops = np.asarray(pv_corr["population"].values).tolist()
     for i, v in enumerate(pops):
         vals = np.asarray(pv_corr.sel(population=v).values, dtype=float).ravel()
@@ -109,44 +102,6 @@ def pv_by_population(pv_corr, ax=None):
     ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("population-vector correlation\n(Pearson r, unitless)")
-    return ax
-
-
-def tem_scatter(points, ax=None, title: str | None = None):
-    """The grid–place relationship of one environment pair (the TEM test's points).
-
-    Parameters
-    ----------
-    points : (numpy.ndarray, numpy.ndarray), each (memory, grid unit)
-        :func:`hippo_rep.analysis.remapping.tem_points`: each grid unit's z-scored rate at
-        each memory unit's peak node, in env a (x) and env b (y).
-    ax : matplotlib Axes, optional
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib Axes
-        Axes in z-scores (standard deviations); Pearson r written in the panel.
-    """
-    ax = _ax(ax)
-    va, vb = (np.asarray(p, dtype=float).ravel() for p in points)
-    if va.size > MAX_SCATTER_POINTS:
-        keep = np.random.default_rng(JITTER_SEED).choice(va.size, MAX_SCATTER_POINTS,
-                                                          replace=False)
-        va, vb = va[keep], vb[keep]
-    alpha = SCATTER_ALPHA[0] if va.size <= DENSE_POINTS else SCATTER_ALPHA[1]
-    ax.scatter(va, vb, s=3, alpha=alpha, color=POPULATION_COLORS[MEMORY_ACTIVITY], lw=0,
-               rasterized=True)
-    if va.size >= 2 and np.std(va) > 0 and np.std(vb) > 0:
-        r = float(np.corrcoef(va, vb)[0, 1])
-        ax.text(0.03, 0.97, f"r = {r:.2f}", transform=ax.transAxes, va="top", fontsize=7)
-    else:
-        ax.text(0.5, 0.5, "too few memory units\nwith a peak in both envs",
-                transform=ax.transAxes, ha="center", va="center", fontsize=7)
-    ax.set_xlabel("grid rate at memory peak, env a\n(z-score, SD)")
-    ax.set_ylabel("same, env b (z-score, SD)")
-    if title:
-        ax.set_title(title, fontsize=7)
     return ax
 
 
@@ -167,7 +122,7 @@ def tem_test(tem, ax=None):
         :data:`MAX_LABELLED_PAIRS` pairs; beyond, the number of pairs with p <
         :data:`TEM_ALPHA`).
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     n = tem.sizes["env_pair"]
     x = np.arange(n)
     ax.plot(x, tem["tem_corr"].values, "o", color=POPULATION_COLORS[MEMORY_ACTIVITY],
@@ -226,7 +181,7 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
         null mean (grey bars) and, for the correlation, the null's 95th percentile (red
         bars); the number of pairs with p < :data:`PAIR_ALPHA` written above.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     obs_name = "pair_structure_r" if stat == "pair_structure" else "pair_shift_match"
     pops = np.asarray(pair["population"].values).tolist()
     rng = np.random.default_rng(JITTER_SEED)
@@ -278,7 +233,7 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
     matplotlib Axes
         Axes in Pearson r (unitless); the correlation of the points written in the panel.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     iu, ju = np.triu_indices(np.asarray(corr_a).shape[0], 1)
     x, y = np.asarray(corr_a)[iu, ju], np.asarray(corr_b)[iu, ju]
     ok = np.isfinite(x) & np.isfinite(y)

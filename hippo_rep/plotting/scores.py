@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from hippo_rep.plotting.axes import get_ax
+
 #: Histogram bins of a score distribution.
 N_BINS = 30
 
@@ -23,14 +25,6 @@ THRESHOLD_STYLE = {
     "rule": dict(color="#009E73", ls="--", lw=1.0),
     "floor": dict(color="#000000", ls=":", lw=1.0),
 }
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
 
 
 def _finite(values) -> np.ndarray:
@@ -84,7 +78,7 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     matplotlib Axes
         Y axis: fraction of values per bin.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     n_obs = int(np.asarray(observed).size)
     obs = _finite(observed)
     nul = _finite(null) if null is not None else np.empty(0)
@@ -142,7 +136,7 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
     ax : matplotlib Axes, optional
     title : str, optional
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     lines = []
     for k, v in scores.items():
         if isinstance(v, (float, np.floating)):
@@ -173,7 +167,7 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None):
         X axis: fraction classified (0–1); one group of bars per class, one bar per
         population.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     pop_dim, cls_dim = fractions["fraction"].dims
     pops = [str(p) for p in fractions[pop_dim].values]
     classes = [str(c) for c in fractions[cls_dim].values]
@@ -218,7 +212,7 @@ def count_distribution(values, ax=None, xlabel: str = "count", title: str | None
     matplotlib Axes
         One bar per count from the smallest to the largest, height the fraction of values.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     v = _finite(values).astype(int)
     if v.size:
         ks = np.arange(v.min(), v.max() + 1)

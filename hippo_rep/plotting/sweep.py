@@ -3,6 +3,8 @@ points."""
 
 from __future__ import annotations
 
+from hippo_rep.plotting.axes import get_ax
+
 #: Selection applied to a variable's non-grid dims when the caller does not choose: the
 #: model's loop-closure accuracy (a revisit through a directed edge never taken).
 DEFAULT_SELECT = {"agent": "model", "step_type": "revisit_new_edge"}
@@ -16,14 +18,6 @@ PALETTE = "colorblind"
 JITTER = 0.15
 #: Variable drawn when none is named.
 DEFAULT_VARIABLE = "accuracy"
-
-
-def _ax(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
-    return ax
 
 
 def sweep_frame(ds, y: str = DEFAULT_VARIABLE, select: dict | None = None):
@@ -100,7 +94,7 @@ def plot_sweep(ds, y: str = DEFAULT_VARIABLE, ax=None, x: str | None = None, hue
     """
     import seaborn as sns
 
-    ax = _ax(ax)
+    ax = get_ax(ax)
     select = select or {}
     df = sweep_frame(ds, y, select).dropna(subset=[y])
     grid = _grid_dims(ds)

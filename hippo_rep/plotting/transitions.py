@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hippo_rep.plotting.learning import _ax
+from hippo_rep.plotting.axes import get_ax
 
 #: Waves drawn per model in the wave-vector panel (strongest first).
 MAX_WAVES = 12
@@ -20,7 +20,7 @@ def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None 
     diagnostics : dict
         One model's ``transitions`` entry; a nonlinear σ (no ``wave_vectors``) draws a note.
     """
-    ax = _ax(ax)
+    ax = get_ax(ax)
     waves = (diagnostics.get("wave_vectors") or {}).get("waves")
     if not waves:
         ax.text(0.5, 0.5, "no wave vectors\n(nonlinear σ: states are not sums of waves)",
@@ -52,7 +52,7 @@ def loop_return_panel(results: dict[str, dict], ax=None, colors: dict | None = N
     """z-scored cosine between g before and after each opposite pair of moves and the
     smallest loop, per model, against the add-if-novel write threshold (below it, a revisit
     through that loop writes a duplicate memory)."""
-    ax = _ax(ax)
+    ax = get_ax(ax)
     colors = colors or {}
     items = [(label, r["transitions"]["loop_returns"]) for label, r in results.items()
              if (r.get("transitions") or {}).get("loop_returns")]
@@ -81,7 +81,7 @@ def loop_return_panel(results: dict[str, dict], ax=None, colors: dict | None = N
 def memories_per_node_panel(results: dict[str, dict], ax=None, colors: dict | None = None):
     """Memories written per distinct node visited (mean, and max over walks as a tick), per
     model; add-if-novel's ideal is 1."""
-    ax = _ax(ax)
+    ax = get_ax(ax)
     colors = colors or {}
     items = [(label, r["memory"]) for label, r in results.items() if r.get("memory")]
     for i, (label, m) in enumerate(items):
