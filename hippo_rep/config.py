@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import quote
 from hippo_rep.typed_config import ConfigError, Rule, TypedConfig, choice, read_toml, setting
 from hippo_rep.worlds import WorldError, parse_world
@@ -69,8 +70,8 @@ class WorldConfig(TypedConfig):
     # World specs sampled uniformly per environment (see hippo_rep.worlds.parse_world); all must
     # share one action set. "square:8" = the 8x8 four-connected world of the paper's Fig. 1.
     worlds: tuple[str, ...] = ("square:8",)
-    # Sensory categories; observations are one-hot, drawn per node with replacement (TEM: 45).
-    n_obs: int = setting(45, _size("MAX_OBS", low=2))
+    # Sensory categories; observations are one-hot, drawn per node with replacement.
+    n_obs: int = setting(N_OBS, _size("MAX_OBS", low=2))
     # Steps per walk; ~3x the node count lets most nodes be revisited (measured in prototypes).
     walk_steps: int = setting(192, _size("MAX_WALK_STEPS"))
     # Probability of repeating the previous move (TEM's 0.25 heading persistence).
