@@ -76,31 +76,29 @@ def run(out: Path, seeds: int, names: list[str]) -> None:
               f"{len(rep.failed)} failed ({rep.wall_s:.0f} s)", flush=True)
 
 
-def reanalyse(out: Path) -> None:
-    from hippo_rep.analysis.pipeline import analyse, write_analysis
-    from hippo_rep.recording import open_recording
-    from hippo_rep.sweep import (
-        ANALYSIS_FILE,
-        ANALYSIS_SCHEDULER,
-        RECORDING_FILE,
-        RUNS_DIR,
-        read_manifest,
-    )
+def _finished_runs(out: Path):
+    """(run folder, stage settings) of every finished run of every setting's sweep."""
+    from hippo_rep.sweep import DONE_FILE, RUNS_DIR, SweepSettings, read_manifest
 
     for name in SETTINGS:
-        if not (out / name / "sweep.json").is_file():
-            continue
-        st = read_manifest(out / name)["settings"]
-        for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
-            if not (run_dir / "done.json").is_file():
-                continue
-            with open_recording(run_dir / RECORDING_FILE) as ds:
-                rec = ds.load()
-            res = analyse(rec, shuffles=st["shuffles"], seed=st["analysis_seed"],
-                          remap_shuffles=st["remap_shuffles"], decode=st["decode"],
-                          scheduler=ANALYSIS_SCHEDULER)
-            write_analysis(res, run_dir / ANALYSIS_FILE, overwrite=True)
-            print(f"reanalysed {name}/{run_dir.name}", flush=True)
+        if (out / name / "sweep.json").is_file():
+            settings = SweepSettings(**read_manifest(out / name)["settings"])
+            for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
+                if (run_dir / DONE_FILE).is_file():
+                    yield run_dir, settings
+
+
+def reanalyse(out: Path) -> None:
+    """The stage runner's analyse stage again on each finished run's recording (the new
+    analysis replaces the old one atomically)."""
+    from hippo_rep.stages import analyse_stage
+    from hippo_rep.sweep import ANALYSIS_FILE, ANALYSIS_SCHEDULER, RECORDING_FILE
+
+    for run_dir, st in _finished_runs(out):
+        analyse_stage(run_dir / RECORDING_FILE, run_dir / ANALYSIS_FILE, shuffles=st.shuffles,
+                      seed=st.analysis_seed, remap_shuffles=st.remap_shuffles,
+                      decode=st.decode, scheduler=ANALYSIS_SCHEDULER, overwrite=True)
+        print(f"reanalysed {run_dir.parent.parent.name}/{run_dir.name}", flush=True)
 
 
 #: What ``calibrate`` writes into each finished run's folder.
@@ -108,28 +106,33 @@ CALIBRATED_CHECKPOINT, CALIBRATED_EVAL = "calibrated.pt", "eval_calibrated.json"
 
 
 def calibrate(out: Path) -> None:
-    """Calibrate every finished run's write threshold (hippo_rep.training.calibrate) and
-    evaluate the calibrated copy on the same held-out walks as the run's own evaluation."""
-    from hippo_rep.fileio import write_json
-    from hippo_rep.sweep import RUNS_DIR, read_manifest
-    from hippo_rep.training.calibrate import calibrate_checkpoint
-    from hippo_rep.training.evaluate import evaluate_checkpoint
+    """The stage runner's calibrate and evaluate stages on every finished run: its write
+    threshold calibrated (hippo_rep.training.calibrate) and the calibrated copy evaluated on
+    the same held-out walks as the run's own evaluation."""
+    import dataclasses
+    import json
 
-    for name in SETTINGS:
-        if not (out / name / "sweep.json").is_file():
+    from hippo_rep.config import load_config
+    from hippo_rep.fileio import write_json
+    from hippo_rep.stages import run_stages
+    from hippo_rep.training.checkpoint import read_checkpoint
+
+    for run_dir, st in _finished_runs(out):
+        path = run_dir / CALIBRATED_EVAL
+        if path.is_file():
             continue
-        st = read_manifest(out / name)["settings"]
-        for run_dir in sorted((out / name / RUNS_DIR).iterdir()):
-            if not (run_dir / "done.json").is_file() or (run_dir / CALIBRATED_EVAL).is_file():
-                continue
-            rep = calibrate_checkpoint(run_dir / "checkpoint.pt", run_dir / CALIBRATED_CHECKPOINT)
-            res = evaluate_checkpoint(run_dir / CALIBRATED_CHECKPOINT, n_envs=st["eval_envs"],
-                                      world=st["eval_world"], n_steps=st["eval_steps"],
-                                      seed=st["eval_seed"])
-            res["calibration"] = rep
-            write_json(run_dir / CALIBRATED_EVAL, res, indent=1)
-            print(f"calibrated {name}/{run_dir.name}: threshold {rep['threshold']:.3f}, "
-                  f"{res['memory']['memories_per_node']:.2f} memories/node", flush=True)
+        tmp = run_dir / "eval_calibrated.partial.json"  # complete; lacks the calibration
+        run_stages(run_dir, load_config(run_dir / "config.toml"), ("calibrate", "evaluate"),
+                   dataclasses.replace(st, calibrate=True),
+                   outputs={"calibrate": run_dir / CALIBRATED_CHECKPOINT, "evaluate": tmp})
+        res = json.loads(tmp.read_text())
+        rep = read_checkpoint(run_dir / CALIBRATED_CHECKPOINT)["extra"]["calibration"]
+        res["calibration"] = rep
+        write_json(path, res, indent=1)
+        tmp.unlink(missing_ok=True)
+        print(f"calibrated {run_dir.parent.parent.name}/{run_dir.name}: threshold "
+              f"{rep['threshold']:.3f}, {res['memory']['memories_per_node']:.2f} memories/node",
+              flush=True)
 
 
 def calibrated_columns(run_dir: Path) -> list[float]:
