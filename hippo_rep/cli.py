@@ -105,29 +105,6 @@ def _world_arg(world):
     return world
 
 
-def _errors():
-    from hippo_rep.analysis.recordings import AnalysisError
-    from hippo_rep.config import ConfigError
-    from hippo_rep.figures import FigureError
-    from hippo_rep.recording import RecordingError
-    from hippo_rep.schema import SchemaError
-    from hippo_rep.tasks.passkey import PassKeyError
-    from hippo_rep.training.checkpoint import CheckpointError
-    from hippo_rep.training.trainer import TrainingError
-    from hippo_rep.worlds import WorldError
-
-    return (ConfigError, CheckpointError, TrainingError, WorldError, RecordingError,
-            SchemaError, AnalysisError, PassKeyError, FigureError, FileExistsError,
-            FileNotFoundError, OutputError)
-
-
-def _load_config(config, overrides):
-    from hippo_rep.config import load_config, read_raw
-
-    read_raw(config)  # a clear error for a missing file before anything is written
-    return load_config(config, overrides)
-
-
 def cmd_train(args) -> int:
     from hippo_rep.config import load_config
     from hippo_rep.run_files import CHECKPOINT_FILE, CONFIG_FILE
@@ -141,7 +118,7 @@ def cmd_train(args) -> int:
             raise FileNotFoundError(f"--resume: {str(saved)!r} not found")
         cfg = load_config(saved, args.set)
     else:
-        cfg = _load_config(args.config, args.set)
+        cfg = load_config(args.config, args.set)
     if args.device is not None:  # checked as train.device
         cfg = cfg.replace(train=cfg.train.replace(device=args.device))
     t0 = time.perf_counter()
@@ -264,7 +241,7 @@ def cmd_demo(args) -> int:
     import shutil
 
     from hippo_rep.analysis.remapping import TEM_SHUFFLES
-    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS, load_config
     from hippo_rep.stages import StageSettings, run_stages
 
     out = check_output_path(args.out, "--out", folder=True)
@@ -278,7 +255,7 @@ def cmd_demo(args) -> int:
     if existing and not args.overwrite:
         raise FileExistsError(f"{str(existing[0])!r} exists; pass --overwrite to train again, "
                               "or use another --out")
-    configs = {kind: _load_config(args.config, [*args.set, f"model.kind={kind}"])
+    configs = {kind: load_config(args.config, [*args.set, f"model.kind={kind}"])
                for kind in runs}
     settings = StageSettings(eval_envs=args.envs, record_envs=args.record_envs,
                              record_steps=args.record_steps, record_seed=0,
@@ -839,7 +816,11 @@ def main(argv=None) -> int:
 
 def _cause(err: BaseException) -> str:
     """One line saying what went wrong, naming the file where the error knows it."""
-    if isinstance(err, _errors()):
+    from hippo_rep.training.trainer import TrainingError
+
+    # the library's errors (ValueErrors: ConfigError, CheckpointError, ..., and bad argument
+    # values reaching library checks) and these say what went wrong, naming the file
+    if isinstance(err, (ValueError, TrainingError, FileExistsError, FileNotFoundError)):
         text = str(err)
     elif isinstance(err, MemoryError):
         text = "out of memory; use smaller sizes (envs, steps, world, model)"
@@ -847,8 +828,6 @@ def _cause(err: BaseException) -> str:
         text = f"{err.filename!r}: {err.strerror or type(err).__name__}"
     elif isinstance(err, OSError):
         text = f"{err.strerror or err} ({type(err).__name__})"
-    elif isinstance(err, ValueError):  # bad argument values reaching library checks
-        text = str(err)
     else:
         text = f"{type(err).__name__}: {err} (an unexpected error; --debug shows where)"
     text = " ".join(text.split())

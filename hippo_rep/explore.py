@@ -27,6 +27,7 @@ from hippo_rep.plotting import paper_style
 from hippo_rep.plotting.display import (
     DEFAULT_FORMAT,
     FORMATS,
+    display_in_ipython,
     display_output,
     register_figure_formatter,
     text_output,
@@ -539,18 +540,8 @@ def explore_rate_maps(analysis, env=None, variables: Sequence[str] | None = None
         return _static(analysis, env, variables, n_static, fmt, show)
     explorer = _widget(ipywidgets, analysis, envs, env, list(variables), fmt)
     if show:
-        _display(explorer.widget)
+        display_in_ipython(explorer.widget)
     return explorer
-
-
-def _display(obj) -> None:
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # outside IPython: nothing to show
-        return
-    if get_ipython() is not None:
-        display(obj)
 
 
 def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: str) -> Explorer:
@@ -766,6 +757,6 @@ def show_figures(report: dict, fmt: str = "png") -> list:
                     from IPython.display import Image
                 except ImportError:
                     continue
-                _display(Image(filename=str(p)))
+                display_in_ipython(Image(filename=str(p)))
                 shown.append(p)
     return shown

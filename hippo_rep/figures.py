@@ -376,9 +376,7 @@ def place_cells_figure(inputs: FigureInputs):
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
         # ties in place score (1 = all mass in one field) broken by spatial information
-        info = ds["spatial_info"].sel(env=env).fillna(-np.inf) if "spatial_info" in ds \
-            else score
-        top = ds["unit"].values[np.lexsort((-info.values, -score.values))[:N_UNITS_SHOWN]]
+        top = _top_units(ds, "place_score", env, N_UNITS_SHOWN, "spatial_info")
         for j, u in enumerate(top):
             rate_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j], outline_fields=True,
                      cmap="magma",

@@ -274,13 +274,13 @@ class Recorder:
                                       else out.fam_activity.float().cpu().numpy()))
 
     # ----------------------------------------------------------------- datasets
-    def dataset(self, start: int, stop: int, g, g_pi, activity, prediction, memory_time,
-                memory_observation, fam_activity=None, p=None) -> xr.Dataset:
-        """The recording of steps [start, stop) (attr ``n_steps`` = ``stop``); with
-        ``fam_activity`` (B, L, F) also the FAM slots' activity (dim ``fam_slot``); with
-        ``p`` (B, L, n_p) TEM's grounded locations (dim ``p_unit``) and no memory slots
-        (``activity`` and ``memory_*`` None)."""
-        B = self.n_envs
+    def dataset(self, c: Chunk) -> xr.Dataset:
+        """The recording of the chunk's steps [start, stop) (attr ``n_steps`` = ``stop``); with
+        ``fam_activity`` also the FAM slots' activity (dim ``fam_slot``); with ``p`` TEM's
+        grounded locations (dim ``p_unit``) and no memory slots."""
+        B, start, stop, activity, p, prediction = (self.n_envs, c.start, c.stop, c.activity,
+                                                   c.p, c.prediction)
+        memory_time, fam_activity = c.memory_time, c.fam_activity
         sl = slice(start, stop)
         mt = np.zeros((B, 0), np.int64) if memory_time is None else np.asarray(memory_time)
         used = mt >= 0
@@ -291,8 +291,8 @@ class Recorder:
         xy = self.world.coords[self.nodes[:, sl]]
         observation = self.observations[:, sl]
         values = {
-            S.G: g, S.G_PI: g_pi, S.MEMORY_ACTIVITY: activity,
-            S.ENV: np.arange(B), S.TIME: np.arange(start, stop), S.G_UNIT: np.arange(g.shape[-1]),
+            S.G: c.g, S.G_PI: c.g_pi, S.MEMORY_ACTIVITY: activity, S.ENV: np.arange(B),
+            S.TIME: np.arange(start, stop), S.G_UNIT: np.arange(c.g.shape[-1]),
             S.MEMORY: np.arange(activity.shape[-1]),
             S.WORLD_NODE: np.arange(self.world.n_nodes),
             S.NODE: self.nodes[:, sl], S.X: xy[..., 0], S.Y: xy[..., 1],
@@ -300,7 +300,7 @@ class Recorder:
             S.PREDICTION: prediction, S.CORRECT: prediction == observation,
             S.STEP_TYPE: self.step_type[:, sl],
             S.MEMORY_NODE: memory_node, S.MEMORY_TIME: mt,
-            S.MEMORY_OBSERVATION: memory_observation,
+            S.MEMORY_OBSERVATION: c.memory_observation,
             S.NODE_X: self.world.coords[:, 0], S.NODE_Y: self.world.coords[:, 1],
         }
         variables = {name: xr.Variable(spec.dims, np.asarray(values[name], dtype=spec.dtype),
@@ -336,8 +336,7 @@ class Recorder:
     def pieces(self) -> Iterator[xr.Dataset]:
         """One dataset per chunk of time (memory dim = memories so far)."""
         for c in self.chunks():
-            yield self.dataset(c.start, c.stop, c.g, c.g_pi, c.activity, c.prediction,
-                               c.memory_time, c.memory_observation, c.fam_activity, c.p)
+            yield self.dataset(c)
 
     def record(self) -> xr.Dataset:
         """The whole recording, in memory."""
@@ -347,16 +346,18 @@ class Recorder:
         def cat(name):
             return np.concatenate([getattr(c, name) for c in chunks], 1)
 
+        whole = Chunk(0, self.n_steps, cat("g"), cat("g_pi"), None, cat("prediction"),
+                      last.memory_time, last.memory_observation)
         if self.tem:  # TEM: p, no memory slots
-            return self.dataset(0, self.n_steps, cat("g"), cat("g_pi"), None, cat("prediction"),
-                                None, None, None, cat("p"))
-        activity = np.zeros((self.n_envs, self.n_steps, last.activity.shape[-1]), np.float32)
+            return self.dataset(dataclasses.replace(whole, p=cat("p")))
+        if last.fam_activity is not None:
+            whole.fam_activity = cat("fam_activity")
+        whole.activity = np.zeros((self.n_envs, self.n_steps, last.activity.shape[-1]),
+                                  np.float32)
         for c in chunks:  # memory grows chunk by chunk; free each chunk once copied
-            activity[:, c.start:c.stop, :c.activity.shape[2]] = c.activity
+            whole.activity[:, c.start:c.stop, :c.activity.shape[2]] = c.activity
             c.activity = None
-        return self.dataset(0, self.n_steps, cat("g"), cat("g_pi"), activity, cat("prediction"),
-                            last.memory_time, last.memory_observation,
-                            None if last.fam_activity is None else cat("fam_activity"))
+        return self.dataset(whole)
 
 
 def _optional(name: str, values) -> xr.Variable:

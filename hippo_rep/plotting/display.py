@@ -140,14 +140,18 @@ def show(fig, fmt: str = DEFAULT_FORMAT) -> None:
 
     Returns None, so ``show(fig)`` as a cell's last line displays the figure once.
     """
-    view = FigureView(fig, fmt)
+    display_in_ipython(FigureView(fig, fmt))
+
+
+def display_in_ipython(obj) -> None:
+    """``IPython.display.display(obj)`` inside IPython; nothing outside it."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
         return
     if get_ipython() is not None:
-        display(view)
+        display(obj)
 
 
 def register_figure_formatter(fmt: str = DEFAULT_FORMAT, shell=None) -> bool:
