@@ -26,21 +26,12 @@ import time
 import torch
 
 from hippo_rep.fileio import write_json
-from hippo_rep.models.temt import _KEEP_LOGIT_SCALE
+from hippo_rep.models.temt import set_keep_logits
 from hippo_rep.tasks.delay import DEFAULT_WORLD, as_variant, delay_accuracy
 from hippo_rep.training.checkpoint import load_checkpoint
 
 #: Bytes per stored float (the model runs in float32).
 FLOAT_BYTES = 4
-
-
-@torch.no_grad()
-def set_keep_logits(model, empty: float, filled: float) -> None:
-    """Keep logit ``empty`` for a slot at uniform p (largest probability 1/n_obs), ``filled``
-    for a slot holding a whole conjunction (largest probability 1)."""
-    conf = (filled - empty) / (1 - 1 / model.n_obs)
-    model.fam_keep.fill_((empty - conf / model.n_obs) / _KEEP_LOGIT_SCALE)
-    model.fam_keep_conf.fill_(conf / _KEEP_LOGIT_SCALE)
 
 
 def main() -> None:

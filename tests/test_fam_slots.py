@@ -197,3 +197,13 @@ def test_keep_never_copies_a_conjunction_a_slot_already_holds():
         assert state.fam_p[b, 1].max() == 1
         assert not (torch.allclose(state.fam_g[b, 1], _rescale(state.G[b, 0]))
                     and int(state.fam_p[b, 1].argmax()) == int(state.X[b, 0]))
+
+
+def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
+    from hippo_rep.models.temt import _KEEP_LOGIT_SCALE, set_keep_logits
+
+    m = model("keep", fam_slots=3)
+    set_keep_logits(m, -20.0, 60.0)
+    for conf, want in ((1 / N_OBS, -20.0), (1.0, 60.0)):
+        got = _KEEP_LOGIT_SCALE * (m.fam_keep + m.fam_keep_conf * conf)
+        torch.testing.assert_close(got, torch.full((3,), want), rtol=0, atol=1e-4)

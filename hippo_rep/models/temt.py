@@ -734,6 +734,16 @@ class TEMt(nn.Module):
         return out
 
 
+@torch.no_grad()
+def set_keep_logits(model: TEMt, empty: float, filled: float) -> None:
+    """Set the keep rule of ``fam_update = "keep"`` slots: keep logit ``empty`` for a slot at
+    uniform p (largest probability 1/n_obs) and ``filled`` for one holding a whole
+    conjunction (largest probability 1), the same for every slot."""
+    conf = (filled - empty) / (1 - 1 / model.n_obs)
+    model.fam_keep.fill_((empty - conf / model.n_obs) / _KEEP_LOGIT_SCALE)
+    model.fam_keep_conf.fill_(conf / _KEEP_LOGIT_SCALE)
+
+
 def _distinct_copies(score, valid, n_slots: int) -> torch.Tensor:
     """One-hot choices (B, F, F + m): slot by slot, the best valid candidate that no earlier
     slot took (columns ≥ ``n_slots`` are memories; a slot's own column is never taken)."""
