@@ -2,7 +2,9 @@
 
 One trained checkpoint's weights run as ``model.memory = "fam"`` with ``fam_slots`` = F and
 ``fam_update`` = soft (TransformerFAM's attention-weighted mix) or hard (each slot copies the
-(g, x) conjunction it attends to most), beside ``full`` and ``window`` on the same walks
+(g, x) conjunction it attends to most) or keep (hard, plus a keep logit on each slot's score
+for itself; ``--keep-logits E,F`` sets it by hand to E for an empty slot and F for a filled
+one, else the checkpoint's or 0), beside ``full`` and ``window`` on the same walks
 (:func:`hippo_rep.tasks.delay.delay_accuracy`; the slots are whatever the checkpoint has, or
 freshly initialised for a ``full`` checkpoint). Printed: accuracy on the first return visits home
 per excursion length D, one row per (variant, walk seed), and the memory state a step reads per
@@ -12,7 +14,8 @@ Usage::
 
     python benchmarks/fam_slots_delay.py [--checkpoint data/temt_paper.pt]
         [--slots 8,32,128,256] [--updates soft,hard] [--delays 64,128,256,512] [--seeds 0]
-        [--envs 32] [--world square:10] [--variants full,window] [--json out.json]
+        [--envs 32] [--world square:10] [--variants full,window] [--keep-logits E,F]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 import torch
 
 from hippo_rep.fileio import write_json
+from hippo_rep.models.temt import set_keep_logits
 from hippo_rep.tasks.delay import DEFAULT_WORLD, as_variant, delay_accuracy
 from hippo_rep.training.checkpoint import load_checkpoint
 
@@ -40,6 +44,7 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=32)
     p.add_argument("--world", default=DEFAULT_WORLD, help="world of the walks")
     p.add_argument("--variants", default="full,window", help="baselines run beside fam")
+    p.add_argument("--keep-logits", help="E,F: keep logit of an empty / a filled keep slot")
     p.add_argument("--json")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -59,6 +64,9 @@ def main() -> None:
     for name, over in variants:
         m = model if name == mc.memory and not over else as_variant(model, name, **over)
         label = name + (f" {over['fam_update']} F={over['fam_slots']}" if over else "")
+        if over.get("fam_update") == "keep" and args.keep_logits:
+            set_keep_logits(m, *(float(x) for x in args.keep_logits.split(",")))
+            over = {**over, "keep_logits": args.keep_logits}
         kb = ("grows" if name == "full" else
               f"{window_kb + over.get('fam_slots', 0) * (mc.n_g + n_obs) * FLOAT_BYTES / 1024:.0f}")
         for seed in (int(s) for s in args.seeds.split(",")):

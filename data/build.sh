@@ -39,9 +39,23 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
     --learning data/learning_speed.json --budget-s 540 --points 12 --eval-envs 16
+# FAM slots (F = 32) with a keep rule fitted on the training loss, 3 search seeds (about 4 min
+# each on 2 busy cores), then the delay task beside full / window / hebbian on the same walks
+for s in 0 1 2; do
+    [ -f "$RUNS/keep_cem_s$s/checkpoint.pt" ] || python benchmarks/fam_keep_search.py \
+        --seed "$s" --out "$RUNS/keep_cem_s$s/checkpoint.pt"
+done
+mkdir -p data/fam_keep_delay
+for s in 0 1 2; do
+    base=$([ "$s" = 0 ] && echo full,window,hebbian || echo "")
+    python benchmarks/fam_slots_delay.py --checkpoint "$RUNS/keep_cem_s$s/checkpoint.pt" \
+        --slots 32 --updates keep --variants "$base" --seeds 0,1,2 --delays 0,64,128,256,512 \
+        --json "data/fam_keep_delay/s$s.json"
+done
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
     --eval data/eval_baseline.json --passkey data/passkey --delay data/delay.nc \
     --learning-speed data/learning_speed.json --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
-    recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json > SHA256SUMS)
+    recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
+    fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json > SHA256SUMS)
 du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

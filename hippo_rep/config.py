@@ -174,8 +174,11 @@ class ModelConfig(TypedConfig):
     fam_beta_init: float = setting(3.0, _INVERSE_TEMPERATURE)
     # FAM slot update: "soft" (TransformerFAM: each slot becomes the attention-weighted mix of
     # [slots; block memories]) or "hard" (each slot copies the one it attends to most, so it
-    # keeps a whole (g, x) conjunction; no gradient through the choice).
-    fam_update: str = choice("soft", ("soft", "hard"))
+    # keeps a whole (g, x) conjunction; no gradient through the choice) or "keep" (hard, plus
+    # a learned keep logit on each slot's score for itself, fam_keep + fam_keep_conf x the
+    # slot's largest observation probability, and a straight-through gradient: forward the
+    # copy, backward the softmax's gradient, so the keep rule and slot queries train).
+    fam_update: str = choice("soft", ("soft", "hard", "keep"))
     # Per-step decay of the Hebbian memory matrix (1 = no forgetting; TEM's lambda).
     hebbian_decay: float = setting(1.0, Rule(low=0, high=1, low_open=True))
     # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the

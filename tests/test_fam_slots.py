@@ -67,4 +67,143 @@ def test_a_kept_conjunction_survives_a_block_where_soft_blurs_it():
 def test_fam_update_is_validated():
     with pytest.raises(ConfigError, match="fam_update"):
         load_config("tiny", ["model.memory=fam", "model.fam_update=sharp"])
+    assert load_config("tiny", ["model.memory=fam", "model.fam_update=keep"]).model.fam_update \
+        == "keep"
     assert load_config("tiny", []).model.fam_update == "soft"
+
+
+def _filled_state(m, obs, act, n_fill):
+    """Run ``obs``/``act`` (one block), reset the slots to their initial state (uniform p),
+    then fill slots 0..n_fill-1 with memories 0..n_fill-1 (whole conjunctions)."""
+    _, state = m(obs, act)
+    init = m.initial_state(obs.shape[0])
+    state.fam_g, state.fam_p = init.fam_g.detach().clone(), init.fam_p.clone()
+    state.fam_g[:, :n_fill] = _rescale(state.G[:, :n_fill])
+    state.fam_p[:, :n_fill] = F.one_hot(state.X[:, :n_fill], N_OBS).float()
+    return state
+
+
+@torch.no_grad()
+def test_keep_logits_fill_empty_slots_and_keep_filled_ones_without_duplicates():
+    """Known weights: keep logit -50 for a slot at uniform p, +50 for a slot holding a one-hot
+    conjunction. Filled slots keep their (g, x) exactly through blocks; empty slots copy block
+    memories whole, never one that another slot already holds, never the same as each other."""
+    m = model("keep", memory_block=6, memory_blocks=0, fam_slots=4, write_threshold=1.5)
+    m.fam_keep.fill_(-0.5)
+    m.fam_keep_conf.fill_(1.0)
+    obs, act = walk(L=6)
+    state = _filled_state(m, obs, act, 1)
+    before_g, before_p = state.fam_g[:, 0].clone(), state.fam_p[:, 0].clone()
+    for _ in range(3):
+        m._fam_update(state, 0)
+        torch.testing.assert_close(state.fam_g[:, 0], before_g)
+        assert torch.equal(state.fam_p[:, 0], before_p)
+    for b in range(3):
+        mems = [(_rescale(state.G[b, i]), int(state.X[b, i])) for i in range(int(state.count[b]))]
+        picked = []
+        for f in range(1, 4):
+            assert state.fam_p[b, f].max() == 1  # a whole conjunction, not a mix
+            match = [i for i, (g, x) in enumerate(mems) if x == int(state.fam_p[b, f].argmax())
+                     and torch.allclose(state.fam_g[b, f], g)]
+            assert match and match[0] != 0  # a block memory, not slot 0's
+            picked.append(match[0])
+        assert len(set(picked)) == 3
+
+
+@torch.no_grad()
+def test_keep_logit_zero_fills_like_hard_but_without_copying_other_slots():
+    """Keep logits 0: an empty slot takes the candidate it attends to most, as "hard" does,
+    among itself and the block's memories (never another slot)."""
+    m = model("keep", memory_block=6, memory_blocks=0, fam_slots=1, write_threshold=1.5)
+    h = model("hard", memory_block=6, memory_blocks=0, fam_slots=1, write_threshold=1.5)
+    h.load_state_dict({k: v for k, v in m.state_dict().items() if "keep" not in k})
+    obs, act = walk(L=6)
+    _, s_keep = m(obs, act)
+    _, s_hard = h(obs, act)
+    m._fam_update(s_keep, 0)
+    h._fam_update(s_hard, 0)
+    torch.testing.assert_close(s_keep.fam_g, s_hard.fam_g)
+    assert torch.equal(s_keep.fam_p, s_hard.fam_p)
+
+
+def test_straight_through_gradient_is_the_soft_gradient():
+    """Forward: the hard copy; backward: the softmax's gradient. For a loss linear in the slots'
+    contents the straight-through gradient of the keep logits, the slot query weights and the
+    update temperature equals that of the soft update exactly, and is non-zero."""
+    m = model("keep", memory_block=6, memory_blocks=0, fam_slots=3, write_threshold=1.5)
+    with torch.no_grad():
+        m.fam_keep.copy_(torch.tensor([0.01, -0.02, 0.0]))
+        m.fam_keep_conf.fill_(0.02)
+    obs, act = walk(L=6)
+    gen = torch.Generator().manual_seed(1)
+    c = torch.randn(3, 3, N_OBS, generator=gen)
+    grads = []
+    for straight_through in (True, False):
+        m.zero_grad()
+        state = _filled_state(m, obs, act, 1)
+        if straight_through:
+            m._fam_update(state, 0)
+            p = state.fam_p
+        else:  # the soft weights of the same scores, over the same candidates
+            p = _soft_keep_update(m, state)
+        (c * p).sum().backward()
+        grads.append({n: m.get_parameter(n).grad.clone()
+                      for n in ("fam_keep", "fam_keep_conf", "fam_beta_raw", "W_e.weight")})
+    for n in grads[0]:
+        torch.testing.assert_close(grads[0][n], grads[1][n])
+        assert grads[0][n].abs().sum() > 0, n
+
+
+def _soft_keep_update(m, state):
+    """Reference: the soft observation distributions of ``fam_update = "keep"``'s scores over
+    [itself; the block's memories that no slot holds], written slot by slot."""
+    from hippo_rep.models.temt import _KEEP_LOGIT_SCALE
+
+    beta = F.softplus(m.fam_beta_raw)
+    out = []
+    for b in range(state.fam_g.shape[0]):
+        mems = [i for i in range(int(state.count[b]))
+                if not any(int(state.fam_p[b, f].argmax()) == int(state.X[b, i])
+                           and state.fam_p[b, f].max() > 0.5
+                           and (_z(state.fam_g[b, f]) @ state.ZG[b, i]) / m.config.n_g
+                           > m.config.write_threshold for f in range(state.fam_g.shape[1]))]
+        rows = []
+        for f in range(state.fam_g.shape[1]):
+            q = m.W_e(_z(state.fam_g[b, f]))
+            keys = [_z(state.fam_g[b, f])] + [state.ZG[b, i] for i in mems]
+            vals = [state.fam_p[b, f]] + [F.one_hot(state.X[b, i], N_OBS).float() for i in mems]
+            s = torch.stack([beta * (q @ m.W_e(k)) / m.config.d_key ** 0.5 for k in keys])
+            keep = _KEEP_LOGIT_SCALE * (m.fam_keep[f] + m.fam_keep_conf * state.fam_p[b, f].max())
+            s = s + torch.cat([keep[None], s.new_zeros(len(mems))])
+            rows.append(torch.softmax(s, 0) @ torch.stack(vals))
+        out.append(torch.stack(rows))
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def test_keep_never_copies_a_conjunction_a_slot_already_holds():
+    """Slot 0 holds memory 0; empty slot 1 queries from exactly memory 0's position (its best
+    match). With the model's add-if-novel rule (same x, correlation above write_threshold)
+    memory 0 is no candidate, and slots never copy each other: slot 1 takes another memory."""
+    m = model("keep", memory_block=6, memory_blocks=0, fam_slots=2, write_threshold=0.9)
+    m.fam_keep.fill_(-0.5)
+    m.fam_keep_conf.fill_(1.0)
+    m.W_e.weight.copy_(3 * torch.eye(m.config.n_g))
+    obs, act = walk(L=6)
+    state = _filled_state(m, obs, act, 1)
+    state.fam_g[:, 1] = state.fam_g[:, 0]
+    m._fam_update(state, 0)
+    for b in range(3):
+        assert state.fam_p[b, 1].max() == 1
+        assert not (torch.allclose(state.fam_g[b, 1], _rescale(state.G[b, 0]))
+                    and int(state.fam_p[b, 1].argmax()) == int(state.X[b, 0]))
+
+
+def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
+    from hippo_rep.models.temt import _KEEP_LOGIT_SCALE, set_keep_logits
+
+    m = model("keep", fam_slots=3)
+    set_keep_logits(m, -20.0, 60.0)
+    for conf, want in ((1 / N_OBS, -20.0), (1.0, 60.0)):
+        got = _KEEP_LOGIT_SCALE * (m.fam_keep + m.fam_keep_conf * conf)
+        torch.testing.assert_close(got, torch.full((3,), want), rtol=0, atol=1e-4)

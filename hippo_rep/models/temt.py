@@ -54,6 +54,10 @@ _INITIAL_CAPACITY = 64
 #: The slot buffers of a :class:`MemoryState` and their value in an unused slot (float ones
 #: hold a d-vector per slot).
 _UNUSED_SLOT = {"G": 0.0, "ZG": 0.0, "X": -1, "C": 0, "T": -1}
+#: Keep logits of ``fam_update = "keep"`` are this multiple of their parameters, so that Adam
+#: (steps of about the learning rate per parameter) moves them at the scale of the slots'
+#: attention scores (tens) within a fine-tune of a few hundred iterations.
+_KEEP_LOGIT_SCALE = 100.0
 
 
 @dataclass
@@ -229,6 +233,10 @@ class FAMMemory(WindowMemory):
     def add_parameters(self, model):
         model.fam_init = nn.Parameter(torch.randn(self.n_slots, model.config.n_g))
         model.fam_beta_raw = nn.Parameter(torch.tensor(_inv_softplus(self.beta_init)))
+        if model.config.fam_update == "keep":
+            # Keep logit of slot f: fam_keep[f] + fam_keep_conf * max_o p_f(o) (0 at init).
+            model.fam_keep = nn.Parameter(torch.zeros(self.n_slots))
+            model.fam_keep_conf = nn.Parameter(torch.zeros(()))
 
     def initial_state(self, model, batch_size):
         return {"fam_g": _rescale(model.fam_init).expand(batch_size, -1, -1),
@@ -538,7 +546,9 @@ class TEMt(nn.Module):
         Each slot's query z(g_f) W_e attends over [all slots; the memories written in the
         block] with the model's own keys; the slot becomes the attention-weighted position
         (rescaled) and observation distribution (``fam_update = "hard"``: a copy of the one
-        it attends to most). Attending to itself is the "FAM copy".
+        it attends to most). Attending to itself is the "FAM copy". ``"keep"`` adds the learned
+        keep logit ``fam_keep[f] + fam_keep_conf * max_o p_f(o)`` to slot f's score for itself
+        and copies like "hard" with a straight-through gradient (the softmax's).
         """
         cfg = self.config
         B, F_ = state.fam_g.shape[:2]
@@ -554,11 +564,32 @@ class TEMt(nn.Module):
         k = self.W_e(keys_z)
         sim = q @ k.transpose(1, 2) / math.sqrt(cfg.d_key)
         valid = torch.cat([in_block.new_ones(B, F_), in_block], 1)[:, None, :]
-        w = memory_activation(F.softplus(self.fam_beta_raw) * sim, valid.expand(-1, F_, -1))
-        if cfg.fam_update == "hard":
+        score = F.softplus(self.fam_beta_raw) * sim
+        valid = valid.expand(-1, F_, -1)
+        if cfg.fam_update == "keep":
+            score, valid = self._keep_scores(state, score, valid, sb, m)
+        w = memory_activation(score, valid)
+        if cfg.fam_update == "keep":
+            w = _distinct_copies(score, valid, F_) + (w - w.detach())  # straight through
+        elif cfg.fam_update == "hard":
             w = F.one_hot(w.argmax(-1), w.shape[-1]).to(w.dtype)
         state.fam_g = _rescale(w @ keys_g)
         state.fam_p = w @ vals_p
+
+    def _keep_scores(self, state: MemoryState, score, valid, sb: int, m: int):
+        """``fam_update = "keep"``: add slot f's keep logit ``fam_keep[f] + fam_keep_conf *
+        max_o p_f(o)`` (times :data:`_KEEP_LOGIT_SCALE`) to its score for itself, and narrow
+        the candidates to itself and the block's memories no slot holds yet (the model's
+        add-if-novel rule: same x, correlation of z(g) above ``write_threshold``)."""
+        F_ = score.shape[1]
+        conf = state.fam_p.amax(-1)  # (B, F)
+        keep = _KEEP_LOGIT_SCALE * (self.fam_keep + self.fam_keep_conf * conf)
+        score = score + F.pad(torch.diag_embed(keep), (0, score.shape[-1] - F_))
+        corr = (_z(state.fam_g) @ state.ZG[:, sb:m].transpose(1, 2)) / self.config.n_g
+        held = ((corr > self.config.write_threshold) & (conf[:, :, None] > 0.5)
+                & (state.fam_p.argmax(-1)[:, :, None] == state.X[:, None, sb:m])).any(1)
+        eye = torch.eye(F_, dtype=torch.bool, device=valid.device).expand(valid.shape[0], -1, -1)
+        return score, torch.cat([eye, valid[:, :, F_:] & ~held[:, None, :]], -1)
 
     def _forward_hebbian(self, obs, actions, state: MemoryState, fresh: bool,
                          return_activity: bool) -> tuple[Output, MemoryState]:
@@ -703,6 +734,28 @@ class TEMt(nn.Module):
         return out
 
 
+@torch.no_grad()
+def set_keep_logits(model: TEMt, empty: float, filled: float) -> None:
+    """Set the keep rule of ``fam_update = "keep"`` slots: keep logit ``empty`` for a slot at
+    uniform p (largest probability 1/n_obs) and ``filled`` for one holding a whole
+    conjunction (largest probability 1), the same for every slot."""
+    conf = (filled - empty) / (1 - 1 / model.n_obs)
+    model.fam_keep.fill_((empty - conf / model.n_obs) / _KEEP_LOGIT_SCALE)
+    model.fam_keep_conf.fill_(conf / _KEEP_LOGIT_SCALE)
+
+
+def _distinct_copies(score, valid, n_slots: int) -> torch.Tensor:
+    """One-hot choices (B, F, F + m): slot by slot, the best valid candidate that no earlier
+    slot took (columns ≥ ``n_slots`` are memories; a slot's own column is never taken)."""
+    taken = torch.zeros_like(valid[:, 0])
+    picks = []
+    for f in range(n_slots):
+        i = score[:, f].masked_fill(~valid[:, f] | taken, -1e30).argmax(-1)
+        picks.append(i)
+        taken = taken | (F.one_hot(i, score.shape[-1]).bool() & (i >= n_slots)[:, None])
+    return F.one_hot(torch.stack(picks, 1), score.shape[-1]).to(score.dtype)
+
+
 def _hebbian_logits(phi_q: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """Log of the linear Hebbian read-out (eq. 14) normalised over observations; uniform
     before anything is stored. phi_q (B, d), V (B, n_obs, d) → (B, n_obs)."""
@@ -744,7 +797,7 @@ def hebbian_retrieve(M: torch.Tensor, q: torch.Tensor, out: str) -> torch.Tensor
 
 
 #: Weights only some memory variants have; loading across variants skips them.
-MEMORY_ONLY_WEIGHTS = frozenset({"fam_init", "fam_beta_raw"})
+MEMORY_ONLY_WEIGHTS = frozenset({"fam_init", "fam_beta_raw", "fam_keep", "fam_keep_conf"})
 
 
 def load_across_memory(model: TEMt, state_dict: dict) -> list[str]:
