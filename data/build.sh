@@ -38,7 +38,7 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # TEM and TEM-t learning speed (the TEM-t paper's Fig. 4), 9 min of training each (about
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
-    --learning data/learning_speed.json --budget-s 540 --points 12 --eval-envs 16
+    --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16
 # FAM slots (F = 32) with a keep rule fitted on the training loss, 3 search seeds (about 4 min
 # each on 2 busy cores), then the delay task beside full / window / hebbian on the same walks
 for s in 0 1 2; do
