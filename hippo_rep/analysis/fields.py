@@ -127,12 +127,11 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
     py, px = py[order], px[order]
     assigned = np.zeros(m.shape, dtype=bool)
     fields = []
-    cross = ndimage.generate_binary_structure(2, 1)
     for i in range(py.size):
         y0, x0 = py[i], px[i]
         if assigned[y0, x0]:
             continue
-        border = ndimage.binary_dilation(assigned, structure=cross) & ~assigned
+        border = ndimage.binary_dilation(assigned, structure=_PLANAR_CROSS[1]) & ~assigned
         vp = v[y0, x0]
         fracs = np.arange(ADAPTIVE_START, 0, -ADAPTIVE_STEP)
         levels = vp * fracs[vp * fracs >= floor - 1e-12 * abs(floor)]
@@ -293,18 +292,10 @@ def place_fields(
 
 
 def _place_score_block(maps: np.ndarray, threshold: float) -> tuple[np.ndarray]:
-    b = maps.shape[0]
-    labels, n_lab = ndimage.label(_above(maps, threshold), structure=_PLANAR_CROSS)
-    vals = np.where(np.isfinite(maps), np.maximum(maps, 0.0), 0.0)
-    total = vals.sum(axis=(1, 2))
-    mass = np.bincount(labels.ravel(), weights=vals.ravel(), minlength=n_lab + 1)
-    map_id = np.zeros(n_lab + 1, dtype=np.int64)
-    map_id[labels.ravel()] = np.repeat(np.arange(b), maps.shape[1] * maps.shape[2])
-    best = np.zeros(b)
-    np.maximum.at(best, map_id[1:], mass[1:])
+    best = _fraction_block(maps, threshold, 1, 1)[2][:, 0]  # mass of the largest field
+    total = np.where(np.isfinite(maps), np.maximum(maps, 0.0), 0.0).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(total > 0, best / total, np.nan)
-    return (score,)
+        return (np.where(total > 0, np.nan_to_num(best) / total, np.nan),)
 
 
 def place_score_kernel(threshold: float = PLACE_THRESHOLD) -> Kernel:

@@ -146,8 +146,6 @@ REASONS = ("", "too small", "all NaN", "too few finite bins", "constant")
 #: The dim of the per-wave outputs.
 WAVE_DIM = "wave"
 
-#: Output names of the per-map scalars and the per-wave arrays.
-
 
 @functools.lru_cache(maxsize=32)
 def _geometry(ny: int, nx: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
@@ -241,8 +239,7 @@ def _interpolate_peak(spec, iy, ix, p):
 
     def offset(lo, mid, hi):
         den = lo - 2 * mid + hi
-        with np.errstate(all="ignore"):
-            d = np.where(den < 0, 0.5 * (lo - hi) / den, 0.0)
+        d = np.where(den < 0, 0.5 * (lo - hi) / den, 0.0)
         return np.clip(np.nan_to_num(d), -0.5, 0.5)
 
     mid = logp[b, iy, ix]
@@ -261,10 +258,9 @@ def _reasons(maps: np.ndarray, ny: int, nx: int) -> np.ndarray:
     if ny < MIN_SIZE or nx < MIN_SIZE:
         code[:] = REASONS.index("too small")
         return code
-    with np.errstate(all="ignore"):
-        hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))
-        lo = np.where(fin, maps, np.inf).min(axis=(1, 2))
-        scale = np.where(fin, np.abs(maps), 0.0).max(axis=(1, 2))
+    hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))
+    lo = np.where(fin, maps, np.inf).min(axis=(1, 2))
+    scale = np.where(fin, np.abs(maps), 0.0).max(axis=(1, 2))
     const = (hi - lo) <= CONSTANT_RTOL * np.maximum(scale, 1.0)
     code[const] = REASONS.index("constant")
     code[n_fin < MIN_FINITE_BINS] = REASONS.index("too few finite bins")
@@ -323,8 +319,9 @@ def _fold(d):
     return np.minimum(d, 180.0 - d)
 
 
+@np.errstate(all="ignore")
 def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Plane-wave decomposition of (B, ny, nx) maps (see the module doc)."""
+    """Plane-wave decomposition of (B, ny, nx) maps (see the module doc); quiet on NaN."""
     b, ny, nx = maps.shape
     code = _reasons(maps, ny, nx)
     out_n = np.zeros(b, dtype=np.int64)
@@ -457,14 +454,9 @@ def plane_waves(maps: xr.DataArray) -> xr.Dataset:
     return WAVES.apply(maps)
 
 
-def _plane_waves_quiet(maps: np.ndarray) -> tuple[np.ndarray, ...]:
-    with np.errstate(all="ignore"):
-        return _plane_waves_block(maps)
-
-
 #: The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`plane_waves`: its outputs, and
 #: the method and every threshold as attrs.
-WAVES = Kernel(_plane_waves_quiet, (
+WAVES = Kernel(_plane_waves_block, (
     Output("n_waves", (), np.int64, {
         "long_name": "fundamental plane waves explaining a material share of the map's "
                      "variance (harmonics excluded, at most 3)", "units": "1"}),
