@@ -10,11 +10,9 @@ What is computed (exactly):
 - ``remap_corr(unit, env_pair)``: Pearson correlation, over the nodes visited in both
   environments (at least :data:`REMAP_MIN_NODES`), between a unit's node rates in the two
   environments. NaN when a map is constant or there are too few common nodes. Stable units
-  give ~1, randomly remapping units ~0. A unit is the same neuron in every environment: for
-  positional units that is their index; memory slots have no identity across environments
-  (TEM-t writes fresh memories in each), so slot k is matched to slot k, i.e. the k-th memory
-  written in each walk, and the correlation of memory units measures whether the walks'
-  k-th memories sit at the same place (random remapping gives ~0).
+  give ~1, randomly remapping units ~0. Positional units are matched by index, memory slots
+  by write order (see below): their correlation says whether the walks' k-th memories sit at
+  the same place.
 - ``pv_corr(population, env_pair)``: population-vector correlation: for each node visited
   in both environments, the Pearson correlation across the population's units (finite in
   both, at least :data:`PV_MIN_UNITS`) of the node-rate vectors; averaged over nodes.
@@ -276,36 +274,6 @@ def _tem_pair_values(z: np.ndarray, peaks: np.ndarray, a: int, b: int
     vb = z[b][units][:, peaks[b][both]].T
     keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
     return va[keep], vb[keep]
-
-
-def tem_points(
-    grid_rate: xr.DataArray, memory_rate: xr.DataArray, env_a: object, env_b: object
-) -> tuple[np.ndarray, np.ndarray]:
-    """The points of the TEM test for one pair of environments (to plot the grid–place
-    relationship): their Pearson correlation is ``tem_corr`` of that pair.
-
-    Parameters
-    ----------
-    grid_rate : xarray.DataArray, dims (env, unit, world_node)
-        Node rates of the grid-like units (activity units).
-    memory_rate : xarray.DataArray, dims (env, unit, world_node)
-        Node rates of the memory units, matched across environments by index.
-    env_a, env_b : env coordinate values
-        The two environments.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray), each of shape (M, J)
-        For each of the M memory units with a peak in both environments and each of the J
-        grid units defined in both: the grid unit's rate at the memory unit's peak node,
-        z-scored over the grid unit's visited nodes (dimensionless), in env a and in env b.
-    """
-    g = grid_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
-    m = memory_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
-    g, m = np.asarray(g, dtype=np.float64), np.asarray(m, dtype=np.float64)
-    z = np.stack([_zscore_nodes(g[e]) for e in range(2)])
-    peaks = np.stack([_peak_nodes(m[e]) for e in range(2)])
-    return _tem_pair_values(z, peaks, 0, 1)
 
 
 def tem_remapping(
