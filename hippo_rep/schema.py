@@ -72,12 +72,8 @@ NODE, X, Y, ACTION, OBSERVATION = "node", "x", "y", "action", "observation"
 PREDICTION, CORRECT, STEP_TYPE = "prediction", "correct", "step_type"
 MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION = "memory_node", "memory_time", "memory_observation"
 NODE_X, NODE_Y = "node_x", "node_y"
-#: Per-step coordinates, dims (env, time).
-STEP_COORDS = (NODE, X, Y, ACTION, OBSERVATION, PREDICTION, CORRECT, STEP_TYPE)
 #: Per-memory coordinates, dims (env, memory); −1 in unused slots.
 MEMORY_COORDS = (MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION)
-#: Per-world-node coordinates, dims (world_node,).
-NODE_COORDS = (NODE_X, NODE_Y)
 #: Value of the per-memory coordinates where an environment has no memory in that slot.
 UNUSED = -1
 
@@ -313,13 +309,9 @@ def _problems(ds) -> list[str]:
                 problems.append(f"attr {name} is not a JSON object")
     if N_STEPS in ds.attrs:
         n = ds.attrs[N_STEPS]
-        if not _is_int(n) or int(n) < 0:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             problems.append(f"attr {N_STEPS} must be a non-negative integer; got {quote(n)}")
     return problems
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def require_recording(recording: object, populations: Sequence[str] = (),
@@ -542,10 +534,10 @@ def class_fractions(analysis: xr.Dataset, classes: tuple[str, ...] | None = None
     for i, pop in enumerate(pops):
         cols = var == pop
         e = ex[:, cols]
+        den[i] = int(e.sum())
         for j, c in enumerate(classes):
             flag = analysis[c].transpose(ENV, UNIT).values[:, cols].astype(bool)
             num[i, j] = int((flag & e).sum())
-            den[i, j] = int(e.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(den > 0, num / np.maximum(den, 1), np.nan)
     dims = (POPULATION_DIM, CLASS_DIM)

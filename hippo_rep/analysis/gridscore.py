@@ -19,6 +19,7 @@ from scipy import ndimage, sparse, special
 
 from ._checks import check_choice, check_positive_number
 from .autocorr import _autocorr_block, check_min_overlap
+from .fields import _PLANAR_CROSS
 from .kernels import Kernel, Output
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 
@@ -410,11 +411,6 @@ def _bnt_crop_half(n: int) -> int:
     return size // 2
 
 
-def _bnt_thresholds() -> np.ndarray:
-    start, stop, step = BNT_FIELD_THRESHOLDS
-    return np.round(np.linspace(start, stop, int((start - stop) / step) + 1), 2)
-
-
 def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     """Area (bins) of the central field of each SAC, as opexebo's ``place_field`` finds it.
 
@@ -432,7 +428,7 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     cy, cx = h // 2, w // 2
     peak = sac.max(axis=(1, 2), keepdims=True)
     img = sac / np.where(peak > 0, peak, 1.0)
-    cross = ndimage.generate_binary_structure(2, 1)[None]
+    cross = _PLANAR_CROSS[1][None]
     square = np.ones((1, 3, 3), dtype=bool)
     fmap = ndimage.grey_erosion(img, footprint=cross, mode="nearest")
     for _ in range(h * w):  # greyscale reconstruction by dilation (converges long before)
@@ -441,18 +437,17 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
             break
         fmap = nxt
     centre_val = fmap[:, cy, cx][:, None, None]
-    lab_struct = np.zeros((3, 3, 3), dtype=bool)
-    lab_struct[1] = ndimage.generate_binary_structure(2, 1)
 
     def field(t: float) -> tuple[np.ndarray, np.ndarray]:
-        lab, _ = ndimage.label(fmap >= t * centre_val, structure=lab_struct)
+        lab, _ = ndimage.label(fmap >= t * centre_val, structure=_PLANAR_CROSS)
         comp = lab == lab[:, cy, cx][:, None, None]
-        filled = ndimage.binary_fill_holes(comp, structure=lab_struct)
+        filled = ndimage.binary_fill_holes(comp, structure=_PLANAR_CROSS)
         return comp.sum(axis=(1, 2)).astype(np.float64), (filled & ~comp).any(axis=(1, 2))
 
-    thresholds = _bnt_thresholds()
+    start, stop, step = BNT_FIELD_THRESHOLDS
+    thresholds = np.round(np.linspace(start, stop, int((start - stop) / step) + 1), 2)
     a1, bad1 = field(thresholds[0])
-    a2, bad2 = field(thresholds[0] - BNT_FIELD_THRESHOLDS[2])
+    a2, bad2 = field(thresholds[0] - step)
     initial = a2 / a1
     alive = ~(bad1 | bad2)
     last = np.where(alive, a2, 0.0)
