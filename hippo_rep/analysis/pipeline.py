@@ -317,13 +317,8 @@ def analyse(
     # compute (with dask's default scheduler) to check that the inputs agree
     bare = [da.drop_vars(["variable", "unit_index"]) for da in (rate_map, node_rate, activity)]
     inputs = [*bare, occ, node, shifts]
-    if lazy:
-        c = int(chunk_units)
-        inputs[:3] = [
-            bare[0].chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1}),
-            bare[1].chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1}),
-            bare[2].chunk({"env": -1, "time": -1, UNIT_DIM: c}),
-        ]
+    if lazy:  # chunked along unit only
+        inputs[:3] = [b.chunk({UNIT_DIM: int(chunk_units)}) for b in bare]
     sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
              PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles, WAVE_DIM: MAX_WAVES}
     packed = xr.apply_ufunc(

@@ -504,10 +504,8 @@ class FAMTransformer(nn.Module):
                         mk.append(self._rot(a, torch.arange(src * B, src * B + B, device=dev)))
                         mv.append(b)
                 else:
-                    mk = [c[1].detach() if cfg.mem_stop_grad and cfg.variant != "full" else c[1]
-                          for c in past]
-                    mv = [c[2].detach() if cfg.mem_stop_grad and cfg.variant != "full" else c[2]
-                          for c in past]
+                    stop = cfg.mem_stop_grad and cfg.variant != "full"
+                    mk, mv = ([c[j].detach() if stop else c[j] for c in past] for j in (1, 2))
                 f_prev = fams[i]
                 if nf:
                     _, kf, vf = self._qkv(lay, f_prev)
