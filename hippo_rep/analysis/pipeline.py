@@ -289,7 +289,7 @@ def analyse(
     maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
                          activity=acts[v], node=node) for v in variables}
     first = maps[variables[0]]
-    sigma = float(first.attrs["smooth_sigma_bins"])
+    sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     activity = stack_units(acts)
@@ -304,7 +304,8 @@ def analyse(
     occ = first["node_occupancy"]
     # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
     spec = _UnitBlock(
-        kernels=_kernels(grid_method, _min_field_bins(float(first.attrs["resolution"]))),
+        # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
+        kernels=_kernels(grid_method, max(1, int(round(FIELD_MIN_NODES / res**2)))),
         grid_method=grid_method,
         quantiles=tuple(float(q) for q in quantiles),
         node_map=first["node_map"].values,
@@ -353,7 +354,7 @@ def analyse(
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
     out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
-    out["spacing_nodes"] = out["spacing"] * float(first.attrs["resolution"])
+    out["spacing_nodes"] = out["spacing"] * res
     out["spacing_nodes"].attrs = {
         "long_name": "grid spacing in node spacings (spacing x resolution)",
         "units": "node spacings",
@@ -396,8 +397,7 @@ def analyse(
     _set_attrs(out, recording, spec.kernels, cls, remap, pop, shifts,
                dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
                     min_shift_fraction=min_shift_fraction, variables=variables,
-                    resolution=float(first.attrs["resolution"]), decode=decode,
-                    chunk_units=chunk_units))
+                    resolution=res, decode=decode, chunk_units=chunk_units))
     return out
 
 
@@ -527,12 +527,6 @@ class _UnitBlock:
             out[o.name] = ((UNIT_DIM, *o.dims), block, dict(o.attrs))
             start += n
         return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
-
-
-def _min_field_bins(resolution: float) -> int:
-    """:data:`FIELD_MIN_NODES` in bins of ``resolution`` node spacings (a node covers about
-    1 / resolution² bins)."""
-    return max(1, int(round(FIELD_MIN_NODES / resolution**2)))
 
 
 def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -260,22 +260,6 @@ def _peak_nodes(r: np.ndarray) -> np.ndarray:
     return np.where(has, peak, -1)
 
 
-def _tem_pair_values(z: np.ndarray, peaks: np.ndarray, a: int, b: int
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The TEM test's values of one environment pair: (M, J) arrays, env a and env b.
-
-    ``z`` (env, grid unit, node) z-scored grid rates, ``peaks`` (env, memory) peak nodes (-1:
-    none). Row m, column j: grid unit j's z-scored rate at memory unit m's peak node; only
-    memory units with a peak in both environments, only grid units defined in both.
-    """
-    both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
-    units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
-    va = z[a][units][:, peaks[a][both]].T  # (M, J)
-    vb = z[b][units][:, peaks[b][both]].T
-    keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
-    return va[keep], vb[keep]
-
-
 def tem_remapping(
     grid_rate: xr.DataArray,
     memory_rate: xr.DataArray,
@@ -313,7 +297,13 @@ def tem_remapping(
     null = np.full((n_p, n_shuffles), np.nan)
     n_mem = np.zeros(n_p, dtype=np.int64)
     for i, (a, b) in enumerate(pairs):
-        va, vb = _tem_pair_values(z, peaks, a, b)
+        # row m, column j: grid unit j's z-scored rate at memory unit m's peak node; memory
+        # units with a peak in both environments, grid units defined in both
+        both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
+        units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
+        va, vb = z[a][units][:, peaks[a][both]].T, z[b][units][:, peaks[b][both]].T  # (M, J)
+        keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
+        va, vb = va[keep], vb[keep]
         n_mem[i] = va.shape[0]
         perms = np.argsort(gen.random((n_shuffles, va.shape[0])), axis=1)
         if va.shape[0] < TEM_MIN_MEMORIES or va.shape[1] == 0:
