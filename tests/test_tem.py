@@ -6,7 +6,7 @@ import torch
 from hippo_rep import cli
 from hippo_rep.config import ConfigError, load_config
 from hippo_rep.models import build_model
-from hippo_rep.models.tem import TEM, attractor, f_p, hebbian_update, tem_schedule
+from hippo_rep.models.tem import TEM, attractor, f_p, tem_schedule
 from hippo_rep.training import trainer as T
 from hippo_rep.training.evaluate import evaluate_checkpoint
 
@@ -15,6 +15,19 @@ from hippo_rep.training.evaluate import evaluate_checkpoint
 SMALL = ['model.kind="tem"', "model.tem_n_g=[6,4]", "model.tem_n_g_sub=[3,2]",
          "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]", "model.tem_iters_inf=[2,2]",
          "model.tem_n_x_c=5", "model.tem_transition_hidden=4"]
+
+
+def hebbian_update(M: torch.Tensor, p: torch.Tensor, p_hat: torch.Tensor, lam: float,
+                   eta: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """One dense Hebbian step M ← λ M + η (p + p̂)ᵀ (p − p̂) (row = from unit, column = to).
+
+    M (B, n, n); p, p_hat (B, n); ``mask`` (n, n) keeps allowed connections. The reference
+    the factored memory of :class:`~hippo_rep.models.tem.TEM` is tested against.
+    """
+    new = (p + p_hat)[:, :, None] * (p - p_hat)[:, None, :]
+    if mask is not None:
+        new = new * mask
+    return lam * M + eta * new
 
 
 def small_cfg(*extra):

@@ -17,10 +17,10 @@ generative memory).
 import pytest
 import torch
 
-from hippo_rep.models.tem import attractor, f_p, hebbian_update
+from hippo_rep.models.tem import attractor, f_p
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import load_checkpoint
-from tests.test_tem import small_cfg, walk
+from tests.test_tem import hebbian_update, small_cfg, walk
 
 #: TEM's annealing switched off so that the trained memory runs at its final η and λ.
 FINAL_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1", "train.tem_latent_ramp=1",

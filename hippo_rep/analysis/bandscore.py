@@ -1,8 +1,5 @@
 """Band (stripe) scores of rate maps: how much of the autocorrelogram's periodicity lies
-along one axis.
-
-Conventions: maps indexed ``[row = y, col = x]`` with dims ("y", "x") last; lengths in bins;
-angles in degrees from +x towards +y; NaN = unvisited bin.
+along one axis (conventions as in :mod:`hippo_rep.analysis`).
 """
 
 from __future__ import annotations

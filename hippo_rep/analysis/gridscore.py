@@ -1,10 +1,8 @@
 """Grid scores ("deepmind" and "bnt" families), grid spacing and orientation.
 
 Two families of gridness are in use and disagree a lot on noisy maps; never compare scores
-across methods. Every output names the method and its settings in its attrs.
-
-Conventions: maps indexed ``[row = y, col = x]`` with dims ("y", "x") last; lengths in bins;
-angles in degrees from +x towards +y; NaN = unvisited bin.
+across methods. Every output names the method and its settings in its attrs. Conventions as
+in :mod:`hippo_rep.analysis`.
 """
 
 from __future__ import annotations

@@ -202,19 +202,6 @@ def two_hot_codes(n_obs: int, n_x_c: int) -> torch.Tensor:
     return codes
 
 
-def hebbian_update(M: torch.Tensor, p: torch.Tensor, p_hat: torch.Tensor, lam: float,
-                   eta: float, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """One dense Hebbian step M ← λ M + η (p + p̂)ᵀ (p − p̂) (row = from unit, column = to).
-
-    M (B, n, n); p, p_hat (B, n); ``mask`` (n, n) keeps allowed connections. The reference
-    the factored memory of :class:`TEM` is tested against.
-    """
-    new = (p + p_hat)[:, :, None] * (p - p_hat)[:, None, :]
-    if mask is not None:
-        new = new * mask
-    return lam * M + eta * new
-
-
 def attractor(q: torch.Tensor, read, kappa: float, iters: torch.Tensor) -> torch.Tensor:
     """TEM's retrieval: h = f_p(q), then h ← f_p(κ h + read(h)) for the units whose module
     still iterates.
