@@ -265,18 +265,12 @@ def _problems(ds) -> list[str]:
     if kind is not None and kind != KIND:
         problems.append(f"attr {KIND_ATTR} is {quote(kind)}, expected {KIND!r}")
     optional = MEMORY_SLOT_NAMES if P in ds.data_vars else ()  # TEM: p, no memory slots
-    missing_dims = [d for d in DIMS if d not in ds.dims and d not in optional]
-    if missing_dims:
-        problems.append(f"missing dim(s) {', '.join(missing_dims)}")
-    missing_vars = [n for n in DATA_VARS if n not in ds.variables and n not in optional]
-    if missing_vars:
-        problems.append(f"missing variable(s) {', '.join(missing_vars)}")
-    missing_coords = [n for n in COORDS if n not in ds.variables and n not in optional]
-    if missing_coords:
-        problems.append(f"missing coordinate(s) {', '.join(missing_coords)}")
-    missing_attrs = [a for a in ATTRS if a not in ds.attrs]
-    if missing_attrs:
-        problems.append(f"missing attr(s) {', '.join(missing_attrs)}")
+    for what, names, held in (("dim(s)", DIMS, ds.dims), ("variable(s)", DATA_VARS, ds.variables),
+                              ("coordinate(s)", COORDS, ds.variables),
+                              ("attr(s)", ATTRS, ds.attrs)):
+        missing = [n for n in names if n not in held and n not in optional]
+        if missing:
+            problems.append(f"missing {what} {', '.join(missing)}")
     bad_place, bad_dims, bad_dtype, no_attrs = [], [], [], []
     for name, spec in {**SPECS, **OPTIONAL_VARS}.items():
         if name not in ds.variables:

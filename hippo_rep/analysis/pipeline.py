@@ -530,17 +530,13 @@ class _UnitBlock:
 
 
 def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, one task)."""
-    occ = np.broadcast_to(occ, rates.shape)
+    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, inside
+    :meth:`_UnitBlock.__call__`, which silences their warnings)."""
     dims = [f"d{i}" for i in range(rates.ndim - 1)] + [NODE_DIM]
     r = xr.DataArray(rates, dims=dims)
-    o = xr.DataArray(occ, dims=dims)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return tuple(
-            np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
-            for f in (spatial_information, sparsity, selectivity)
-        )
+    o = xr.DataArray(np.broadcast_to(occ, rates.shape), dims=dims)
+    return tuple(np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
+                 for f in (spatial_information, sparsity, selectivity))
 
 
 def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dataset, dict]:

@@ -383,15 +383,6 @@ class TEM(nn.Module):
             D = D + lam**K * state.D
         return replace(state, U=state.U[..., :0, :], V=state.V[..., :0, :], D=D)
 
-    def memory_matrices(self, state: TEMState) -> torch.Tensor:
-        """[M_gen, M_inf] as dense (2, B, n_p, n_p) matrices over the units of
-        :meth:`p_units` (row = from unit)."""
-        folded = self.fold(state)
-        B = state.g.shape[0]
-        if folded.D is None:
-            return state.U.new_zeros(2, B, self.n_p, self.n_p)
-        return folded.D[:, :, self.p_pos][:, :, :, self.p_pos]
-
     def p_units(self, p: torch.Tensor) -> torch.Tensor:
         """Padded p (..., n_f, P) → its n_p units (module-major, then g_down, then x_c)."""
         return p.flatten(-2)[..., self.p_pos]
