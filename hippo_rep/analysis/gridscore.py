@@ -257,21 +257,18 @@ def _nan_reasons(maps: np.ndarray, min_overlap: int) -> np.ndarray:
 def _gridness(corr: np.ndarray, min_max: bool, angles: tuple[int, ...] = GRID_ANGLES
               ) -> tuple[np.ndarray, np.ndarray]:
     """Gridness-60 and -90 from correlations with the angle axis (``angles``) at position 1
-    (gridness-90 only when ``angles`` has 45 and 135)."""
+    (gridness-90 None unless ``angles`` has 45 and 135)."""
 
     def r(a: int) -> np.ndarray:
         return corr[:, angles.index(a)]
 
-    if 45 not in angles:
-        return (r(60) + r(120)) / 2 - (r(30) + r(90) + r(150)) / 3, None
-
     if min_max:
         g60 = np.minimum(r(60), r(120)) - np.maximum(np.maximum(r(30), r(90)), r(150))
-        g90 = r(90) - np.maximum(r(45), r(135))
     else:
         g60 = (r(60) + r(120)) / 2 - (r(30) + r(90) + r(150)) / 3
-        g90 = r(90) - (r(45) + r(135)) / 2
-    return g60, g90
+    if 45 not in angles:
+        return g60, None
+    return g60, r(90) - (np.maximum(r(45), r(135)) if min_max else (r(45) + r(135)) / 2)
 
 
 def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -128,12 +128,8 @@ def env_pairs(env: xr.DataArray) -> tuple[xr.Dataset, np.ndarray]:
     n = env.sizes["env"]
     pairs = np.array(list(itertools.combinations(range(n), 2)), dtype=np.int64).reshape(-1, 2)
     vals = np.asarray(env.values)
-    return xr.Dataset(
-        coords={
-            "env_a": (PAIR_DIM, vals[pairs[:, 0]] if pairs.size else vals[:0]),
-            "env_b": (PAIR_DIM, vals[pairs[:, 1]] if pairs.size else vals[:0]),
-        }
-    ), pairs
+    return xr.Dataset(coords={"env_a": (PAIR_DIM, vals[pairs[:, 0]]),
+                              "env_b": (PAIR_DIM, vals[pairs[:, 1]])}), pairs
 
 
 def _pearson_rows(a: np.ndarray, b: np.ndarray, min_n: int) -> np.ndarray:
@@ -222,12 +218,10 @@ def pv_correlation(
     coords, pairs = env_pairs(node_rate["env"])
     r = np.asarray(node_rate.transpose("env", NODE_DIM, UNIT_DIM).values, dtype=np.float64)
     out = np.full(len(pairs), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for i, (a, b) in enumerate(pairs):
-            per_node = _pearson_rows(r[a], r[b], int(min_units))  # (node,)
-            if np.isfinite(per_node).any():
-                out[i] = np.nanmean(per_node)
+    for i, (a, b) in enumerate(pairs):
+        per_node = _pearson_rows(r[a], r[b], int(min_units))  # (node,)
+        if np.isfinite(per_node).any():
+            out[i] = np.nanmean(per_node)
     da = xr.DataArray(out, dims=(PAIR_DIM,), coords=coords.coords, name="pv_corr")
     da.attrs = {
         "long_name": "population-vector correlation (mean over common nodes of the "

@@ -294,8 +294,8 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, tc))
     data_rng = np.random.default_rng([tc.seed, 0])
     pass_rng = np.random.default_rng([tc.seed, 1])
-    aux = tuple(a for a, w in (("diversity", tc.diversity_weight), ("recon", tc.recon_weight))
-                if w)
+    weights = {a: w for a, w in (("diversity", tc.diversity_weight),
+                                 ("recon", tc.recon_weight)) if w}
     history, prev = [], None
     acc_loss = acc_hits = acc_n = 0.0
     t0 = time.perf_counter()
@@ -307,14 +307,12 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
             carry = torch.from_numpy(pass_rng.random(tc.batch_size) < tc.state_passing)
             state = torch.where(carry[None, :, None, None], prev,
                                 model.initial_state(tc.batch_size))
-        res = model(tokens, state, aux=aux)
+        res = model(tokens, state, aux=tuple(weights))
         last = res.logits[:, -1]
         loss = F.cross_entropy(last, answers)
         total = loss
-        if tc.diversity_weight:
-            total = total + tc.diversity_weight * res.aux["diversity"]
-        if tc.recon_weight:
-            total = total + tc.recon_weight * res.aux["recon"]
+        for a, w in weights.items():  # diversity, then recon
+            total = total + w * res.aux[a]
         opt.zero_grad(set_to_none=True)
         total.backward()
         if tc.grad_clip:
