@@ -583,10 +583,7 @@ class HippoAccessor:
     def validate(self, source: str | Path | None = None) -> xr.Dataset:
         """The dataset, checked by its kind's validator: :func:`validate` (raises
         SchemaError) or :func:`validate_analysis` (raises AnalysisError), naming ``source``."""
-        if self.kind == KIND:
-            validate(self._ds, source)
-        else:
-            validate_analysis(self._ds, source)
+        (validate if self.kind == KIND else validate_analysis)(self._ds, source)
         return self._ds
 
     @property

@@ -81,17 +81,14 @@ def _field_tables(
     new_label[order] = rank + 1
     field_labels = new_label[labels]
     n_fields = np.bincount(mids, minlength=b).astype(np.int64)
-    f = max_fields
-    out = {k: np.full((b, f), np.nan) for k in ("area", "mass", "peak", "cx", "cy")}
-    sel = rank < f
+    sel = rank < max_fields
     o, r, m = order[sel], rank[sel], mids[sel]
+    tables = []  # area, mass, peak, centroid x, centroid y: (B, max_fields)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["area"][m, r] = area[o]
-        out["mass"][m, r] = mass[o]
-        out["peak"][m, r] = peak[o]
-        out["cx"][m, r] = sx[o] / mass[o]
-        out["cy"][m, r] = sy[o] / mass[o]
-    return (n_fields, out["area"], out["mass"], out["peak"], out["cx"], out["cy"], field_labels)
+        for v in (area[o], mass[o], peak[o], sx[o] / mass[o], sy[o] / mass[o]):
+            tables.append(np.full((b, max_fields), np.nan))
+            tables[-1][m, r] = v
+    return (n_fields, *tables, field_labels)
 
 
 def _above(maps: np.ndarray, threshold: float) -> np.ndarray:
@@ -146,11 +143,7 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
         others = np.ones(py.size, dtype=bool)
         others[i] = False
         others &= ~assigned[py, px]
-        second = (
-            comp[:, py[others], px[others]].any(axis=1)
-            if others.any()
-            else np.zeros(levels.size, dtype=bool)
-        )
+        second = comp[:, py[others], px[others]].any(axis=1)
         # holes: finite bins outside the region not connected to the map border
         padded = np.pad(~comp, ((0, 0), (1, 1), (1, 1)), constant_values=True)
         comp_labels, _ = ndimage.label(padded, structure=_PLANAR_CROSS)

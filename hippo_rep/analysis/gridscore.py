@@ -300,14 +300,11 @@ def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         good = np.isfinite(lo) & np.isfinite(hi) & (den < 0) & np.isfinite(off)
         return np.where(good, np.clip(off, -0.5, 0.5), 0.0)
 
-    up = v[bi, np.clip(iy - 1, 0, h - 1), ix]
-    dn = v[bi, np.clip(iy + 1, 0, h - 1), ix]
-    lf = v[bi, iy, np.clip(ix - 1, 0, w - 1)]
-    rt = v[bi, iy, np.clip(ix + 1, 0, w - 1)]
-    up = np.where(iy > 0, up, -np.inf)
-    dn = np.where(iy < h - 1, dn, -np.inf)
-    lf = np.where(ix > 0, lf, -np.inf)
-    rt = np.where(ix < w - 1, rt, -np.inf)
+    # the neighbours along y and x (-inf beyond the SAC's edge)
+    up = np.where(iy > 0, v[bi, np.clip(iy - 1, 0, h - 1), ix], -np.inf)
+    dn = np.where(iy < h - 1, v[bi, np.clip(iy + 1, 0, h - 1), ix], -np.inf)
+    lf = np.where(ix > 0, v[bi, iy, np.clip(ix - 1, 0, w - 1)], -np.inf)
+    rt = np.where(ix < w - 1, v[bi, iy, np.clip(ix + 1, 0, w - 1)], -np.inf)
     py = iy - cy + offset(up, dn)
     px = ix - cx + offset(lf, rt)
     dist = np.where(ok, np.hypot(py, px), np.nan)
@@ -351,19 +348,16 @@ def _deepmind_sac(maps: np.ndarray, min_overlap: int, smooth_sigma: float) -> np
 def _deepmind_block(
     maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
 ) -> tuple[np.ndarray, ...]:
-    b, ny, nx = maps.shape
+    _, ny, nx = maps.shape
     code = _nan_reasons(maps, min_overlap)
     sac = _deepmind_sac(maps, min_overlap, smooth_sigma)
     geo = _deepmind_geometry(ny, nx)
     g60, g90 = _gridness(_ring_corr(sac, geo, geo.op, len(GRID_ANGLES)), min_max)  # (B, K)
-    k60 = np.argmax(g60, axis=1)
-    k90 = np.argmax(g90, axis=1)
-    rows = np.arange(b)
-    out60 = g60[rows, k60]
-    out90 = g90[rows, k90]
+    k60, k90 = np.argmax(g60, axis=1), np.argmax(g90, axis=1)
     spacing, orientation = _sac_peaks(sac)
     bad = code != 0
-    res = [out60, out90, spacing, orientation, geo.outer[k60], geo.outer[k90]]
+    res = [g60.max(axis=1), g90.max(axis=1), spacing, orientation, geo.outer[k60],
+           geo.outer[k90]]
     res = [np.where(bad, np.nan, a) for a in res]
     return (*res, code)
 

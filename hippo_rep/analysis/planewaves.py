@@ -150,8 +150,7 @@ WAVE_DIM = "wave"
 @functools.lru_cache(maxsize=32)
 def _geometry(ny: int, nx: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Bin coordinates (N,), the padded FFT size and the search mask of the rfft2 grid."""
-    y, x = np.meshgrid(np.arange(ny, dtype=np.float64), np.arange(nx, dtype=np.float64),
-                       indexing="ij")
+    y, x = np.indices((ny, nx), dtype=np.float64)
     p = fft.next_fast_len(PAD_FACTOR * max(ny, nx), real=True)
     ky = 2 * np.pi * fft.fftfreq(p)[:, None]
     kx = 2 * np.pi * fft.rfftfreq(p)[None, :]
@@ -325,13 +324,9 @@ def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
     b, ny, nx = maps.shape
     code = _reasons(maps, ny, nx)
     out_n = np.zeros(b, dtype=np.int64)
-    out_hex = np.zeros(b, dtype=bool)
-    out_sq = np.zeros(b, dtype=bool)
-    out_share = np.full(b, np.nan)
-    out_expl = np.full(b, np.nan)
-    out_len = np.full((b, MAX_WAVES), np.nan)
-    out_ang = np.full((b, MAX_WAVES), np.nan)
-    out_wshare = np.full((b, MAX_WAVES), np.nan)
+    out_hex, out_sq = np.zeros((2, b), dtype=bool)
+    out_share, out_expl = np.full((2, b), np.nan)
+    out_len, out_ang, out_wshare = np.full((3, b, MAX_WAVES), np.nan)
     good = np.flatnonzero(code == 0)
     if good.size:
         x, y, p, search = _geometry(ny, nx)

@@ -521,7 +521,7 @@ def rate_maps_from_nodes(
     coords["node_x"] = (node_dim, nx_)
     coords["node_y"] = (node_dim, ny_)
     units_attr = activity.attrs.get("units", "activity units")
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "rate_map": (
                 [*lead, *units, *MAP_DIMS],
@@ -557,7 +557,6 @@ def rate_maps_from_nodes(
             "map_convention": "indexed [row=y, col=x]; row 0 at the smallest y; node spacings",
         },
     )
-    return ds
 
 
 def _flatten_activity(activity: xr.DataArray, lead, time_dim, units):

@@ -154,9 +154,8 @@ def rate_maps(
         resolution=resolution,
         node_dim=NODE_DIM,
     )
-    sigma = 0.0
-    if smooth_sigma is not None:
-        sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
+    sigma = (0.0 if smooth_sigma is None
+             else check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True))
     if sigma > 0:
         attrs = ds["rate_map"].attrs
         ds["rate_map"] = smooth(ds["rate_map"], sigma, weights=ds["occupancy"])
