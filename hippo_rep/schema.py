@@ -72,12 +72,8 @@ NODE, X, Y, ACTION, OBSERVATION = "node", "x", "y", "action", "observation"
 PREDICTION, CORRECT, STEP_TYPE = "prediction", "correct", "step_type"
 MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION = "memory_node", "memory_time", "memory_observation"
 NODE_X, NODE_Y = "node_x", "node_y"
-#: Per-step coordinates, dims (env, time).
-STEP_COORDS = (NODE, X, Y, ACTION, OBSERVATION, PREDICTION, CORRECT, STEP_TYPE)
 #: Per-memory coordinates, dims (env, memory); −1 in unused slots.
 MEMORY_COORDS = (MEMORY_NODE, MEMORY_TIME, MEMORY_OBSERVATION)
-#: Per-world-node coordinates, dims (world_node,).
-NODE_COORDS = (NODE_X, NODE_Y)
 #: Value of the per-memory coordinates where an environment has no memory in that slot.
 UNUSED = -1
 
@@ -269,18 +265,12 @@ def _problems(ds) -> list[str]:
     if kind is not None and kind != KIND:
         problems.append(f"attr {KIND_ATTR} is {quote(kind)}, expected {KIND!r}")
     optional = MEMORY_SLOT_NAMES if P in ds.data_vars else ()  # TEM: p, no memory slots
-    missing_dims = [d for d in DIMS if d not in ds.dims and d not in optional]
-    if missing_dims:
-        problems.append(f"missing dim(s) {', '.join(missing_dims)}")
-    missing_vars = [n for n in DATA_VARS if n not in ds.variables and n not in optional]
-    if missing_vars:
-        problems.append(f"missing variable(s) {', '.join(missing_vars)}")
-    missing_coords = [n for n in COORDS if n not in ds.variables and n not in optional]
-    if missing_coords:
-        problems.append(f"missing coordinate(s) {', '.join(missing_coords)}")
-    missing_attrs = [a for a in ATTRS if a not in ds.attrs]
-    if missing_attrs:
-        problems.append(f"missing attr(s) {', '.join(missing_attrs)}")
+    for what, names, held in (("dim(s)", DIMS, ds.dims), ("variable(s)", DATA_VARS, ds.variables),
+                              ("coordinate(s)", COORDS, ds.variables),
+                              ("attr(s)", ATTRS, ds.attrs)):
+        missing = [n for n in names if n not in held and n not in optional]
+        if missing:
+            problems.append(f"missing {what} {', '.join(missing)}")
     bad_place, bad_dims, bad_dtype, no_attrs = [], [], [], []
     for name, spec in {**SPECS, **OPTIONAL_VARS}.items():
         if name not in ds.variables:
@@ -313,13 +303,9 @@ def _problems(ds) -> list[str]:
                 problems.append(f"attr {name} is not a JSON object")
     if N_STEPS in ds.attrs:
         n = ds.attrs[N_STEPS]
-        if not _is_int(n) or int(n) < 0:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             problems.append(f"attr {N_STEPS} must be a non-negative integer; got {quote(n)}")
     return problems
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def require_recording(recording: object, populations: Sequence[str] = (),
@@ -542,10 +528,10 @@ def class_fractions(analysis: xr.Dataset, classes: tuple[str, ...] | None = None
     for i, pop in enumerate(pops):
         cols = var == pop
         e = ex[:, cols]
+        den[i] = int(e.sum())
         for j, c in enumerate(classes):
             flag = analysis[c].transpose(ENV, UNIT).values[:, cols].astype(bool)
             num[i, j] = int((flag & e).sum())
-            den[i, j] = int(e.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(den > 0, num / np.maximum(den, 1), np.nan)
     dims = (POPULATION_DIM, CLASS_DIM)
@@ -597,10 +583,7 @@ class HippoAccessor:
     def validate(self, source: str | Path | None = None) -> xr.Dataset:
         """The dataset, checked by its kind's validator: :func:`validate` (raises
         SchemaError) or :func:`validate_analysis` (raises AnalysisError), naming ``source``."""
-        if self.kind == KIND:
-            validate(self._ds, source)
-        else:
-            validate_analysis(self._ds, source)
+        (validate if self.kind == KIND else validate_analysis)(self._ds, source)
         return self._ds
 
     @property

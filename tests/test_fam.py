@@ -12,12 +12,37 @@ from hippo_rep.models.fam import (
     _rope,
     block_mask,
     build_fam_model,
-    token_visibility,
 )
 
 torch.set_num_threads(1)
 
 SMALL = dict(d_model=16, n_heads=2, d_ff=32, block_size=4, n_fam=3, init_std=0.3)
+
+
+def token_visibility(cfg: FAMConfig, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which tokens each query position attends to directly, for ``cfg``'s variant.
+
+    Returns ``(tokens, fam)``: ``tokens[i, j]`` is True when query i sees token j's key (for
+    fm: token j's layer output), ``fam[i]`` when it also sees FAM_{τ-1}. Derived from the same
+    :func:`block_mask` the efficient forward uses (the tests' reference).
+    """
+    if cfg.variant == "full":
+        tokens = torch.ones(length, length, dtype=torch.bool).tril()
+        return tokens, torch.zeros(length, dtype=torch.bool)
+    B, M, nf = cfg.block_size, cfg.n_mem, cfg.slots
+    T = -(-length // B)
+    mask = block_mask(T, B, M, nf)
+    tokens = torch.zeros(T * B, T * B, dtype=torch.bool)
+    for tau in range(T):
+        rows = slice(tau * B, tau * B + B)
+        for s in range(M):
+            src = tau - M + s
+            if src >= 0:
+                tokens[rows, src * B:src * B + B] = mask[tau, :, s * B:s * B + B]
+        tokens[rows, tau * B:tau * B + B] = mask[tau, :, M * B + nf:]
+    fam = mask[:, :, M * B:M * B + nf].any(-1).reshape(-1) if nf else \
+        torch.zeros(T * B, dtype=torch.bool)
+    return tokens[:length, :length], fam[:length]
 
 
 def model(variant="fam", seed=0, **kw) -> FAMTransformer:

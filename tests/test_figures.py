@@ -166,21 +166,6 @@ def test_passkey_skipped_without_sweep_or_with_bad_rows(tmp_path):
     assert "'std'" in report["passkey"]
 
 
-def test_tem_points_correlate_as_the_tem_test(synthetic_analysis):
-    import numpy as np
-
-    from hippo_rep.analysis.remapping import tem_points
-
-    ds = synthetic_analysis
-    rate = ds["node_rate"]
-    va, vb = tem_points(rate.sel(unit=ds["variable"] == "g"),
-                        rate.sel(unit=ds["variable"] == "memory_activity"),
-                        ds["env_a"].values[0], ds["env_b"].values[0])
-    assert va.shape == vb.shape and va.shape[0] == int(ds["tem_n_memories"][0])
-    r = np.corrcoef(va.ravel(), vb.ravel())[0, 1]
-    assert r == pytest.approx(float(ds["tem_corr"][0]), abs=1e-9)
-
-
 def test_cli_figures_reads_a_passkey_sweep(tmp_path, capsys):
     import json
 

@@ -17,10 +17,10 @@ generative memory).
 import pytest
 import torch
 
-from hippo_rep.models.tem import attractor, f_p, hebbian_update
+from hippo_rep.models.tem import attractor, f_p
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import load_checkpoint
-from tests.test_tem import small_cfg, walk
+from tests.test_tem import hebbian_update, memory_matrices, small_cfg, walk
 
 #: TEM's annealing switched off so that the trained memory runs at its final η and λ.
 FINAL_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1", "train.tem_latent_ramp=1",
@@ -59,7 +59,7 @@ def test_tem_hebbian_read_is_linear_attention_over_stored_pairs(model, run):
     module = model.unit_coords()["p_module"]
     conn = model.conn_gen.bool()  # conn[m, f]: module m sends to module f
     send_gen = conn[module][:, module].T  # [f unit, m unit]: unit m's module sends to f's
-    M = model.memory_matrices(state)  # [M_gen, M_inf], (B, n_p, n_p), row = from
+    M = memory_matrices(model, state)  # [M_gen, M_inf], (B, n_p, n_p), row = from
     torch.manual_seed(0)
     queries = torch.cat([out["p"][:, -1:], torch.rand(3, 4, model.n_p)], 1)  # (B, Q, n_p)
     for i, (p_hat, send) in enumerate(((out["p_hat_gen"], send_gen),

@@ -23,22 +23,9 @@ def check_dataarray(obj: object, name: str) -> xr.DataArray:
 
 
 def check_maps(maps: object, name: str = "maps", min_size: int = 1) -> xr.DataArray:
-    """Check that ``maps`` is a numeric DataArray whose last two dims are ("y", "x").
-
-    Parameters
-    ----------
-    maps
-        The object to check.
-    name
-        Argument name used in error messages.
-    min_size
-        Smallest allowed number of bins along each of y and x.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``maps`` as float64 (a copy only when a conversion is needed).
-    """
+    """``maps`` as float64 (a copy only when converted) if it is a real numeric DataArray
+    whose last two dims are ("y", "x") with at least ``min_size`` bins each; else a
+    ``TypeError`` (not a DataArray) or ``ValueError`` naming ``name``."""
     maps = check_dataarray(maps, name)
     if maps.ndim < 2 or tuple(maps.dims[-2:]) != MAP_DIMS:
         raise ValueError(

@@ -112,17 +112,10 @@ def _autocorr_maps(
     return r
 
 
-def autocorr_array(maps: np.ndarray, min_overlap: int = MIN_OVERLAP) -> np.ndarray:
-    """Numpy version of :func:`autocorrelogram`: ``(..., ny, nx) -> (..., 2ny-1, 2nx-1)``."""
-    (out,) = blockwise(lambda b: (_autocorr_block(b, min_overlap),), maps, 2)
-    return out
-
-
 def check_min_overlap(min_overlap: object) -> int:
     """Validate ``min_overlap`` (an int >= 1)."""
-    if isinstance(min_overlap, bool) or not isinstance(min_overlap, (int, np.integer)):
-        raise ValueError(f"min_overlap must be an int >= 1; got {min_overlap!r}")
-    if min_overlap < 1:
+    if (isinstance(min_overlap, bool) or not isinstance(min_overlap, (int, np.integer))
+            or min_overlap < 1):
         raise ValueError(f"min_overlap must be an int >= 1; got {min_overlap!r}")
     return int(min_overlap)
 
@@ -161,9 +154,8 @@ def autocorrelogram(maps: xr.DataArray, min_overlap: int = MIN_OVERLAP) -> xr.Da
     min_overlap = check_min_overlap(min_overlap)
     ny, nx = maps.sizes["y"], maps.sizes["x"]
     out = xr.apply_ufunc(
-        autocorr_array,
+        lambda a: blockwise(lambda b: (_autocorr_block(b, min_overlap),), a, 2)[0],
         maps,
-        kwargs={"min_overlap": min_overlap},
         input_core_dims=[list(MAP_DIMS)],
         output_core_dims=[list(LAG_DIMS)],
         dask="parallelized",

@@ -1,8 +1,5 @@
 """Band (stripe) scores of rate maps: how much of the autocorrelogram's periodicity lies
-along one axis.
-
-Conventions: maps indexed ``[row = y, col = x]`` with dims ("y", "x") last; lengths in bins;
-angles in degrees from +x towards +y; NaN = unvisited bin.
+along one axis (conventions as in :mod:`hippo_rep.analysis`).
 """
 
 from __future__ import annotations
@@ -55,8 +52,7 @@ def _band_geometry(ny: int, nx: int) -> _BandGeometry:
     ky = sfft.fftfreq(shape[0])[:, None]
     kx = sfft.fftfreq(shape[1])[None, :]
     k = np.sqrt(ky**2 + kx**2)
-    keep_mask = (k >= 1.0 / n) & (k <= 0.5)
-    keep = np.flatnonzero(keep_mask)
+    keep = np.flatnonzero((k >= 1.0 / n) & (k <= 0.5))
     ang = np.mod(np.rad2deg(np.arctan2(np.broadcast_to(ky, k.shape), kx)), 180.0).ravel()[keep]
     bins = np.floor(ang).astype(np.int64) % 180
     onehot = sparse.csr_matrix(
@@ -87,8 +83,7 @@ def _band_block(maps: np.ndarray, min_overlap: int, half_width: float) -> tuple[
     others = np.maximum.reduce([np.roll(frac, -s, axis=1) for s in (60, 90, 120)])
     contrast = frac - others
     best = np.argmax(np.where(np.isfinite(contrast), contrast, -np.inf), axis=1)
-    rows = np.arange(b)
-    score = contrast[rows, best]
+    score = contrast[np.arange(b), best]
     orientation = best.astype(np.float64)
     # wavelength: power-weighted |k| over the strongest half of the orientation window
     ang_bin = np.asarray(geo.onehot.argmax(axis=1)).ravel()

@@ -81,17 +81,14 @@ def _field_tables(
     new_label[order] = rank + 1
     field_labels = new_label[labels]
     n_fields = np.bincount(mids, minlength=b).astype(np.int64)
-    f = max_fields
-    out = {k: np.full((b, f), np.nan) for k in ("area", "mass", "peak", "cx", "cy")}
-    sel = rank < f
+    sel = rank < max_fields
     o, r, m = order[sel], rank[sel], mids[sel]
+    tables = []  # area, mass, peak, centroid x, centroid y: (B, max_fields)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["area"][m, r] = area[o]
-        out["mass"][m, r] = mass[o]
-        out["peak"][m, r] = peak[o]
-        out["cx"][m, r] = sx[o] / mass[o]
-        out["cy"][m, r] = sy[o] / mass[o]
-    return (n_fields, out["area"], out["mass"], out["peak"], out["cx"], out["cy"], field_labels)
+        for v in (area[o], mass[o], peak[o], sx[o] / mass[o], sy[o] / mass[o]):
+            tables.append(np.full((b, max_fields), np.nan))
+            tables[-1][m, r] = v
+    return (n_fields, *tables, field_labels)
 
 
 def _above(maps: np.ndarray, threshold: float) -> np.ndarray:
@@ -127,12 +124,11 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
     py, px = py[order], px[order]
     assigned = np.zeros(m.shape, dtype=bool)
     fields = []
-    cross = ndimage.generate_binary_structure(2, 1)
     for i in range(py.size):
         y0, x0 = py[i], px[i]
         if assigned[y0, x0]:
             continue
-        border = ndimage.binary_dilation(assigned, structure=cross) & ~assigned
+        border = ndimage.binary_dilation(assigned, structure=_PLANAR_CROSS[1]) & ~assigned
         vp = v[y0, x0]
         fracs = np.arange(ADAPTIVE_START, 0, -ADAPTIVE_STEP)
         levels = vp * fracs[vp * fracs >= floor - 1e-12 * abs(floor)]
@@ -147,11 +143,7 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
         others = np.ones(py.size, dtype=bool)
         others[i] = False
         others &= ~assigned[py, px]
-        second = (
-            comp[:, py[others], px[others]].any(axis=1)
-            if others.any()
-            else np.zeros(levels.size, dtype=bool)
-        )
+        second = comp[:, py[others], px[others]].any(axis=1)
         # holes: finite bins outside the region not connected to the map border
         padded = np.pad(~comp, ((0, 0), (1, 1), (1, 1)), constant_values=True)
         comp_labels, _ = ndimage.label(padded, structure=_PLANAR_CROSS)
@@ -293,18 +285,10 @@ def place_fields(
 
 
 def _place_score_block(maps: np.ndarray, threshold: float) -> tuple[np.ndarray]:
-    b = maps.shape[0]
-    labels, n_lab = ndimage.label(_above(maps, threshold), structure=_PLANAR_CROSS)
-    vals = np.where(np.isfinite(maps), np.maximum(maps, 0.0), 0.0)
-    total = vals.sum(axis=(1, 2))
-    mass = np.bincount(labels.ravel(), weights=vals.ravel(), minlength=n_lab + 1)
-    map_id = np.zeros(n_lab + 1, dtype=np.int64)
-    map_id[labels.ravel()] = np.repeat(np.arange(b), maps.shape[1] * maps.shape[2])
-    best = np.zeros(b)
-    np.maximum.at(best, map_id[1:], mass[1:])
+    best = _fraction_block(maps, threshold, 1, 1)[2][:, 0]  # mass of the largest field
+    total = np.where(np.isfinite(maps), np.maximum(maps, 0.0), 0.0).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(total > 0, best / total, np.nan)
-    return (score,)
+        return (np.where(total > 0, np.nan_to_num(best) / total, np.nan),)
 
 
 def place_score_kernel(threshold: float = PLACE_THRESHOLD) -> Kernel:

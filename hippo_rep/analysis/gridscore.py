@@ -1,10 +1,8 @@
 """Grid scores ("deepmind" and "bnt" families), grid spacing and orientation.
 
 Two families of gridness are in use and disagree a lot on noisy maps; never compare scores
-across methods. Every output names the method and its settings in its attrs.
-
-Conventions: maps indexed ``[row = y, col = x]`` with dims ("y", "x") last; lengths in bins;
-angles in degrees from +x towards +y; NaN = unvisited bin.
+across methods. Every output names the method and its settings in its attrs. Conventions as
+in :mod:`hippo_rep.analysis`.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from scipy import ndimage, sparse, special
 
 from ._checks import check_choice, check_positive_number
 from .autocorr import _autocorr_block, check_min_overlap
+from .fields import _PLANAR_CROSS
 from .kernels import Kernel, Output
 from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
 
@@ -258,21 +257,18 @@ def _nan_reasons(maps: np.ndarray, min_overlap: int) -> np.ndarray:
 def _gridness(corr: np.ndarray, min_max: bool, angles: tuple[int, ...] = GRID_ANGLES
               ) -> tuple[np.ndarray, np.ndarray]:
     """Gridness-60 and -90 from correlations with the angle axis (``angles``) at position 1
-    (gridness-90 only when ``angles`` has 45 and 135)."""
+    (gridness-90 None unless ``angles`` has 45 and 135)."""
 
     def r(a: int) -> np.ndarray:
         return corr[:, angles.index(a)]
 
-    if 45 not in angles:
-        return (r(60) + r(120)) / 2 - (r(30) + r(90) + r(150)) / 3, None
-
     if min_max:
         g60 = np.minimum(r(60), r(120)) - np.maximum(np.maximum(r(30), r(90)), r(150))
-        g90 = r(90) - np.maximum(r(45), r(135))
     else:
         g60 = (r(60) + r(120)) / 2 - (r(30) + r(90) + r(150)) / 3
-        g90 = r(90) - (r(45) + r(135)) / 2
-    return g60, g90
+    if 45 not in angles:
+        return g60, None
+    return g60, r(90) - (np.maximum(r(45), r(135)) if min_max else (r(45) + r(135)) / 2)
 
 
 def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -304,14 +300,11 @@ def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         good = np.isfinite(lo) & np.isfinite(hi) & (den < 0) & np.isfinite(off)
         return np.where(good, np.clip(off, -0.5, 0.5), 0.0)
 
-    up = v[bi, np.clip(iy - 1, 0, h - 1), ix]
-    dn = v[bi, np.clip(iy + 1, 0, h - 1), ix]
-    lf = v[bi, iy, np.clip(ix - 1, 0, w - 1)]
-    rt = v[bi, iy, np.clip(ix + 1, 0, w - 1)]
-    up = np.where(iy > 0, up, -np.inf)
-    dn = np.where(iy < h - 1, dn, -np.inf)
-    lf = np.where(ix > 0, lf, -np.inf)
-    rt = np.where(ix < w - 1, rt, -np.inf)
+    # the neighbours along y and x (-inf beyond the SAC's edge)
+    up = np.where(iy > 0, v[bi, np.clip(iy - 1, 0, h - 1), ix], -np.inf)
+    dn = np.where(iy < h - 1, v[bi, np.clip(iy + 1, 0, h - 1), ix], -np.inf)
+    lf = np.where(ix > 0, v[bi, iy, np.clip(ix - 1, 0, w - 1)], -np.inf)
+    rt = np.where(ix < w - 1, v[bi, iy, np.clip(ix + 1, 0, w - 1)], -np.inf)
     py = iy - cy + offset(up, dn)
     px = ix - cx + offset(lf, rt)
     dist = np.where(ok, np.hypot(py, px), np.nan)
@@ -355,19 +348,16 @@ def _deepmind_sac(maps: np.ndarray, min_overlap: int, smooth_sigma: float) -> np
 def _deepmind_block(
     maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
 ) -> tuple[np.ndarray, ...]:
-    b, ny, nx = maps.shape
+    _, ny, nx = maps.shape
     code = _nan_reasons(maps, min_overlap)
     sac = _deepmind_sac(maps, min_overlap, smooth_sigma)
     geo = _deepmind_geometry(ny, nx)
     g60, g90 = _gridness(_ring_corr(sac, geo, geo.op, len(GRID_ANGLES)), min_max)  # (B, K)
-    k60 = np.argmax(g60, axis=1)
-    k90 = np.argmax(g90, axis=1)
-    rows = np.arange(b)
-    out60 = g60[rows, k60]
-    out90 = g90[rows, k90]
+    k60, k90 = np.argmax(g60, axis=1), np.argmax(g90, axis=1)
     spacing, orientation = _sac_peaks(sac)
     bad = code != 0
-    res = [out60, out90, spacing, orientation, geo.outer[k60], geo.outer[k90]]
+    res = [g60.max(axis=1), g90.max(axis=1), spacing, orientation, geo.outer[k60],
+           geo.outer[k90]]
     res = [np.where(bad, np.nan, a) for a in res]
     return (*res, code)
 
@@ -410,11 +400,6 @@ def _bnt_crop_half(n: int) -> int:
     return size // 2
 
 
-def _bnt_thresholds() -> np.ndarray:
-    start, stop, step = BNT_FIELD_THRESHOLDS
-    return np.round(np.linspace(start, stop, int((start - stop) / step) + 1), 2)
-
-
 def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     """Area (bins) of the central field of each SAC, as opexebo's ``place_field`` finds it.
 
@@ -432,7 +417,7 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     cy, cx = h // 2, w // 2
     peak = sac.max(axis=(1, 2), keepdims=True)
     img = sac / np.where(peak > 0, peak, 1.0)
-    cross = ndimage.generate_binary_structure(2, 1)[None]
+    cross = _PLANAR_CROSS[1][None]
     square = np.ones((1, 3, 3), dtype=bool)
     fmap = ndimage.grey_erosion(img, footprint=cross, mode="nearest")
     for _ in range(h * w):  # greyscale reconstruction by dilation (converges long before)
@@ -441,18 +426,17 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
             break
         fmap = nxt
     centre_val = fmap[:, cy, cx][:, None, None]
-    lab_struct = np.zeros((3, 3, 3), dtype=bool)
-    lab_struct[1] = ndimage.generate_binary_structure(2, 1)
 
     def field(t: float) -> tuple[np.ndarray, np.ndarray]:
-        lab, _ = ndimage.label(fmap >= t * centre_val, structure=lab_struct)
+        lab, _ = ndimage.label(fmap >= t * centre_val, structure=_PLANAR_CROSS)
         comp = lab == lab[:, cy, cx][:, None, None]
-        filled = ndimage.binary_fill_holes(comp, structure=lab_struct)
+        filled = ndimage.binary_fill_holes(comp, structure=_PLANAR_CROSS)
         return comp.sum(axis=(1, 2)).astype(np.float64), (filled & ~comp).any(axis=(1, 2))
 
-    thresholds = _bnt_thresholds()
+    start, stop, step = BNT_FIELD_THRESHOLDS
+    thresholds = np.round(np.linspace(start, stop, int((start - stop) / step) + 1), 2)
     a1, bad1 = field(thresholds[0])
-    a2, bad2 = field(thresholds[0] - BNT_FIELD_THRESHOLDS[2])
+    a2, bad2 = field(thresholds[0] - step)
     initial = a2 / a1
     alive = ~(bad1 | bad2)
     last = np.where(alive, a2, 0.0)

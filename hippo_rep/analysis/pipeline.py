@@ -289,7 +289,7 @@ def analyse(
     maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
                          activity=acts[v], node=node) for v in variables}
     first = maps[variables[0]]
-    sigma = float(first.attrs["smooth_sigma_bins"])
+    sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     activity = stack_units(acts)
@@ -304,7 +304,8 @@ def analyse(
     occ = first["node_occupancy"]
     # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
     spec = _UnitBlock(
-        kernels=_kernels(grid_method, _min_field_bins(float(first.attrs["resolution"]))),
+        # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
+        kernels=_kernels(grid_method, max(1, int(round(FIELD_MIN_NODES / res**2)))),
         grid_method=grid_method,
         quantiles=tuple(float(q) for q in quantiles),
         node_map=first["node_map"].values,
@@ -317,13 +318,8 @@ def analyse(
     # compute (with dask's default scheduler) to check that the inputs agree
     bare = [da.drop_vars(["variable", "unit_index"]) for da in (rate_map, node_rate, activity)]
     inputs = [*bare, occ, node, shifts]
-    if lazy:
-        c = int(chunk_units)
-        inputs[:3] = [
-            bare[0].chunk({"env": -1, UNIT_DIM: c, "y": -1, "x": -1}),
-            bare[1].chunk({"env": -1, UNIT_DIM: c, NODE_DIM: -1}),
-            bare[2].chunk({"env": -1, "time": -1, UNIT_DIM: c}),
-        ]
+    if lazy:  # chunked along unit only
+        inputs[:3] = [b.chunk({UNIT_DIM: int(chunk_units)}) for b in bare]
     sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
              PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles, WAVE_DIM: MAX_WAVES}
     packed = xr.apply_ufunc(
@@ -358,7 +354,7 @@ def analyse(
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
     out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
-    out["spacing_nodes"] = out["spacing"] * float(first.attrs["resolution"])
+    out["spacing_nodes"] = out["spacing"] * res
     out["spacing_nodes"].attrs = {
         "long_name": "grid spacing in node spacings (spacing x resolution)",
         "units": "node spacings",
@@ -401,8 +397,7 @@ def analyse(
     _set_attrs(out, recording, spec.kernels, cls, remap, pop, shifts,
                dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
                     min_shift_fraction=min_shift_fraction, variables=variables,
-                    resolution=float(first.attrs["resolution"]), decode=decode,
-                    chunk_units=chunk_units))
+                    resolution=res, decode=decode, chunk_units=chunk_units))
     return out
 
 
@@ -534,24 +529,14 @@ class _UnitBlock:
         return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
 
 
-def _min_field_bins(resolution: float) -> int:
-    """:data:`FIELD_MIN_NODES` in bins of ``resolution`` node spacings (a node covers about
-    1 / resolution² bins)."""
-    return max(1, int(round(FIELD_MIN_NODES / resolution**2)))
-
-
 def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, one task)."""
-    occ = np.broadcast_to(occ, rates.shape)
+    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, inside
+    :meth:`_UnitBlock.__call__`, which silences their warnings)."""
     dims = [f"d{i}" for i in range(rates.ndim - 1)] + [NODE_DIM]
     r = xr.DataArray(rates, dims=dims)
-    o = xr.DataArray(occ, dims=dims)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return tuple(
-            np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
-            for f in (spatial_information, sparsity, selectivity)
-        )
+    o = xr.DataArray(np.broadcast_to(occ, rates.shape), dims=dims)
+    return tuple(np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
+                 for f in (spatial_information, sparsity, selectivity))
 
 
 def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dataset, dict]:

@@ -146,14 +146,11 @@ REASONS = ("", "too small", "all NaN", "too few finite bins", "constant")
 #: The dim of the per-wave outputs.
 WAVE_DIM = "wave"
 
-#: Output names of the per-map scalars and the per-wave arrays.
-
 
 @functools.lru_cache(maxsize=32)
 def _geometry(ny: int, nx: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Bin coordinates (N,), the padded FFT size and the search mask of the rfft2 grid."""
-    y, x = np.meshgrid(np.arange(ny, dtype=np.float64), np.arange(nx, dtype=np.float64),
-                       indexing="ij")
+    y, x = np.indices((ny, nx), dtype=np.float64)
     p = fft.next_fast_len(PAD_FACTOR * max(ny, nx), real=True)
     ky = 2 * np.pi * fft.fftfreq(p)[:, None]
     kx = 2 * np.pi * fft.rfftfreq(p)[None, :]
@@ -241,8 +238,7 @@ def _interpolate_peak(spec, iy, ix, p):
 
     def offset(lo, mid, hi):
         den = lo - 2 * mid + hi
-        with np.errstate(all="ignore"):
-            d = np.where(den < 0, 0.5 * (lo - hi) / den, 0.0)
+        d = np.where(den < 0, 0.5 * (lo - hi) / den, 0.0)
         return np.clip(np.nan_to_num(d), -0.5, 0.5)
 
     mid = logp[b, iy, ix]
@@ -261,10 +257,9 @@ def _reasons(maps: np.ndarray, ny: int, nx: int) -> np.ndarray:
     if ny < MIN_SIZE or nx < MIN_SIZE:
         code[:] = REASONS.index("too small")
         return code
-    with np.errstate(all="ignore"):
-        hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))
-        lo = np.where(fin, maps, np.inf).min(axis=(1, 2))
-        scale = np.where(fin, np.abs(maps), 0.0).max(axis=(1, 2))
+    hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))
+    lo = np.where(fin, maps, np.inf).min(axis=(1, 2))
+    scale = np.where(fin, np.abs(maps), 0.0).max(axis=(1, 2))
     const = (hi - lo) <= CONSTANT_RTOL * np.maximum(scale, 1.0)
     code[const] = REASONS.index("constant")
     code[n_fin < MIN_FINITE_BINS] = REASONS.index("too few finite bins")
@@ -323,18 +318,15 @@ def _fold(d):
     return np.minimum(d, 180.0 - d)
 
 
+@np.errstate(all="ignore")
 def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Plane-wave decomposition of (B, ny, nx) maps (see the module doc)."""
+    """Plane-wave decomposition of (B, ny, nx) maps (see the module doc); quiet on NaN."""
     b, ny, nx = maps.shape
     code = _reasons(maps, ny, nx)
     out_n = np.zeros(b, dtype=np.int64)
-    out_hex = np.zeros(b, dtype=bool)
-    out_sq = np.zeros(b, dtype=bool)
-    out_share = np.full(b, np.nan)
-    out_expl = np.full(b, np.nan)
-    out_len = np.full((b, MAX_WAVES), np.nan)
-    out_ang = np.full((b, MAX_WAVES), np.nan)
-    out_wshare = np.full((b, MAX_WAVES), np.nan)
+    out_hex, out_sq = np.zeros((2, b), dtype=bool)
+    out_share, out_expl = np.full((2, b), np.nan)
+    out_len, out_ang, out_wshare = np.full((3, b, MAX_WAVES), np.nan)
     good = np.flatnonzero(code == 0)
     if good.size:
         x, y, p, search = _geometry(ny, nx)
@@ -457,14 +449,9 @@ def plane_waves(maps: xr.DataArray) -> xr.Dataset:
     return WAVES.apply(maps)
 
 
-def _plane_waves_quiet(maps: np.ndarray) -> tuple[np.ndarray, ...]:
-    with np.errstate(all="ignore"):
-        return _plane_waves_block(maps)
-
-
 #: The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`plane_waves`: its outputs, and
 #: the method and every threshold as attrs.
-WAVES = Kernel(_plane_waves_quiet, (
+WAVES = Kernel(_plane_waves_block, (
     Output("n_waves", (), np.int64, {
         "long_name": "fundamental plane waves explaining a material share of the map's "
                      "variance (harmonics excluded, at most 3)", "units": "1"}),

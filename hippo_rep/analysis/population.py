@@ -79,11 +79,6 @@ def _clip() -> FunctionTransformer:
     return FunctionTransformer(np.clip, kw_args={"a_min": -DECODE_CLIP, "a_max": DECODE_CLIP})
 
 
-def _subsample(n_time: int, max_steps: int) -> np.ndarray:
-    k = min(n_time, max_steps)
-    return np.unique(np.round(np.linspace(0, n_time - 1, k)).astype(np.int64))
-
-
 def decode_arrays(
     activity: np.ndarray,
     node: np.ndarray,
@@ -110,7 +105,7 @@ def decode_arrays(
            "xy_error_chance": np.nan, "xy_r2": np.full(2, np.nan)}
     if n_env < 2 or n_unit == 0:
         return nan
-    t = _subsample(n_time, max_steps)
+    t = np.unique(np.round(np.linspace(0, n_time - 1, min(n_time, max_steps))).astype(np.int64))
     x = activity[:, t, :].reshape(-1, n_unit)
     yn = node[:, t].reshape(-1)
     yxy = xy[:, t, :].reshape(-1, 2)

@@ -109,18 +109,8 @@ def smooth(
     maps = check_maps(maps)
     sigma = check_positive_number(sigma, "sigma", allow_zero=True)
     truncate = check_positive_number(truncate, "truncate")
-    if weights is None:
-        out = xr.apply_ufunc(
-            _smooth_core,
-            maps,
-            kwargs={"weights": None, "sigma": sigma, "truncate": truncate},
-            input_core_dims=[list(MAP_DIMS)],
-            output_core_dims=[list(MAP_DIMS)],
-            dask="parallelized",
-            output_dtypes=[np.float64],
-            keep_attrs=True,
-        )
-    else:
+    args = [maps]
+    if weights is not None:
         weights = check_maps(weights, "weights")
         if float(weights.min(skipna=True).fillna(0)) < 0:
             raise ValueError("weights must be non-negative")
@@ -128,21 +118,16 @@ def smooth(
         if extra:
             raise ValueError(f"weights has dims {sorted(map(str, extra))} that maps lacks")
         maps_b, weights_b = xr.broadcast(maps, weights)
-        weights_b = weights_b.transpose(*maps_b.dims)
-
-        def _core(v: np.ndarray, w: np.ndarray) -> np.ndarray:
-            return _smooth_core(v, w, sigma, truncate)
-
-        out = xr.apply_ufunc(
-            _core,
-            maps_b,
-            weights_b,
-            input_core_dims=[list(MAP_DIMS), list(MAP_DIMS)],
-            output_core_dims=[list(MAP_DIMS)],
-            dask="parallelized",
-            output_dtypes=[np.float64],
-            keep_attrs=True,
-        )
+        args = [maps_b, weights_b.transpose(*maps_b.dims)]
+    out = xr.apply_ufunc(
+        lambda v, w=None: _smooth_core(v, w, sigma, truncate),
+        *args,
+        input_core_dims=[list(MAP_DIMS)] * len(args),
+        output_core_dims=[list(MAP_DIMS)],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+        keep_attrs=True,
+    )
     out = out.transpose(*maps.dims)
     out.attrs["smooth_sigma_bins"] = sigma
     return out
@@ -536,7 +521,7 @@ def rate_maps_from_nodes(
     coords["node_x"] = (node_dim, nx_)
     coords["node_y"] = (node_dim, ny_)
     units_attr = activity.attrs.get("units", "activity units")
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "rate_map": (
                 [*lead, *units, *MAP_DIMS],
@@ -572,7 +557,6 @@ def rate_maps_from_nodes(
             "map_convention": "indexed [row=y, col=x]; row 0 at the smallest y; node spacings",
         },
     )
-    return ds
 
 
 def _flatten_activity(activity: xr.DataArray, lead, time_dim, units):

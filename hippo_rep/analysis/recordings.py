@@ -1,11 +1,5 @@
-"""Reading activity out of recordings, and rate maps of recorded units.
-
-A recording (see ``hippo_rep.schema``) is an :class:`xarray.Dataset` with dims ``env``,
-``time``, ``g_unit``, ``memory``, ``world_node``; activity ``g(env, time, g_unit)``,
-``g_pi(env, time, g_unit)``, ``memory_activity(env, time, memory)``; per-step coords
-``node(env, time)`` (index into ``world_node``), ``x``, ``y``; per-memory coords
-``memory_node``, ``memory_time`` (``-1`` where a memory slot is unused); per-node coords
-``node_x``, ``node_y`` (node spacings); attr ``hippo_rep_kind = "recording"``.
+"""Reading activity out of recordings (their format: :mod:`hippo_rep.schema`), and rate maps
+of recorded units.
 
 Memory neurons do not exist before their memory is written: in TEM-t a memory written at step
 ``t`` (``memory_time``) is first available to the prediction at step ``t + 1`` (causal
@@ -47,7 +41,7 @@ def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = 
     Parameters
     ----------
     recording : xarray.Dataset
-        A recording (see the module docstring).
+        A recording (see :mod:`hippo_rep.schema`).
     variable : {"g", "g_pi", "memory_activity"}
         The population.
     mask_memory : bool
@@ -160,9 +154,8 @@ def rate_maps(
         resolution=resolution,
         node_dim=NODE_DIM,
     )
-    sigma = 0.0
-    if smooth_sigma is not None:
-        sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
+    sigma = (0.0 if smooth_sigma is None
+             else check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True))
     if sigma > 0:
         attrs = ds["rate_map"].attrs
         ds["rate_map"] = smooth(ds["rate_map"], sigma, weights=ds["occupancy"])

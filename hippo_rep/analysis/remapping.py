@@ -10,11 +10,9 @@ What is computed (exactly):
 - ``remap_corr(unit, env_pair)``: Pearson correlation, over the nodes visited in both
   environments (at least :data:`REMAP_MIN_NODES`), between a unit's node rates in the two
   environments. NaN when a map is constant or there are too few common nodes. Stable units
-  give ~1, randomly remapping units ~0. A unit is the same neuron in every environment: for
-  positional units that is their index; memory slots have no identity across environments
-  (TEM-t writes fresh memories in each), so slot k is matched to slot k, i.e. the k-th memory
-  written in each walk, and the correlation of memory units measures whether the walks'
-  k-th memories sit at the same place (random remapping gives ~0).
+  give ~1, randomly remapping units ~0. Positional units are matched by index, memory slots
+  by write order (see below): their correlation says whether the walks' k-th memories sit at
+  the same place.
 - ``pv_corr(population, env_pair)``: population-vector correlation: for each node visited
   in both environments, the Pearson correlation across the population's units (finite in
   both, at least :data:`PV_MIN_UNITS`) of the node-rate vectors; averaged over nodes.
@@ -130,12 +128,8 @@ def env_pairs(env: xr.DataArray) -> tuple[xr.Dataset, np.ndarray]:
     n = env.sizes["env"]
     pairs = np.array(list(itertools.combinations(range(n), 2)), dtype=np.int64).reshape(-1, 2)
     vals = np.asarray(env.values)
-    return xr.Dataset(
-        coords={
-            "env_a": (PAIR_DIM, vals[pairs[:, 0]] if pairs.size else vals[:0]),
-            "env_b": (PAIR_DIM, vals[pairs[:, 1]] if pairs.size else vals[:0]),
-        }
-    ), pairs
+    return xr.Dataset(coords={"env_a": (PAIR_DIM, vals[pairs[:, 0]]),
+                              "env_b": (PAIR_DIM, vals[pairs[:, 1]])}), pairs
 
 
 def _pearson_rows(a: np.ndarray, b: np.ndarray, min_n: int) -> np.ndarray:
@@ -224,12 +218,10 @@ def pv_correlation(
     coords, pairs = env_pairs(node_rate["env"])
     r = np.asarray(node_rate.transpose("env", NODE_DIM, UNIT_DIM).values, dtype=np.float64)
     out = np.full(len(pairs), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for i, (a, b) in enumerate(pairs):
-            per_node = _pearson_rows(r[a], r[b], int(min_units))  # (node,)
-            if np.isfinite(per_node).any():
-                out[i] = np.nanmean(per_node)
+    for i, (a, b) in enumerate(pairs):
+        per_node = _pearson_rows(r[a], r[b], int(min_units))  # (node,)
+        if np.isfinite(per_node).any():
+            out[i] = np.nanmean(per_node)
     da = xr.DataArray(out, dims=(PAIR_DIM,), coords=coords.coords, name="pv_corr")
     da.attrs = {
         "long_name": "population-vector correlation (mean over common nodes of the "
@@ -260,52 +252,6 @@ def _peak_nodes(r: np.ndarray) -> np.ndarray:
     peak = hi.argmax(axis=-1)
     has = fin.any(axis=-1) & (hi.max(axis=-1) > lo.min(axis=-1))
     return np.where(has, peak, -1)
-
-
-def _tem_pair_values(z: np.ndarray, peaks: np.ndarray, a: int, b: int
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The TEM test's values of one environment pair: (M, J) arrays, env a and env b.
-
-    ``z`` (env, grid unit, node) z-scored grid rates, ``peaks`` (env, memory) peak nodes (-1:
-    none). Row m, column j: grid unit j's z-scored rate at memory unit m's peak node; only
-    memory units with a peak in both environments, only grid units defined in both.
-    """
-    both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
-    units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
-    va = z[a][units][:, peaks[a][both]].T  # (M, J)
-    vb = z[b][units][:, peaks[b][both]].T
-    keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
-    return va[keep], vb[keep]
-
-
-def tem_points(
-    grid_rate: xr.DataArray, memory_rate: xr.DataArray, env_a: object, env_b: object
-) -> tuple[np.ndarray, np.ndarray]:
-    """The points of the TEM test for one pair of environments (to plot the grid–place
-    relationship): their Pearson correlation is ``tem_corr`` of that pair.
-
-    Parameters
-    ----------
-    grid_rate : xarray.DataArray, dims (env, unit, world_node)
-        Node rates of the grid-like units (activity units).
-    memory_rate : xarray.DataArray, dims (env, unit, world_node)
-        Node rates of the memory units, matched across environments by index.
-    env_a, env_b : env coordinate values
-        The two environments.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray), each of shape (M, J)
-        For each of the M memory units with a peak in both environments and each of the J
-        grid units defined in both: the grid unit's rate at the memory unit's peak node,
-        z-scored over the grid unit's visited nodes (dimensionless), in env a and in env b.
-    """
-    g = grid_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
-    m = memory_rate.sel(env=[env_a, env_b]).transpose("env", UNIT_DIM, NODE_DIM).values
-    g, m = np.asarray(g, dtype=np.float64), np.asarray(m, dtype=np.float64)
-    z = np.stack([_zscore_nodes(g[e]) for e in range(2)])
-    peaks = np.stack([_peak_nodes(m[e]) for e in range(2)])
-    return _tem_pair_values(z, peaks, 0, 1)
 
 
 def tem_remapping(
@@ -345,7 +291,13 @@ def tem_remapping(
     null = np.full((n_p, n_shuffles), np.nan)
     n_mem = np.zeros(n_p, dtype=np.int64)
     for i, (a, b) in enumerate(pairs):
-        va, vb = _tem_pair_values(z, peaks, a, b)
+        # row m, column j: grid unit j's z-scored rate at memory unit m's peak node; memory
+        # units with a peak in both environments, grid units defined in both
+        both = np.flatnonzero((peaks[a] >= 0) & (peaks[b] >= 0))
+        units = np.isfinite(z[a]).any(-1) & np.isfinite(z[b]).any(-1)
+        va, vb = z[a][units][:, peaks[a][both]].T, z[b][units][:, peaks[b][both]].T  # (M, J)
+        keep = np.isfinite(va).all(1) & np.isfinite(vb).all(1)
+        va, vb = va[keep], vb[keep]
         n_mem[i] = va.shape[0]
         perms = np.argsort(gen.random((n_shuffles, va.shape[0])), axis=1)
         if va.shape[0] < TEM_MIN_MEMORIES or va.shape[1] == 0:

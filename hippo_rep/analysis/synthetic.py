@@ -24,9 +24,7 @@ def _grid_xy(shape: int | Sequence[int]) -> tuple[np.ndarray, np.ndarray, tuple[
         ny, nx = (int(s) for s in shape)
     if ny < 1 or nx < 1:
         raise ValueError(f"shape must be positive; got {shape!r}")
-    y, x = np.meshgrid(
-        np.arange(ny, dtype=np.float64), np.arange(nx, dtype=np.float64), indexing="ij"
-    )
+    y, x = np.indices((ny, nx), dtype=np.float64)
     return x, y, (ny, nx)
 
 

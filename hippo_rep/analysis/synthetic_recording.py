@@ -26,6 +26,8 @@ from hippo_rep.worlds import (
     step_types,
 )
 
+from .synthetic import _plane_waves
+
 #: Peak-to-peak spacing range of planted grid units, in node spacings.
 GRID_SPACING_RANGE = (4.0, 6.0)
 
@@ -42,12 +44,10 @@ NOISE_STD = 0.1
 
 def _hex_grid(x: np.ndarray, y: np.ndarray, spacing: float, orientation: float,
               phase: np.ndarray) -> np.ndarray:
+    """:func:`~hippo_rep.analysis.hex_grid_map`'s pattern at node coordinates (x, y)."""
     k = 4 * np.pi / (np.sqrt(3) * spacing)
-    out = np.zeros_like(x)
-    for i in range(3):
-        t = np.deg2rad(orientation + 30.0 + 60.0 * i)
-        out += np.cos(k * ((x - phase[0]) * np.cos(t) + (y - phase[1]) * np.sin(t)))
-    return (out + 1.5) / 4.5
+    return (_plane_waves(x, y, k, [orientation + 30.0 + 60.0 * i for i in range(3)], phase)
+            + 1.5) / 4.5
 
 
 def synthetic_recording(

@@ -146,32 +146,6 @@ def block_mask(n_blocks: int, block_size: int, n_mem: int, n_fam: int,
     return torch.cat([mem, fam, causal], dim=-1)
 
 
-def token_visibility(cfg: FAMConfig, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Which tokens each query position attends to directly, for ``cfg``'s variant.
-
-    Returns ``(tokens, fam)``: ``tokens[i, j]`` is True when query i sees token j's key (for
-    fm: token j's layer output), ``fam[i]`` when it also sees FAM_{τ-1}. Derived from the same
-    :func:`block_mask` the efficient forward uses.
-    """
-    if cfg.variant == "full":
-        tokens = torch.ones(length, length, dtype=torch.bool).tril()
-        return tokens, torch.zeros(length, dtype=torch.bool)
-    B, M, nf = cfg.block_size, cfg.n_mem, cfg.slots
-    T = -(-length // B)
-    mask = block_mask(T, B, M, nf)
-    tokens = torch.zeros(T * B, T * B, dtype=torch.bool)
-    for tau in range(T):
-        rows = slice(tau * B, tau * B + B)
-        for s in range(M):
-            src = tau - M + s
-            if src >= 0:
-                tokens[rows, src * B:src * B + B] = mask[tau, :, s * B:s * B + B]
-        tokens[rows, tau * B:tau * B + B] = mask[tau, :, M * B + nf:]
-    fam = mask[:, :, M * B:M * B + nf].any(-1).reshape(-1) if nf else \
-        torch.zeros(T * B, dtype=torch.bool)
-    return tokens[:length, :length], fam[:length]
-
-
 def _rope(x: torch.Tensor, pos: torch.Tensor, base: float) -> torch.Tensor:
     """Rotate the last dim of ``x`` by positions ``pos`` (broadcast against x[..., 0])."""
     half = x.shape[-1] // 2
@@ -504,10 +478,8 @@ class FAMTransformer(nn.Module):
                         mk.append(self._rot(a, torch.arange(src * B, src * B + B, device=dev)))
                         mv.append(b)
                 else:
-                    mk = [c[1].detach() if cfg.mem_stop_grad and cfg.variant != "full" else c[1]
-                          for c in past]
-                    mv = [c[2].detach() if cfg.mem_stop_grad and cfg.variant != "full" else c[2]
-                          for c in past]
+                    stop = cfg.mem_stop_grad and cfg.variant != "full"
+                    mk, mv = ([c[j].detach() if stop else c[j] for c in past] for j in (1, 2))
                 f_prev = fams[i]
                 if nf:
                     _, kf, vf = self._qkv(lay, f_prev)

@@ -202,19 +202,6 @@ def two_hot_codes(n_obs: int, n_x_c: int) -> torch.Tensor:
     return codes
 
 
-def hebbian_update(M: torch.Tensor, p: torch.Tensor, p_hat: torch.Tensor, lam: float,
-                   eta: float, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """One dense Hebbian step M ← λ M + η (p + p̂)ᵀ (p − p̂) (row = from unit, column = to).
-
-    M (B, n, n); p, p_hat (B, n); ``mask`` (n, n) keeps allowed connections. The reference
-    the factored memory of :class:`TEM` is tested against.
-    """
-    new = (p + p_hat)[:, :, None] * (p - p_hat)[:, None, :]
-    if mask is not None:
-        new = new * mask
-    return lam * M + eta * new
-
-
 def attractor(q: torch.Tensor, read, kappa: float, iters: torch.Tensor) -> torch.Tensor:
     """TEM's retrieval: h = f_p(q), then h ← f_p(κ h + read(h)) for the units whose module
     still iterates.
@@ -395,15 +382,6 @@ class TEM(nn.Module):
         if state.D is not None:
             D = D + lam**K * state.D
         return replace(state, U=state.U[..., :0, :], V=state.V[..., :0, :], D=D)
-
-    def memory_matrices(self, state: TEMState) -> torch.Tensor:
-        """[M_gen, M_inf] as dense (2, B, n_p, n_p) matrices over the units of
-        :meth:`p_units` (row = from unit)."""
-        folded = self.fold(state)
-        B = state.g.shape[0]
-        if folded.D is None:
-            return state.U.new_zeros(2, B, self.n_p, self.n_p)
-        return folded.D[:, :, self.p_pos][:, :, :, self.p_pos]
 
     def p_units(self, p: torch.Tensor) -> torch.Tensor:
         """Padded p (..., n_f, P) → its n_p units (module-major, then g_down, then x_c)."""

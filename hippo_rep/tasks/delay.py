@@ -14,7 +14,6 @@ with dims ``(variant, delay)``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ import xarray as xr
 
 from hippo_rep import __version__
 from hippo_rep.defaults import N_OBS
-from hippo_rep.fileio import atomic_write, read_json
+from hippo_rep.fileio import atomic_write, read_json, write_json
 from hippo_rep.models.temt import build_model, load_across_memory
 from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import predictions
@@ -159,8 +158,7 @@ def write_delay(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
     if path.exists() and not overwrite:
         raise DelayTaskError(f"{str(path)!r} exists; pass --overwrite to replace it")
     if path.suffix == ".json":
-        text = json.dumps(ds.to_dict(data="list"), indent=1)
-        atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+        write_json(path, ds.to_dict(data="list"), indent=1)
     elif path.suffix == ".nc":
         atomic_write(path, lambda tmp: ds.to_netcdf(tmp))
     else:

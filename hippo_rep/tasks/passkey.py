@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write, read_json
+from hippo_rep.fileio import atomic_write, read_json, write_json
 from hippo_rep.models.fam import (
     FAM_VARIANTS,
     FAMConfig,
@@ -294,8 +294,8 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, tc))
     data_rng = np.random.default_rng([tc.seed, 0])
     pass_rng = np.random.default_rng([tc.seed, 1])
-    aux = tuple(a for a, w in (("diversity", tc.diversity_weight), ("recon", tc.recon_weight))
-                if w)
+    weights = {a: w for a, w in (("diversity", tc.diversity_weight),
+                                 ("recon", tc.recon_weight)) if w}
     history, prev = [], None
     acc_loss = acc_hits = acc_n = 0.0
     t0 = time.perf_counter()
@@ -307,14 +307,12 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
             carry = torch.from_numpy(pass_rng.random(tc.batch_size) < tc.state_passing)
             state = torch.where(carry[None, :, None, None], prev,
                                 model.initial_state(tc.batch_size))
-        res = model(tokens, state, aux=aux)
+        res = model(tokens, state, aux=tuple(weights))
         last = res.logits[:, -1]
         loss = F.cross_entropy(last, answers)
         total = loss
-        if tc.diversity_weight:
-            total = total + tc.diversity_weight * res.aux["diversity"]
-        if tc.recon_weight:
-            total = total + tc.recon_weight * res.aux["recon"]
+        for a, w in weights.items():  # diversity, then recon
+            total = total + w * res.aux[a]
         opt.zero_grad(set_to_none=True)
         total.backward()
         if tc.grad_clip:
@@ -337,8 +335,7 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     if out is not None:
         out = Path(out)
         save_checkpoint(out / "checkpoint.pt", model, cfg, tc.steps, opt, history)
-        _atomic_text(out / "metrics.csv", _csv(history, ["step", "loss", "accuracy", "lr",
-                                                          "seconds"]))
+        _write_csv(out / "metrics.csv", history, ["step", "loss", "accuracy", "lr", "seconds"])
     return model, history
 
 
@@ -416,10 +413,6 @@ def prompts_needed(accuracy: float, half_width: float = TARGET_HALF_WIDTH,
 
 
 # ------------------------------------------------------------------------ checkpoints
-def _atomic_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-
-
 def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
                     optimizer=None, history: list | None = None) -> None:
     """Write a PassKey checkpoint (kind ``"passkey"``, :mod:`hippo_rep.training.checkpoint`);
@@ -444,13 +437,12 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
 
 
 # ------------------------------------------------------------------------------ sweep
-def _csv(rows: list[dict], cols: list[str]) -> str:
+def _write_csv(path: Path, rows: list[dict], cols: list[str]) -> None:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
-        w.writerow(r)
-    return buf.getvalue()
+    w.writerows(rows)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
 
 
 def summarise(runs: list[dict]) -> list[dict]:
@@ -562,7 +554,7 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
                       "eval_seconds": time.perf_counter() - t0 - t_train,
                       "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
                       "accuracy": {str(f): a for f, a in acc.items()}}
-            _atomic_text(meta_path, json.dumps(result, indent=2))
+            write_json(meta_path, result)
             say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
                 + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
         runs.append(result)
@@ -572,9 +564,8 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
 
 def _write_sweep(out: Path, runs, overrides, seeds, n_samples) -> None:
     rows = summarise(runs)
-    _atomic_text(out / "sweep.csv", _csv(rows, ["variant", "filler", "accuracy", "std",
-                                                "n_seeds", "per_seed", "n_prompts", "ci_low",
-                                                "ci_high"]))
+    _write_csv(out / "sweep.csv", rows, ["variant", "filler", "accuracy", "std", "n_seeds",
+                                         "per_seed", "n_prompts", "ci_low", "ci_high"])
     configs = {}
     for r in runs:  # as read back from the runs' checkpoints; seeds differ only in train.seed
         cfg = json.loads(json.dumps(r["config"]))
@@ -585,8 +576,8 @@ def _write_sweep(out: Path, runs, overrides, seeds, n_samples) -> None:
             "seeds": [int(s) for s in seeds], "n_samples": n_samples,
             "threads": sorted({r.get("threads") for r in runs if r.get("threads")}),
             "confidence": CONFIDENCE, "chance": CHANCE, "rows": rows}
-    _atomic_text(out / "sweep.json", json.dumps(meta, indent=2))
-    _atomic_text(out / "runs.json", json.dumps(runs, indent=2))
+    write_json(out / "sweep.json", meta)
+    write_json(out / "runs.json", runs)
 
 
 def read_sweep(path: str | Path) -> list[dict]:
@@ -598,8 +589,6 @@ def read_sweep(path: str | Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         path = path / "sweep.json"
-    if not path.is_file():
-        raise PassKeyError(f"sweep table {str(path)!r} not found")
     data = read_json(path, PassKeyError, "sweep table")
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not all(

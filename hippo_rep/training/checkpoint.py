@@ -262,8 +262,5 @@ def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[TEMt, Con
 
 
 def file_sha256(path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

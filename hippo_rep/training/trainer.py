@@ -154,8 +154,7 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic_write(self.out / "config.toml",
                          lambda tmp: Path(tmp).write_text(config.to_toml()))
-            atomic_write(self.metrics_path,
-                         lambda tmp: _write_csv_header(tmp, metric_fields(config)))
+            _write_metrics(self.metrics_path, metric_fields(config))
         self.tb = _tensorboard(self.out)
 
     def _restore_state(self, payload: dict) -> None:
@@ -372,12 +371,15 @@ class Trainer:
 
 def _drop_rows_after(path: Path, iteration: int, fields=METRIC_FIELDS) -> None:
     """Forget metrics logged after the checkpoint we resume from (they will be redone)."""
-    if not path.is_file():
-        atomic_write(path, lambda tmp: _write_csv_header(tmp, fields))
-        return
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if int(r["iteration"]) <= iteration]
+    rows = []
+    if path.is_file():
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if int(r["iteration"]) <= iteration]
+    _write_metrics(path, fields, rows)
 
+
+def _write_metrics(path: Path, fields, rows=()) -> None:
+    """Write metrics.csv (its header, then ``rows``) atomically."""
     def write(tmp):
         with open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fields)
@@ -385,11 +387,6 @@ def _drop_rows_after(path: Path, iteration: int, fields=METRIC_FIELDS) -> None:
             w.writerows(rows)
 
     atomic_write(path, write)
-
-
-def _write_csv_header(path, fields=METRIC_FIELDS) -> None:
-    with open(path, "w", newline="") as f:
-        csv.writer(f).writerow(fields)
 
 
 def _progress(start: int, total: int, enabled: bool):

@@ -69,6 +69,22 @@ def test_unit_correlation_is_pearson_over_common_nodes(small_rec):
     xr.testing.assert_allclose(got, got.copy(data=want))
 
 
+def test_tem_corr_is_pearson_of_grid_rates_at_memory_peaks():
+    # by hand: each grid unit z-scored over its visited nodes per environment, read at each
+    # memory unit's peak node in env a and env b; tem_corr is the Pearson r of those pairs
+    rng = np.random.default_rng(3)
+    g = rng.random((2, 6, 40))
+    m = rng.random((2, 5, 40))
+    g[:, :, 35:] = m[:, :, 35:] = np.nan  # unvisited nodes
+    dims = ("env", "unit", "world_node")
+    got = tem_remapping(xr.DataArray(g, dims=dims), xr.DataArray(m, dims=dims),
+                        n_shuffles=10, rng=0)
+    z = (g - np.nanmean(g, -1, keepdims=True)) / np.nanstd(g, -1, keepdims=True)
+    va, vb = (z[e][:, np.nanargmax(m[e], -1)].T for e in (0, 1))  # (memory, grid unit)
+    assert int(got.tem_n_memories[0]) == 5
+    assert float(got.tem_corr[0]) == pytest.approx(np.corrcoef(va.ravel(), vb.ravel())[0, 1])
+
+
 def test_hand_made_correlations():
     rng = np.random.default_rng(0)
     base = rng.random((5, 30))
