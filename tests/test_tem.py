@@ -235,6 +235,19 @@ def test_delay_refuses_tem_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "delay.nc").exists()
 
 
+def test_evaluate_reports_no_memory_count_for_tem(tmp_path, capsys):
+    """TEM has no memory slots: the evaluation says nothing about memories per node (it
+    printed a misleading 0.00) while TEM-t's evaluation still counts them."""
+    T.train(small_cfg("train.iterations=1"), tmp_path / "a", progress=False)
+    ck = str(tmp_path / "a" / "checkpoint.pt")
+    assert evaluate_checkpoint(ck, n_envs=2, n_steps=30)["memory"] is None
+    assert cli.main(["evaluate", ck, "--envs", "2", "--steps", "30"]) == 0
+    assert "memories per node" not in capsys.readouterr().out
+    T.train(load_config("tiny", ["train.iterations=1"]), tmp_path / "t", progress=False)
+    res = evaluate_checkpoint(tmp_path / "t" / "checkpoint.pt", n_envs=2, n_steps=30)
+    assert res["memory"]["memories_per_node"] > 0
+
+
 def test_tiny_tem_beats_chance_on_held_out_revisits(tmp_path):
     """~1 minute of training on the tiny preset (4x4 worlds, 10 observations). TEM's own
     schedule ramps η over 16,000 iterations and lets inference trust memory-inferred g only

@@ -148,9 +148,11 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
     result = summarise(cat, {k: np.concatenate(v) for k, v in kinds.items()},
                        np.concatenate(visited))
     per_node = np.concatenate(per_node)
-    result["memory"] = {"memories_per_node": float(per_node.mean()),
-                        "memories_per_node_max": float(per_node.max()),
-                        "steps": int(n_steps)}
+    # TEM and the hebbian variant have no memory slots (nothing is ever written): no count,
+    # rather than a misleading 0 memories per node
+    result["memory"] = None if per_node.max() == 0 else {
+        "memories_per_node": float(per_node.mean()),
+        "memories_per_node_max": float(per_node.max()), "steps": int(n_steps)}
     return result
 
 
