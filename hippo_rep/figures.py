@@ -36,7 +36,7 @@ from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
 from hippo_rep.plotting.maps import autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
-from hippo_rep.plotting.place import place_score_by_population
+from hippo_rep.plotting.place import field_count_by_population, place_score_by_population
 from hippo_rep.plotting.remapping import (
     PER_UNIT_NOTE,
     pair_scatter,
@@ -54,6 +54,7 @@ from hippo_rep.plotting.transitions import (
 )
 from hippo_rep.recording import open_recording
 from hippo_rep.schema import (
+    FAM_ACTIVITY,
     IS_BAND,
     IS_GRID,
     IS_GRID_THRESHOLD,
@@ -391,6 +392,50 @@ def place_cells_figure(inputs: FigureInputs):
                  + ", fields outlined at 20% of the peak; "
                  "white = unvisited", fontsize=8, y=1.01)
     fig.subplots_adjust(hspace=0.6)
+    return fig
+
+
+#: Rate maps per population in the ``fam_slots`` figure (most place-like first).
+N_FAM_SHOWN = 6
+
+
+@register("fam_slots")
+def fam_slots_figure(inputs: FigureInputs):
+    """FAM slots as cells: rate maps of the most spatially informative FAM slots beside the
+    most informative memory neurons of the same recording (first environment; ranked by
+    spatial information, not the place metric, which is near 1 for any flat map), and the
+    place metric and field-count distributions of both populations over every environment."""
+    import matplotlib.pyplot as plt
+
+    full = inputs.need("analysis", "rate_map", "place_score", "n_fields", "spatial_info")
+    pops = (FAM_ACTIVITY, MEMORY_ACTIVITY)
+    for pop in pops:
+        if pop not in full.hippo.populations:
+            raise MissingInput(f"the analysis has no {pop!r} population" + (
+                " (FAM slots are recorded from model.memory='fam' models only)"
+                if pop == FAM_ACTIVITY else ""))
+    both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
+    env = full["env"].values[0]
+    fig = plt.figure(figsize=(FULL_WIDTH, 5.2))
+    grid = fig.add_gridspec(3, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6])
+    for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
+        ds = full.hippo.population(pop)
+        score, info = ds["place_score"].sel(env=env), ds["spatial_info"].sel(env=env)
+        for j, u in enumerate(_top_units(ds, "spatial_info", env, N_FAM_SHOWN)):
+            rate_map(ds["rate_map"].sel(env=env, unit=u), ax=fig.add_subplot(grid[i, j]),
+                     outline_fields=True, cmap="magma",
+                     title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
+                           f"SI {float(info.sel(unit=u)):.2f}, "
+                           f"place {float(score.sel(unit=u)):.2f}")
+    dist = grid[2, :].subgridspec(1, 2, wspace=0.35)
+    place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))
+    # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
+    exists = both["rate_map"].notnull().any(("y", "x"))
+    field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
+    fig.suptitle(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
+                 "SI = spatial information (bits); fields outlined at 20% of the peak; "
+                 "white = unvisited", fontsize=8, y=1.01)
+    fig.subplots_adjust(hspace=0.7, wspace=0.4)
     return fig
 
 

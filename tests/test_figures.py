@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from hippo_rep.figures import FIGURES, FigureError, FigureInputs, build_figures, read_eval
@@ -233,3 +234,70 @@ def test_transitions_figure_from_a_model_with_known_weights(tmp_path):
     rep = build_figures(FigureInputs(evals={"old": fake_eval()}), tmp_path,
                         only=["transitions"])
     assert "transition diagnostics" in rep["transitions"]
+
+
+@pytest.fixture(scope="module")
+def fam_analysis():
+    """Synthetic analysis with FAM slots: slots 0-3 are the planted place units (one
+    Gaussian field each), slots 4-5 the planted uniform-noise units."""
+    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis.synthetic_recording import synthetic_recording
+
+    rec = synthetic_recording(n_env=2, n_steps=600, n_grid=0, n_place=4, n_random=2,
+                              n_memory=8)
+    fam = rec["g"].rename(g_unit="fam_slot").drop_vars("fam_slot", errors="ignore")
+    rec = rec.assign(fam_activity=fam.assign_coords(fam_slot=np.arange(fam.sizes["fam_slot"])))
+    return analyse(rec, shuffles=2, seed=0, decode=False)
+
+
+def test_fam_slots_figure_shows_the_planted_place_slots_first(tmp_path, fam_analysis):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = FIGURES["fam_slots"](FigureInputs(analysis=fam_analysis))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("FAM slot")]
+    assert len(titles) == 6
+    # the four planted place slots are ranked above the two noise slots
+    assert sorted(int(t.split()[2]) for t in titles[:4]) == [0, 1, 2, 3]
+    assert sum(ax.get_title().startswith("memory") for ax in fig.axes) == 6
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend()
+               for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("FAM slots") for t in legends)
+    assert any(t.startswith("memory neurons") for t in legends)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    report = build_figures(FigureInputs(analysis=fam_analysis), tmp_path, only=["fam_slots"],
+                           formats=("png", "svg"))
+    check_written(report["fam_slots"], formats=("png", "svg"))
+
+
+def test_fam_slots_figure_skipped_without_fam_activity(tmp_path, synthetic_analysis):
+    report = build_figures(FigureInputs(analysis=synthetic_analysis), tmp_path,
+                           only=["fam_slots"], formats=("png",))
+    assert report["fam_slots"] == ("skipped: the analysis has no 'fam_activity' population "
+                                   "(FAM slots are recorded from model.memory='fam' models "
+                                   "only)")
+
+
+def test_field_count_by_population_bar_heights():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import xarray as xr
+
+    from hippo_rep.plotting.place import field_count_by_population
+
+    # population a: counts 0, 1, 1, 7 (7 pooled into the 5+ bar); b: 2, 2, NaN (left out)
+    n = xr.DataArray([[0, 1, 1, 7, 2, 2, np.nan]], dims=("env", "unit"),
+                     coords={"variable": ("unit", ["a"] * 4 + ["b"] * 3)})
+    fig, ax = plt.subplots()
+    assert field_count_by_population(n, ax=ax, max_fields=5) is ax
+    heights = [p.get_height() for p in ax.patches]
+    np.testing.assert_allclose(heights[:6], [0.25, 0.5, 0, 0, 0, 0.25])
+    np.testing.assert_allclose(heights[6:], [0, 0, 1, 0, 0, 0])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "a: mean 2.25 (n = 4)", "b: mean 2.00 (n = 2)"]
+    assert ax.get_xticklabels()[-1].get_text() == "5+"
+    plt.close(fig)

@@ -49,3 +49,54 @@ def place_score_by_population(place_score, ax=None):
     ax.set_ylabel("fraction of unit × environment")
     ax.legend(fontsize=5.5, loc="upper left")
     return ax
+
+
+#: Y-axis top of :func:`field_count_by_population` over its tallest bar (room for the legend).
+LEGEND_HEADROOM = 1.4
+
+#: Largest field count given its own bar in :func:`field_count_by_population` (more are pooled).
+MAX_FIELDS_SHOWN = 5
+
+
+def field_count_by_population(n_fields, ax=None, max_fields: int = MAX_FIELDS_SHOWN):
+    """Distribution of the number of place fields per unit, one bar group per population.
+
+    Parameters
+    ----------
+    n_fields : xarray.DataArray, dims (env, unit)
+        ``n_fields`` (count, unitless) with coord ``variable`` on ``unit`` (the population);
+        every finite (env, unit) is one value.
+    ax : matplotlib Axes, optional
+    max_fields : int
+        Counts of ``max_fields`` or more share the last bar (:data:`MAX_FIELDS_SHOWN`).
+
+    Returns
+    -------
+    matplotlib Axes
+        Grouped bars: fraction of unit x environment with 0, 1, ..., ``max_fields``+ fields,
+        one colour per population, with each population's mean count in the legend.
+    """
+    ax = get_ax(ax)
+    variables = list(dict.fromkeys(np.asarray(n_fields["variable"].values).tolist()))
+    counts = np.arange(max_fields + 1)
+    width = 0.8 / max(len(variables), 1)
+    top = 0.0
+    for i, v in enumerate(variables):
+        vals = np.asarray(n_fields.sel(unit=n_fields["variable"] == v).values,
+                          dtype=float).ravel()
+        vals = vals[np.isfinite(vals)]
+        if not vals.size:
+            continue
+        frac = np.bincount(np.minimum(vals, max_fields).astype(int),
+                           minlength=max_fields + 1) / vals.size
+        top = max(top, frac.max())
+        label = POPULATION_LABELS.get(v, v).replace("\n", " ")
+        ax.bar(counts + (i - (len(variables) - 1) / 2) * width, frac, width=width,
+               color=POPULATION_COLORS.get(v),
+               label=f"{label}: mean {vals.mean():.2f} (n = {vals.size})")
+    ax.set_ylim(0, LEGEND_HEADROOM * top or 1.0)
+    ax.set_xticks(counts, [*map(str, counts[:-1]), f"{max_fields}+"])
+    ax.set_xlabel("place fields per unit")
+    ax.set_ylabel("fraction of unit × environment")
+    ax.legend(fontsize=5.5, loc="upper right")
+    return ax

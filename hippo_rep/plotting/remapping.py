@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
-from hippo_rep.schema import G_PI, MEMORY_ACTIVITY, G, P
+from hippo_rep.schema import FAM_ACTIVITY, G_PI, MEMORY_ACTIVITY, G, P
 
 #: Display names of the populations (recording variables).
 POPULATION_LABELS = {G: "positional\ng", G_PI: "path-integr.\ng_pi",
-                     MEMORY_ACTIVITY: "memory\nneurons", P: "TEM\np"}
+                     MEMORY_ACTIVITY: "memory\nneurons", FAM_ACTIVITY: "FAM\nslots",
+                     P: "TEM\np"}
 
 #: Colours of the populations (Okabe-Ito).
-POPULATION_COLORS = {G: "#0072B2", G_PI: "#56B4E9", MEMORY_ACTIVITY: "#CC79A7", P: "#D55E00"}
+POPULATION_COLORS = {G: "#0072B2", G_PI: "#56B4E9", MEMORY_ACTIVITY: "#CC79A7",
+                     FAM_ACTIVITY: "#009E73", P: "#D55E00"}
 
 #: Horizontal jitter of the per-unit points in :func:`remap_by_population`, in box widths.
 JITTER = 0.15
