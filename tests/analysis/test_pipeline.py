@@ -244,3 +244,10 @@ def test_fam_slots_are_analysed_as_a_population(tmp_path):
     assert fam.sizes["unit"] == 3
     assert fam["unit_index"].values.tolist() == [0, 1, 2]
     assert np.isfinite(fam["spatial_info"].values).all()
+    # every per-unit score family covers the slots: place fields, plane waves, remapping
+    for v in ("place_score", "n_fields", "plane_wave_share", "gridness_60", "remap_corr"):
+        assert np.isfinite(fam[v].values).all(), v
+    summary = an.hippo.summary()
+    assert "fam_activity" in summary["population"].values.tolist()
+    # the denominator is every (env, slot) pair: a slot exists from the first step
+    assert int(summary["denominator"].sel(population="fam_activity", cell_class="is_place")) == 6
