@@ -238,10 +238,9 @@ def cmd_demo(args) -> int:
     """The main job: train TEM-t and the sinusoidal baseline on the small preset, evaluate both
     on the same held-out worlds and print them side by side; then record, analyse and draw
     TEM-t (:func:`hippo_rep.stages.run_stages`)."""
-    import shutil
-
     from hippo_rep.analysis.remapping import TEM_SHUFFLES
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS, load_config
+    from hippo_rep.fileio import remove_path
     from hippo_rep.stages import StageSettings, run_stages
 
     out = check_output_path(args.out, "--out", folder=True)
@@ -258,8 +257,8 @@ def cmd_demo(args) -> int:
     configs = {kind: load_config(args.config, [*args.set, f"model.kind={kind}"])
                for kind in runs}
     settings = StageSettings(eval_envs=args.envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, record_seed=0,
-                             shuffles=args.shuffles, remap_shuffles=TEM_SHUFFLES, analysis_seed=0)
+                             record_steps=args.record_steps, shuffles=args.shuffles,
+                             remap_shuffles=TEM_SHUFFLES)
     evals = {"temt": out / "eval.json", "sinusoidal": out / "eval_baseline.json"}
     rec, ana = out / "recording.nc", out / "analysis.nc"
     heads = {"calibrate": f"== calibrating the write threshold → {runs['temt'] / 'calibrated.pt'}",
@@ -274,8 +273,7 @@ def cmd_demo(args) -> int:
 
     results = {}
     for kind, run in runs.items():
-        if run.exists():
-            shutil.rmtree(run)  # --overwrite was given (or no checkpoint was there)
+        remove_path(run)  # --overwrite was given (or no checkpoint was there)
         heads["train"] = f"== training {kind} ({args.config} preset) → {run}"
         run_stages(run, configs[kind], ("train", "calibrate", "evaluate"), settings,
                    outputs={"evaluate": evals[kind]}, progress=not args.no_progress,

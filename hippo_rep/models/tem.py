@@ -444,7 +444,7 @@ class TEM(nn.Module):
         """g_down per module, zero-padded: (..., n_g) → (..., n_f, max n_sub)."""
         return g[..., self.pad_idx] * self.pad_mask
 
-        # ------------------------------------------------------------------ forward
+    # ------------------------------------------------------------------ forward
     def forward(self, obs: torch.Tensor, actions: torch.Tensor, state: TEMState | None = None,
                 context=None, return_activity: bool = False) -> tuple[TEMOutput, TEMState]:
         """Run one chunk of walks.

@@ -4,13 +4,12 @@ it, and refusing a folder that holds another sweep."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hippo_rep import __version__
 from hippo_rep.config import Config
-from hippo_rep.fileio import read_json
+from hippo_rep.fileio import read_json, remove_path
 from hippo_rep.sweep.grid import Run, SweepError, grid_dims
 
 #: The manifest's file name, at the sweep's root.
@@ -134,6 +133,6 @@ def check_out(out: Path, manifest: dict, overwrite: bool) -> bool:
 
 def clear(out: Path) -> None:
     """Remove a previous sweep's runs and manifest (only what a sweep writes)."""
-    shutil.rmtree(out / RUNS_DIR, ignore_errors=True)
+    remove_path(out / RUNS_DIR)
     (out / MANIFEST).unlink(missing_ok=True)
 

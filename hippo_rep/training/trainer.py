@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import math
-import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.config import Config, world_kind
-from hippo_rep.fileio import atomic_write
+from hippo_rep.fileio import atomic_write, remove_path
 from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
@@ -356,7 +355,7 @@ class Trainer:
             return False
         if self.tb is not None:
             self.tb.close()
-        shutil.rmtree(self.out, ignore_errors=True)
+        remove_path(self.out)
         return True
 
     def _log(self, row: dict) -> None:
