@@ -105,7 +105,8 @@ def main() -> None:
     p.add_argument("--world", default="square:64")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--fam-slots", type=int, help="fam: slots (default: the checkpoint's)")
-    p.add_argument("--fam-update", choices=("soft", "hard"), help="fam: slot update")
+    p.add_argument("--fam-update", choices=("soft", "hard", "keep"),
+                   help="fam: slot update (default: the checkpoint's)")
     p.add_argument("--json", help="also write the rows to this JSON file")
     p.add_argument("--variant", help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -52,10 +52,25 @@ for s in 0 1 2; do
         --slots 32 --updates keep --variants "$base" --seeds 0,1,2 --delays 0,64,128,256,512 \
         --json "data/fam_keep_delay/s$s.json"
 done
+# The bounded FAM TEM-t: 48 keep slots (< the 100 places of a 10x10 world), keep rule fitted on
+# the training loss (3 search seeds, about 2 min each), then the delay task beside full /
+# window / hebbian on the same walks (walk seed = search seed) and the per-step cost benchmark
+mkdir -p data/fam_keep48
+for s in 0 1 2; do
+    [ -f "$RUNS/keep48_s$s/checkpoint.pt" ] || python benchmarks/fam_keep_search.py \
+        --slots 48 --seed "$s" --out "$RUNS/keep48_s$s/checkpoint.pt"
+    hippo-rep delay "$RUNS/keep48_s$s/checkpoint.pt" --out "data/fam_keep48/s$s.nc" \
+        --seed "$s" --delays 0,64,128,256,512 --overwrite
+done
+python benchmarks/bench_memory_variants.py --checkpoint "$RUNS/keep48_s0/checkpoint.pt" \
+    --json data/fam_keep48/cost.json
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
-    --eval data/eval_baseline.json --passkey data/passkey --delay data/delay.nc \
-    --learning-speed data/learning_speed.json --out "$FIGURES"
+    --eval data/eval_baseline.json --passkey data/passkey --delay data/fam_keep48/s0.nc \
+    --delay data/fam_keep48/s1.nc --delay data/fam_keep48/s2.nc \
+    --delay-cost data/fam_keep48/cost.json --learning-speed data/learning_speed.json \
+    --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
     recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
-    fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json > SHA256SUMS)
+    fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json \
+    fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/cost.json > SHA256SUMS)
 du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

@@ -45,7 +45,7 @@ from hippo_rep.plotting.remapping import (
     remap_by_population,
     tem_test,
 )
-from hippo_rep.plotting.scores import axis_label, score_histogram
+from hippo_rep.plotting.scores import axis_label, class_fraction_bars, score_histogram
 from hippo_rep.plotting.sweep import plot_sweep
 from hippo_rep.plotting.transitions import (
     loop_return_panel,
@@ -231,8 +231,10 @@ def _tem_modules(tem) -> np.ndarray:
 def tem_vs_temt_figure(inputs: FigureInputs):
     """TEM beside TEM-t: the most grid-like g unit of each TEM module, the most place-like
     TEM p units, the most grid-like TEM-t g units and place-like memory neurons (rate maps
-    in the first environment), and the gridness-60 and place-metric distributions of every
-    population (every unit × environment)."""
+    in the first environment), the gridness-60 and place-metric distributions of every
+    population (every unit × environment), the fractions classified grid, two-wave, band,
+    square and place (:func:`~hippo_rep.schema.class_fractions`) and the spatial correlation
+    of each unit across environments (remapping)."""
     import matplotlib.pyplot as plt
 
     need = ("rate_map", "gridness_60", "place_score")
@@ -248,8 +250,8 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
     n = N_COMPARE_SHOWN
-    fig = plt.figure(figsize=(FULL_WIDTH, 8.2))
-    grid = fig.add_gridspec(5, n, height_ratios=[1, 1, 1, 1, 1.6])
+    fig = plt.figure(figsize=(FULL_WIDTH, 11.5))
+    grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
     rows = []
     env = tem_g["env"].values[0]
     best = [(_top_units(tem_g.isel(unit=module == m), "gridness_60", env, 1), f"module {m}")
@@ -281,7 +283,7 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
            for m in np.unique(module)}
     g60["TEM-t g"] = temt_g["gridness_60"].values
-    bottom = grid[4, :].subgridspec(1, 2, wspace=0.35)
+    bottom = grid[4, :].subgridspec(1, 2, wspace=0.3, width_ratios=[1.6, 1])
     score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
                         ylabel="gridness-60 (unitless)", title="grid scores")
     place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
@@ -289,6 +291,24 @@ def tem_vs_temt_figure(inputs: FigureInputs):
              "TEM-t memory": temt_m["place_score"].values}
     score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=COMPARE_COLORS,
                         ylabel="place metric (largest-field share)", title="place metric")
+    last = grid[5, :].subgridspec(1, 2, wspace=0.45)
+    named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
+             "TEM-t memory": (temt, MEMORY_ACTIVITY)}
+    fractions = xr.concat([ds.hippo.summary().sel(population=pop, drop=True)
+                           for ds, pop in named.values()],
+                          dim=xr.DataArray(list(named), dims="population", name="population"))
+    short = {IS_GRID: "grid", IS_GRID_THRESHOLD: f"gridness > {GRID_THRESHOLD:g}", IS_BAND: "band",
+             IS_TWO_WAVE: "two-wave", IS_SQUARE: "square", IS_PLACE: "place"}
+    fractions = fractions.assign_coords(cell_class=[short.get(str(c), str(c))
+                                                    for c in fractions["cell_class"].values])
+    class_fraction_bars(fractions, ax=fig.add_subplot(last[0]), title="cell classes")
+    if all("remap_corr" in ds for ds, _ in named.values()):
+        remap = {k: ds["remap_corr"].sel(unit=ds["variable"] == pop).values
+                 for k, (ds, pop) in named.items()}
+        ax = score_distributions(remap, ax=fig.add_subplot(last[1]), colors=COMPARE_COLORS,
+                                 ylabel="correlation across envs (r)",
+                                 title="remapping (every unit x env pair)")
+        ax.axhline(0, color="0.5", lw=0.6)
     fig.suptitle(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} envs): "
                  "rate maps in the first environment (white = unvisited); every unit x "
                  "environment in the distributions", fontsize=7)

@@ -107,6 +107,11 @@ def test_as_variant_shares_weights():
     assert not hasattr(back, "fam_init") and back.config.memory == "window"
     with pytest.raises(DelayTaskError, match="unknown memory variant"):
         as_variant(full, "ring")
+    # trained slots of another count are refused by name, not half-loaded
+    with pytest.raises(DelayTaskError, match=r"fam_init is \(4, 24\) in the weights but "
+                                             r"\(6, 24\) here"):
+        as_variant(fam, "fam", fam_slots=6)
+    torch.testing.assert_close(as_variant(fam, "fam").fam_init, fam.fam_init)
 
 
 def test_world_and_obs_mismatch_are_clear_errors():

@@ -158,6 +158,10 @@ def test_tem_vs_temt_figure_from_two_analyses(ckpt, rec, tmp_path):
     svg = (tmp_path / "tem_vs_temt.svg").read_text()
     # one best unit per TEM module (2 modules), labelled by module, and both populations
     assert "module 0" in svg and "module 1" in svg and "TEM p" in svg
+    # class fractions of all four populations, with their counts, and the remapping panel
+    assert "cell classes" in svg and "two-wave" in svg and "remapping" in svg
+    n_p = int(tem["is_place"].sel(unit=tem["variable"] == "p").notnull().sum())
+    assert f"/{n_p}" in svg
     assert "TEM-t memory" in svg
 
 
@@ -174,7 +178,8 @@ def test_score_distributions_counts_and_medians():
               "empty": [np.nan]}
     assert score_distributions(groups, ax=ax, ylabel="gridness") is ax
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels == ["a\nn = 5, 3.00", "b\nn = 1, 0.50", "empty\nn = 0, –"]
+    assert labels == ["a\nn = 5\nmedian 3.00", "b\nn = 1\nmedian 0.50",
+                      "empty\nn = 0\nmedian –"]
     medians = [ln for ln in ax.get_lines() if ln.get_color() == "k"]
     assert [float(ln.get_ydata()[0]) for ln in medians] == [3.0, 0.5]
     assert ax.get_ylabel() == "gridness"

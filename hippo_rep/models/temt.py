@@ -805,8 +805,15 @@ def load_across_memory(model: TEMt, state_dict: dict) -> list[str]:
 
     Weights only one side has (:data:`MEMORY_ONLY_WEIGHTS`) are skipped: dropped from the
     source, or left at ``model``'s fresh initialisation. Returns the problems (missing or
-    unexpected other weights); empty when everything else loaded.
+    unexpected other weights, or weights of another shape, e.g. FAM slots of another
+    ``model.fam_slots``); empty when everything else loaded. Nothing loads when a shape
+    differs.
     """
+    own = model.state_dict()
+    shapes = [f"{k} is {tuple(v.shape)} in the weights but {tuple(own[k].shape)} here"
+              for k, v in state_dict.items() if k in own and v.shape != own[k].shape]
+    if shapes:
+        return shapes
     missing, unexpected = model.load_state_dict(state_dict, strict=False)
     return [f"missing {k}" for k in missing if k not in MEMORY_ONLY_WEIGHTS] + \
         [f"unexpected {k}" for k in unexpected if k not in MEMORY_ONLY_WEIGHTS]
