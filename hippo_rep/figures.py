@@ -205,7 +205,8 @@ def learning_speed_figure(inputs: FigureInputs):
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.
 N_COMPARE_SHOWN = 5
 #: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
-COMPARE_COLORS = {"TEM-t g": "#0072B2", "TEM-t memory": "#CC79A7", "TEM p": "#D55E00"}
+COMPARE_COLORS = {"TEM g": "#999999", "TEM p": "#D55E00", "TEM-t g": "#0072B2",
+                  "TEM-t memory": "#CC79A7"}
 
 
 def _top_units(ds, score: str, env, n: int, tie: str | None = None) -> np.ndarray:
@@ -225,6 +226,34 @@ def _tem_modules(tem) -> np.ndarray:
     if not sizes:
         raise MissingInput("the TEM analysis has no model_config with tem_n_g (not a TEM?)")
     return np.repeat(np.arange(len(sizes)), sizes)
+
+
+#: Short names of the cell classes in the comparison figures' class-fraction panels.
+CLASS_SHORT = {IS_GRID: "grid", IS_GRID_THRESHOLD: f"gridness > {GRID_THRESHOLD:g}",
+               IS_BAND: "band", IS_TWO_WAVE: "two-wave", IS_SQUARE: "square",
+               IS_PLACE: "place"}
+
+
+def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
+    """Two panels in ``spec``: the fractions of each named population in each cell class
+    (:func:`~hippo_rep.schema.class_fractions`) and, when every analysis has ``remap_corr``,
+    each unit's rate-map correlation across environments. ``named``: label → (analysis,
+    population)."""
+    sub = spec.subgridspec(1, 2, wspace=0.45)
+    fractions = xr.concat([ds.hippo.summary().sel(population=pop, drop=True)
+                           for ds, pop in named.values()],
+                          dim=xr.DataArray(list(named), dims="population", name="population"))
+    fractions = fractions.assign_coords(cell_class=[
+        CLASS_SHORT.get(str(c), str(c)) for c in fractions["cell_class"].values])
+    class_fraction_bars(fractions, ax=fig.add_subplot(sub[0]), title="cell classes",
+                        colors=colors)
+    if all("remap_corr" in ds for ds, _ in named.values()):
+        remap = {k: ds["remap_corr"].sel(unit=ds["variable"] == pop).values
+                 for k, (ds, pop) in named.items()}
+        ax = score_distributions(remap, ax=fig.add_subplot(sub[1]), colors=colors,
+                                 ylabel="correlation across envs (r)",
+                                 title="remapping (every unit x env pair)")
+        ax.axhline(0, color="0.5", lw=0.6)
 
 
 @register("tem_vs_temt")
@@ -291,24 +320,9 @@ def tem_vs_temt_figure(inputs: FigureInputs):
              "TEM-t memory": temt_m["place_score"].values}
     score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=COMPARE_COLORS,
                         ylabel="place metric (largest-field share)", title="place metric")
-    last = grid[5, :].subgridspec(1, 2, wspace=0.45)
     named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
-    fractions = xr.concat([ds.hippo.summary().sel(population=pop, drop=True)
-                           for ds, pop in named.values()],
-                          dim=xr.DataArray(list(named), dims="population", name="population"))
-    short = {IS_GRID: "grid", IS_GRID_THRESHOLD: f"gridness > {GRID_THRESHOLD:g}", IS_BAND: "band",
-             IS_TWO_WAVE: "two-wave", IS_SQUARE: "square", IS_PLACE: "place"}
-    fractions = fractions.assign_coords(cell_class=[short.get(str(c), str(c))
-                                                    for c in fractions["cell_class"].values])
-    class_fraction_bars(fractions, ax=fig.add_subplot(last[0]), title="cell classes")
-    if all("remap_corr" in ds for ds, _ in named.values()):
-        remap = {k: ds["remap_corr"].sel(unit=ds["variable"] == pop).values
-                 for k, (ds, pop) in named.items()}
-        ax = score_distributions(remap, ax=fig.add_subplot(last[1]), colors=COMPARE_COLORS,
-                                 ylabel="correlation across envs (r)",
-                                 title="remapping (every unit x env pair)")
-        ax.axhline(0, color="0.5", lw=0.6)
+    _classes_and_remapping(fig, grid[5, :], named, COMPARE_COLORS)
     fig.suptitle(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} envs): "
                  "rate maps in the first environment (white = unvisited); every unit x "
                  "environment in the distributions", fontsize=7)
@@ -424,7 +438,8 @@ def fam_slots_figure(inputs: FigureInputs):
     """FAM slots as cells: rate maps of the most spatially informative FAM slots beside the
     most informative memory neurons of the same recording (first environment; ranked by
     spatial information, not the place metric, which is near 1 for any flat map), and the
-    place metric and field-count distributions of both populations over every environment."""
+    place metric and field-count distributions of both populations over every environment,
+    and the cell-class fractions and remapping of slots, memory neurons and positional units."""
     import matplotlib.pyplot as plt
 
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields", "spatial_info")
@@ -436,8 +451,8 @@ def fam_slots_figure(inputs: FigureInputs):
                 if pop == FAM_ACTIVITY else ""))
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
-    fig = plt.figure(figsize=(FULL_WIDTH, 5.2))
-    grid = fig.add_gridspec(3, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6])
+    fig = plt.figure(figsize=(FULL_WIDTH, 7.6))
+    grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.2])
     for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
         ds = full.hippo.population(pop)
         score, info = ds["place_score"].sel(env=env), ds["spatial_info"].sel(env=env)
@@ -452,6 +467,11 @@ def fam_slots_figure(inputs: FigureInputs):
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
     field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
+    _classes_and_remapping(fig, grid[3, :], {"FAM slots": (full, FAM_ACTIVITY),
+                                             "memory neurons": (full, MEMORY_ACTIVITY),
+                                             "positional g": (full, G)},
+                           {"FAM slots": "#009E73", "memory neurons": "#CC79A7",
+                            "positional g": "#0072B2"})
     fig.suptitle(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
                  "SI = spatial information (bits); fields outlined at 20% of the peak; "
                  "white = unvisited", fontsize=8, y=1.01)

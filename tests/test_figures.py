@@ -264,6 +264,16 @@ def test_fam_slots_figure_shows_the_planted_place_slots_first(tmp_path, fam_anal
                for t in ax.get_legend().get_texts()]
     assert any(t.startswith("FAM slots") for t in legends)
     assert any(t.startswith("memory neurons") for t in legends)
+    # the class panel's bars are the analysis's own class fractions, per population
+    (classes,) = [ax for ax in fig.axes if ax.get_title() == "cell classes"]
+    summary = fam_analysis.hippo.summary()
+    for bars in classes.containers:
+        pop = {"FAM slots": "fam_activity", "memory neurons": "memory_activity",
+               "positional g": "g"}[bars.get_label()]
+        want = np.nan_to_num(summary["fraction"].sel(population=pop).values)
+        np.testing.assert_allclose([b.get_width() for b in bars], want)
+    assert [t.get_text() for t in classes.get_yticklabels()][-1] == "place"
+    assert any(ax.get_title().startswith("remapping") for ax in fig.axes)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -150,7 +150,8 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
     return ax
 
 
-def class_fraction_bars(fractions, ax=None, title: str | None = None):
+def class_fraction_bars(fractions, ax=None, title: str | None = None,
+                        colors: dict | None = None):
     """Fractions classified per class and population, as bars labelled ``k/n``.
 
     Parameters
@@ -160,6 +161,8 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None):
         and ``fraction``, dims (population, cell_class).
     ax : matplotlib Axes, optional
     title : str, optional
+    colors : dict, optional
+        Population → bar colour (default: a fixed Okabe-Ito cycle).
 
     Returns
     -------
@@ -175,12 +178,12 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None):
     n = np.asarray(fractions["denominator"].values)
     frac = np.asarray(fractions["fraction"].values, dtype=float)
     height = 0.8 / max(len(pops), 1)
-    colors = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+    cycle = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
     y0 = np.arange(len(classes))
     for i, pop in enumerate(pops):
         y = y0 + (i - (len(pops) - 1) / 2) * height
         ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9,
-                color=colors[i % len(colors)], label=pop)
+                color=(colors or {}).get(pop, cycle[i % len(cycle)]), label=pop)
         for yy, f, kk, nn in zip(y, frac[i], k[i], n[i], strict=True):
             ax.text((0 if not np.isfinite(f) else f) + 0.01, yy,
                     f"{int(kk)}/{int(nn)}", va="center", fontsize=5.5)
