@@ -1,14 +1,16 @@
 """Fit the keep rule of ``fam_update = "keep"`` slots by a derivative-free search on the
 training loss, where the straight-through gradient fails.
 
-The rule has two numbers: the keep logit of an empty slot (uniform p) and of a filled one
-(a copied conjunction). Starting from (0, 0), a cross-entropy search (population
-``--population``, the ``--elites`` best kept, ``--generations`` rounds) minimises TEM-t's
-training loss (:func:`hippo_rep.training.trainer.losses`, all steps) on ``--batches`` batches of
-the checkpoint's training walks (``--walk delay``, the checkpoint's worlds and walk length,
-``--max-delay``), every other weight fixed. Nothing in the objective knows the delay task's
-home or scores: it is the loss the model is trained on. Writes a checkpoint whose model is
-``memory = "fam"``, ``fam_update = "keep"`` with the fitted rule (``--out``).
+The rule has two numbers: the keep logit of an empty slot (uniform p) and of a filled one (a
+copied conjunction). Starting from (0, 0), a cross-entropy search (population ``--population``,
+the ``--elites`` best kept, ``--generations`` rounds) minimises TEM-t's training loss
+(:func:`hippo_rep.training.trainer.losses`, all steps) on ``--batches`` batches of the
+checkpoint's training walks (``--walk delay``, the checkpoint's worlds and walk length,
+``--max-delay``; ``--walk-steps`` overrides the walk length), every other weight fixed.
+Nothing in the objective knows the delay task's home or scores: it is the loss the model is
+trained on. Writes
+a checkpoint whose model is ``memory = "fam"``, ``fam_update = "keep"`` with the fitted rule
+(``--out``).
 
 Usage::
 
@@ -51,6 +53,9 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-delay", type=int, default=128)
+    p.add_argument("--walk-steps", type=int,
+                   help="steps per training walk (default: the checkpoint's world.walk_steps; "
+                        "a walk is cut there, so long delays need longer walks)")
     args = p.parse_args()
     torch.set_num_threads(1)
     base, cfg, _ = load_checkpoint(args.checkpoint)
@@ -58,7 +63,8 @@ def main() -> None:
     worlds = [parse_world(w) for w in cfg.world.worlds]
     batches = []
     for i in range(args.batches):
-        ep = sample_delay_episodes(worlds, args.batch_size, cfg.world.walk_steps,
+        ep = sample_delay_episodes(worlds, args.batch_size,
+                                   args.walk_steps or cfg.world.walk_steps,
                                    cfg.world.n_obs, batch_rng(args.seed, i), args.max_delay)
         batches.append((torch.as_tensor(ep.observations), torch.as_tensor(ep.actions)))
 
