@@ -8,9 +8,8 @@ the ``--elites`` best kept, ``--generations`` rounds) minimises TEM-t's training
 checkpoint's training walks (``--walk delay``, the checkpoint's worlds and walk length,
 ``--max-delay``; ``--walk-steps`` overrides the walk length), every other weight fixed.
 Nothing in the objective knows the delay task's home or scores: it is the loss the model is
-trained on. Writes
-a checkpoint whose model is ``memory = "fam"``, ``fam_update = "keep"`` with the fitted rule
-(``--out``).
+trained on. Writes a checkpoint whose model is ``memory = "fam"``, ``fam_update = "keep"``
+with the fitted rule (``--out``).
 
 Usage::
 
