@@ -62,15 +62,34 @@ for s in 0 1 2; do
     hippo-rep delay "$RUNS/keep48_s$s/checkpoint.pt" --out "data/fam_keep48/s$s.nc" \
         --seed "$s" --delays 0,64,128,256,512 --overwrite
 done
+# the same for TEM-t trained with seeds 1 and 2 (small, then paper, as steps 1-2 and 4 above;
+# about 10 min each), keep rule search seed 0, walk seed 0
+for s in 1 2; do
+    r="$RUNS/temt_seed$s"
+    [ -f "$r/small/checkpoint.pt" ] || hippo-rep train --config small --set train.seed="$s" \
+        --set train.threads=1 \
+        --out "$r/small" --no-progress
+    [ -f "$r/paper/checkpoint.pt" ] || hippo-rep train --config paper --set train.seed="$s" \
+        --set train.threads=1 \
+        --set train.init_from="$r/small/checkpoint.pt" --set train.iterations=2000 \
+        --set train.eval_every=100 --stop-at 400 --out "$r/paper" --no-progress
+    [ -f "$r/calibrated.pt" ] || hippo-rep calibrate "$r/paper/checkpoint.pt" --out "$r/calibrated.pt"
+    [ -f "$r/keep48/checkpoint.pt" ] || python benchmarks/fam_keep_search.py \
+        --checkpoint "$r/calibrated.pt" --slots 48 --seed 0 --out "$r/keep48/checkpoint.pt"
+    hippo-rep delay "$r/keep48/checkpoint.pt" --out "data/fam_keep48/train_seed$s.nc" \
+        --seed 0 --delays 0,64,128,256,512 --overwrite
+done
 python benchmarks/bench_memory_variants.py --checkpoint "$RUNS/keep48_s0/checkpoint.pt" \
     --json data/fam_keep48/cost.json
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
     --eval data/eval_baseline.json --passkey data/passkey --delay data/fam_keep48/s0.nc \
     --delay data/fam_keep48/s1.nc --delay data/fam_keep48/s2.nc \
+    --delay data/fam_keep48/train_seed1.nc --delay data/fam_keep48/train_seed2.nc \
     --delay-cost data/fam_keep48/cost.json --learning-speed data/learning_speed.json \
     --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
     recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
     fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json \
-    fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/cost.json > SHA256SUMS)
+    fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/train_seed1.nc \
+    fam_keep48/train_seed2.nc fam_keep48/cost.json > SHA256SUMS)
 du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1
