@@ -257,3 +257,32 @@ def test_world_with_another_action_set_is_refused_by_every_caller(tmp_path, caps
                                        f"train.init_from={temt_ckpt.as_posix()}"]),
                   tmp_path / "run", progress=False)
     assert check_actions("square:3", 5, "m").n_actions == 5
+
+
+def test_weights_only_copy_keeps_the_weights_and_refuses_resume(tmp_path, capsys):
+    from hippo_rep.training.checkpoint import file_sha256, weights_only_copy
+
+    run = tmp_path / "run"
+    rc, err = run_cli(capsys, "train", "--config", "tiny", "--set", "train.iterations=2",
+                      "--set", "train.eval_every=0", "--out", run, "--no-progress")
+    assert rc == 0, err
+    src = run / "checkpoint.pt"
+    dst = tmp_path / "shared.pt"
+    weights_only_copy(src, dst)
+    full, copy = read_checkpoint(src), read_checkpoint(dst)
+    assert copy["optimizer_state"] is None and copy["torch_rng_state"] is None
+    assert full["optimizer_state"] is not None
+    assert copy[WEIGHTS_SHA256_KEY] == full[WEIGHTS_SHA256_KEY]
+    assert copy["extra"]["weights_only_of"] == file_sha256(src)
+    assert dst.stat().st_size < src.stat().st_size
+    a, _, _ = load_checkpoint(src)
+    b, _, _ = load_checkpoint(dst)
+    for (k, v), (k2, w) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert k == k2 and torch.equal(v, w)
+    with pytest.raises(CheckpointError, match="the source file itself"):
+        weights_only_copy(src, src)
+    # a run folder holding the copy cannot be resumed, and says why
+    shutil.copy(dst, src)
+    rc, err = run_cli(capsys, "train", "--config", "tiny", "--set", "train.iterations=3",
+                      "--set", "train.eval_every=0", "--out", run, "--resume", "--no-progress")
+    assert rc != 0 and "weights-only copy" in err and "train.init_from" in err

@@ -261,6 +261,19 @@ def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[TEMt, Con
     return load_weights(model, payload, path).to(device), config, payload
 
 
+def weights_only_copy(src, dst) -> None:
+    """Copy a TEM-t, TEM or sinusoidal checkpoint without its optimizer and RNG state (a
+    file to share, about a third of the size; it evaluates, records and fine-tunes with
+    ``train.init_from``, but does not ``--resume``). ``extra.weights_only_of`` holds the
+    source file's SHA-256. Written atomically; ``dst`` must differ from ``src``."""
+    if Path(src).resolve() == Path(dst).resolve():
+        raise CheckpointError(f"weights_only_copy: {str(dst)!r} is the source file itself")
+    payload = read_checkpoint(src)
+    payload = {**payload, "optimizer_state": None, "torch_rng_state": None,
+               "extra": {**payload.get("extra", {}), "weights_only_of": file_sha256(src)}}
+    write_payload(dst, payload)
+
+
 def file_sha256(path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

@@ -160,6 +160,10 @@ class Trainer:
         """Optimizer and torch RNG state of a checkpoint being resumed, checked first."""
         where = f"--resume: checkpoint {str(self.ckpt_path)!r}"
         rng = payload.get("torch_rng_state")
+        if rng is None and "weights_only_of" in (payload.get("extra") or {}):
+            raise TrainingError(f"{where} is a weights-only copy (no optimizer or RNG state): "
+                                "it cannot be resumed; start a new run from it with "
+                                "train.init_from")
         if not isinstance(rng, torch.Tensor) or rng.dtype != torch.uint8 or rng.dim() != 1:
             raise TrainingError(f"{where}: torch_rng_state is not a byte tensor")
         state = payload.get("optimizer_state")
