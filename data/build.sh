@@ -39,6 +39,14 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
     --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16
+# TEM with torch_tem's sizes and schedule on 5x5 worlds, 600 updates (about 1 h on 1 thread),
+# shipped as weights only, and its evaluation
+[ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \
+    --set 'world.worlds=["square:5"]' --set train.threads=1 --set train.checkpoint_every=25 \
+    --set train.eval_every=100 --stop-at 600 --out "$RUNS/tem_5x5" --no-progress
+python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
+w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"
+hippo-rep evaluate data/tem_5x5.pt --envs 16 --json data/tem_5x5_eval.json --overwrite
 # FAM slots (F = 32) with a keep rule fitted on the training loss, 3 search seeds (about 4 min
 # each on 2 busy cores), then the delay task beside full / window / hebbian on the same walks
 for s in 0 1 2; do
@@ -91,5 +99,5 @@ hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eva
     recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
     fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json \
     fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/train_seed1.nc \
-    fam_keep48/train_seed2.nc fam_keep48/cost.json > SHA256SUMS)
-du -ch data/temt_paper.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1
+    fam_keep48/train_seed2.nc fam_keep48/cost.json tem_5x5.pt tem_5x5_eval.json > SHA256SUMS)
+du -ch data/temt_paper.pt data/tem_5x5.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1
