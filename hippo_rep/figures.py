@@ -39,6 +39,8 @@ from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import field_count_by_population, place_score_by_population
 from hippo_rep.plotting.remapping import (
     PER_UNIT_NOTE,
+    POPULATION_COLORS,
+    POPULATION_LABELS,
     pair_scatter,
     pair_structure_test,
     pv_by_population,
@@ -240,7 +242,8 @@ def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
     each unit's rate-map correlation across environments. ``named``: label → (analysis,
     population)."""
     sub = spec.subgridspec(1, 2, wspace=0.45)
-    fractions = xr.concat([ds.hippo.summary().sel(population=pop, drop=True)
+    summaries = {id(ds): ds.hippo.summary() for ds, _ in named.values()}  # once per analysis
+    fractions = xr.concat([summaries[id(ds)].sel(population=pop, drop=True)
                            for ds, pop in named.values()],
                           dim=xr.DataArray(list(named), dims="population", name="population"))
     fractions = fractions.assign_coords(cell_class=[
@@ -467,11 +470,9 @@ def fam_slots_figure(inputs: FigureInputs):
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
     field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
-    _classes_and_remapping(fig, grid[3, :], {"FAM slots": (full, FAM_ACTIVITY),
-                                             "memory neurons": (full, MEMORY_ACTIVITY),
-                                             "positional g": (full, G)},
-                           {"FAM slots": "#009E73", "memory neurons": "#CC79A7",
-                            "positional g": "#0072B2"})
+    shown = {POPULATION_LABELS[p].replace("\n", " "): p for p in (*pops, G)}
+    _classes_and_remapping(fig, grid[3, :], {k: (full, p) for k, p in shown.items()},
+                           {k: POPULATION_COLORS[p] for k, p in shown.items()})
     fig.suptitle(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
                  "SI = spatial information (bits); fields outlined at 20% of the peak; "
                  "white = unvisited", fontsize=8, y=1.01)
