@@ -72,8 +72,11 @@ def measure(kind: str, iterations: int, overrides: list[str]) -> dict:
 
 
 def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: int,
-                 points: int) -> list[dict]:
-    """Train ``kind`` for ``budget_s`` seconds of training; evaluate along the way."""
+                 points: int, on_eval=None) -> list[dict]:
+    """Train ``kind`` for ``budget_s`` seconds of training; evaluate along the way.
+
+    ``on_eval(rows)``, if given, is called after every evaluation (the bench writes its JSON
+    there, so a long run stopped early still leaves every point it measured)."""
     cfg = load_config("tem", [f"model.kind={kind}", "train.eval_every=0", *overrides])
     wc = cfg.world
     rows: list[dict] = []
@@ -95,6 +98,8 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
             print(f"  {kind}: {updates:5d} updates, {seconds:7.1f} s: zero-shot "
                   f"{rows[-1]['zero_shot']:.3f} (revisit {rows[-1]['revisit']:.3f})",
                   flush=True)
+            if on_eval is not None:
+                on_eval(rows)
 
         held_out(0, 0.0)
         spent, it, next_t = 0.0, 0, budget_s / points
@@ -121,21 +126,37 @@ def learning(a) -> None:
     common = [f"train.threads={a.threads}", f"train.seed={a.seed}", *a.set]
     tem_extra = list(TEM_SHORT_SCHEDULE) if a.tem_schedule == "short" else []
     overrides = {"tem": [*common, *tem_extra], "temt": common}
-    runs = {k: learning_run(k, a.budget_s, overrides[k], a.eval_envs, a.points)
-            for k in ("tem", "temt")}
+    budgets = {"temt": a.budget_s if a.temt_budget_s is None else a.temt_budget_s,
+               "tem": a.budget_s}
     cfg = load_config("tem", common)
-    reached = {str(t): {k: first_reaching(r, t) for k, r in runs.items()} for t in THRESHOLDS}
-    out = {"kind": LEARNING_SPEED_KIND, "worlds": list(cfg.world.worlds),
-           "n_obs": cfg.world.n_obs, "walk_steps": cfg.world.walk_steps,
-           "batch_size": cfg.train.batch_size, "chunk_len": cfg.train.chunk_len,
-           "lr": cfg.train.lr, "seed": a.seed, "threads": a.threads, "budget_s": a.budget_s,
-           "eval_envs": a.eval_envs, "eval_seed": EVAL_SEED, "tem_schedule": a.tem_schedule,
-           "overrides": overrides, "runs": runs, "reached": reached,
-           "node_agent": runs["temt"][0]["node_agent"]}
+    runs: dict[str, list[dict]] = {}
+
+    def summary(complete: bool) -> dict:
+        reached = {str(t): {k: first_reaching(r, t) for k, r in runs.items()}
+                   for t in THRESHOLDS}
+        return {"kind": LEARNING_SPEED_KIND, "worlds": list(cfg.world.worlds),
+                "n_obs": cfg.world.n_obs, "walk_steps": cfg.world.walk_steps,
+                "batch_size": cfg.train.batch_size, "chunk_len": cfg.train.chunk_len,
+                "lr": cfg.train.lr, "seed": a.seed, "threads": a.threads,
+                "budget_s": a.budget_s, "budgets_s": budgets, "complete": complete,
+                "eval_envs": a.eval_envs, "eval_seed": EVAL_SEED,
+                "tem_schedule": a.tem_schedule, "overrides": overrides, "runs": runs,
+                "reached": reached, "node_agent": next(iter(runs.values()))[0]["node_agent"]}
+
+    # TEM-t first: it is the short one, so a long TEM run stopped early still leaves both.
+    for k in ("temt", "tem"):
+        def partial(rows, k=k):
+            runs[k] = rows
+            write_json(a.learning, summary(complete=False))
+        runs[k] = learning_run(k, budgets[k], overrides[k], a.eval_envs, a.points, partial)
+    runs = {k: runs[k] for k in ("tem", "temt")}
+    out = summary(complete=True)
+    reached = out["reached"]
     write_json(a.learning, out)
     print(f"worlds {cfg.world.worlds}, walk {cfg.world.walk_steps}, chunk "
           f"{cfg.train.chunk_len}, batch {cfg.train.batch_size}, lr {cfg.train.lr}, seed "
-          f"{a.seed}, {a.budget_s:.0f} s of training each, {a.eval_envs} held-out walks, TEM "
+          f"{a.seed}, {budgets['tem']:.0f} s (TEM) / {budgets['temt']:.0f} s (TEM-t) of "
+          f"training, {a.eval_envs} held-out walks, TEM "
           f"schedule {a.tem_schedule}; node agent zero-shot {out['node_agent']:.3f}")
     print(f"{'model':6s} {'updates':>8s} {'seconds':>8s} {'upd/s':>6s} {'final zero-shot':>16s}"
           f" {'best':>6s}")
@@ -181,6 +202,8 @@ def main() -> None:
                    help="measure learning speed (zero-shot accuracy vs updates and seconds)")
     p.add_argument("--budget-s", type=float, default=540.0,
                    help="--learning: seconds of training per model")
+    p.add_argument("--temt-budget-s", type=float, default=None,
+                   help="--learning: seconds of training for TEM-t (default: --budget-s)")
     p.add_argument("--eval-envs", type=int, default=16, help="--learning: held-out walks")
     p.add_argument("--points", type=int, default=12,
                    help="--learning: evaluations spread over the budget (besides 1, 2, 4, ...)")

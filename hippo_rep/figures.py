@@ -199,7 +199,10 @@ def learning_speed_figure(inputs: FigureInputs):
     worlds = ", ".join(data.get("worlds", []))
     fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                  f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
-                 f"{data.get('threads', '?')} CPU thread(s))", fontsize=7)
+                 f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
+                 f"{data.get('tem_schedule', '?')})"
+                 + ("" if data.get("complete", True) else " — partial: run still going or "
+                    "stopped early"), fontsize=7)
     _label_panels(axes)
     return fig
 

@@ -104,3 +104,19 @@ def test_bench_thresholds_and_ratios():
     assert bench._ratio({"updates": 80, "seconds": 1600.0}, hit, tem, "updates") == "2.0"
     assert bench._ratio(hit, None, tem, "updates") == "n/a"
     assert bench._cell(None, tem, "updates") == ">30"
+
+
+@pytest.mark.parametrize("complete, partial", [(True, False), (False, True), (None, False)])
+def test_learning_speed_figure_says_when_the_run_is_partial(complete, partial):
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import learning_speed_figure
+
+    data = fake_speed() | {"tem_schedule": "torch_tem"}
+    if complete is not None:  # older JSONs have no "complete": they were written at the end
+        data["complete"] = complete
+    fig = learning_speed_figure(FigureInputs(learning_speed=data))
+    title = fig._suptitle.get_text()
+    assert "TEM schedule torch_tem" in title
+    assert ("partial" in title) == partial
+    plt.close(fig)
