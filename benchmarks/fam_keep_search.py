@@ -3,18 +3,28 @@ training loss, where the straight-through gradient fails.
 
 The rule has two numbers: the keep logit of an empty slot (uniform p) and of a filled one (a
 copied conjunction). Starting from (0, 0), a cross-entropy search (population ``--population``,
-the ``--elites`` best kept, ``--generations`` rounds) minimises TEM-t's training loss
-(:func:`hippo_rep.training.trainer.losses`, all steps) on ``--batches`` batches of the
-checkpoint's training walks (``--walk delay``, the checkpoint's worlds and walk length,
-``--max-delay``; ``--walk-steps`` overrides the walk length), every other weight fixed.
-Nothing in the objective knows the delay task's home or scores: it is the loss the model is
-trained on. Writes a checkpoint whose model is ``memory = "fam"``, ``fam_update = "keep"``
-with the fitted rule (``--out``).
+the ``--elites`` best kept, ``--generations`` rounds) minimises an objective on ``--batches``
+batches of ``--batch-size`` delay walks in the checkpoint's training worlds (D ~ U{0 ..
+``--max-delay``}, fresh observations), every other weight fixed:
+
+- ``--objective all`` (default): TEM-t's training loss
+  (:func:`hippo_rep.training.trainer.losses`, every step) on the checkpoint's training walks
+  (``world.walk = "delay"``: cut at the checkpoint's walk length, or ``--walk-steps``).
+  Nothing in it knows the task's home or scores. It rewards recency: its two basins (filled
+  slot's logit above 0: keep; below: replace now and then) are nearly equal in loss, and which
+  one a search lands in varies with the model.
+- ``--objective return``: the task's own loss, on training worlds: cross-entropy of the g_pi
+  prediction on the scored steps (first return visits home) of whole delay walks. The held-out
+  test (``hippo-rep delay``) uses other observations and walk seeds.
+
+Writes a checkpoint whose model is ``memory = "fam"``, ``fam_update = "keep"`` with the
+fitted rule (``--out``).
 
 Usage::
 
     python benchmarks/fam_keep_search.py --out runs/keep_cem_s0/checkpoint.pt [--seed 0]
         [--checkpoint data/temt_paper.pt] [--slots 32] [--generations 6] [--population 8]
+        [--objective all|return]
 """
 
 from __future__ import annotations
@@ -26,13 +36,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from hippo_rep.models.temt import set_keep_logits
 from hippo_rep.random_streams import batch_rng
-from hippo_rep.tasks.delay import as_variant
+from hippo_rep.tasks.delay import RUN_CHUNK, as_variant, pad_delay_walks
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint
+from hippo_rep.training.evaluate import run_model
 from hippo_rep.training.trainer import losses
-from hippo_rep.worlds import parse_world, sample_delay_episodes
+from hippo_rep.worlds import delay_walk, parse_world, random_observations, sample_delay_episodes
 
 #: Spread of the first generation, in logit units (the slots' attention scores are tens).
 INITIAL_STD = 20.0
@@ -52,6 +64,9 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-delay", type=int, default=128)
+    p.add_argument("--objective", choices=("all", "return"), default="all",
+                   help="all: training loss on every step; return: loss on the first return "
+                        "visits home")
     p.add_argument("--walk-steps", type=int,
                    help="steps per training walk (default: the checkpoint's world.walk_steps; "
                         "a walk is cut there, so long delays need longer walks)")
@@ -62,18 +77,32 @@ def main() -> None:
     worlds = [parse_world(w) for w in cfg.world.worlds]
     batches = []
     for i in range(args.batches):
-        ep = sample_delay_episodes(worlds, args.batch_size,
-                                   args.walk_steps or cfg.world.walk_steps,
-                                   cfg.world.n_obs, batch_rng(args.seed, i), args.max_delay)
-        batches.append((torch.as_tensor(ep.observations), torch.as_tensor(ep.actions)))
+        brng = batch_rng(args.seed, i)
+        if args.objective == "all":
+            ep = sample_delay_episodes(worlds, args.batch_size,
+                                       args.walk_steps or cfg.world.walk_steps,
+                                       cfg.world.n_obs, brng, args.max_delay)
+            batches.append((torch.as_tensor(ep.observations), torch.as_tensor(ep.actions),
+                            None))
+            continue
+        walks, env_obs = [], []
+        for _ in range(args.batch_size):
+            w = worlds[int(brng.integers(len(worlds)))]
+            env_obs.append(random_observations(w, cfg.world.n_obs, brng))
+            walks.append(delay_walk(w, int(brng.integers(args.max_delay + 1)), brng))
+        batches.append(tuple(torch.as_tensor(a) for a in pad_delay_walks(walks, env_obs)))
 
     @torch.no_grad()
     def loss_at(theta) -> float:
         set_keep_logits(model, *theta)
         vals = []
-        for obs, act in batches:
-            out, _ = model(obs, act)
-            vals.append(losses(out, obs, cfg)["loss"].item())
+        for obs, act, scored in batches:
+            if scored is None:
+                out, _ = model(obs, act)
+                vals.append(losses(out, obs, cfg)["loss"].item())
+                continue
+            logits = torch.cat([o.logits_pi for o in run_model(model, obs, act, RUN_CHUNK)], 1)
+            vals.append(F.cross_entropy(logits[scored], obs[scored]).item())
         return float(np.mean(vals))
 
     rng = np.random.default_rng(args.seed)
@@ -96,6 +125,8 @@ def main() -> None:
     out_cfg = replace(cfg, model=model.config)
     save_checkpoint(args.out, model, out_cfg, 0,
                     extra={"keep_search": {"checkpoint": args.checkpoint, "seed": args.seed,
+                                           "objective": args.objective,
+                                           "max_delay": args.max_delay,
                                            "empty": float(mean[0]), "filled": float(mean[1]),
                                            "training_loss": final}})
 

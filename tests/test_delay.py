@@ -14,6 +14,7 @@ from hippo_rep.tasks.delay import (
     DelayTaskError,
     as_variant,
     delay_accuracy,
+    pad_delay_walks,
     read_delay,
     write_delay,
 )
@@ -48,6 +49,24 @@ def test_delay_walk_structure(spec, delay):
     sc = nodes[x["scored"]]
     assert home[sc].all() and len(sc) == len(set(sc))
     assert x["scored"][phase != 3].sum() == 0 and x["scored"][np.argmax(phase == 3)]
+
+
+def test_pad_delay_walks_keeps_each_walk_and_pads_with_stays():
+    w = parse_world("square:10")
+    rng = np.random.default_rng(3)
+    walks = [delay_walk(w, d, rng) for d in (0, 30, 7)]
+    maps = [rng.permutation(w.n_nodes) % 45 for _ in walks]
+    obs, act, scored = pad_delay_walks(walks, maps)
+    lengths = [len(x["nodes"]) for x in walks]
+    assert obs.shape == act.shape == scored.shape == (3, max(lengths))
+    for i, (x, m, n) in enumerate(zip(walks, maps, lengths)):
+        np.testing.assert_array_equal(obs[i, :n], m[x["nodes"]])
+        np.testing.assert_array_equal(act[i, :n], x["actions"])
+        np.testing.assert_array_equal(scored[i, :n], x["scored"])
+        # after the walk: stay (action 0) at the last node, never scored
+        assert (obs[i, n:] == m[x["nodes"][-1]]).all() and (act[i, n:] == 0).all()
+        assert not scored[i, n:].any()
+    assert scored.sum() == sum(int(x["scored"].sum()) for x in walks)
 
 
 def test_too_small_world_is_refused():

@@ -207,3 +207,19 @@ def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
     for conf, want in ((1 / N_OBS, -20.0), (1.0, 60.0)):
         got = _KEEP_LOGIT_SCALE * (m.fam_keep + m.fam_keep_conf * conf)
         torch.testing.assert_close(got, torch.full((3,), want), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_slots, n_mem", [(1, 0), (1, 3), (5, 4), (11, 7), (48, 64)])
+def test_distinct_copies_in_rounds_equals_the_slot_by_slot_greedy(seed, n_slots, n_mem):
+    """Integer scores (many ties, many slots wanting the same memory) and random validity:
+    the round-based greedy picks what the plain loop picks, row for row."""
+    from hippo_rep.models.temt import _distinct_copies, _distinct_copies_loop
+
+    gen = torch.Generator().manual_seed(seed)
+    score = torch.randint(0, 4, (3, n_slots, n_slots + n_mem), generator=gen).float()
+    valid = torch.rand(3, n_slots, n_slots + n_mem, generator=gen) > 0.3
+    got = _distinct_copies(score, valid, n_slots)
+    assert torch.equal(got, _distinct_copies_loop(score, valid, n_slots))
+    # no memory column is copied by two slots
+    assert (got[..., n_slots:].sum(1) <= 1).all()

@@ -746,7 +746,35 @@ def set_keep_logits(model: TEMt, empty: float, filled: float) -> None:
 
 def _distinct_copies(score, valid, n_slots: int) -> torch.Tensor:
     """One-hot choices (B, F, F + m): slot by slot, the best valid candidate that no earlier
-    slot took (columns ≥ ``n_slots`` are memories; a slot's own column is never taken)."""
+    slot took (columns ≥ ``n_slots`` are memories; a slot's own column is never taken).
+
+    The greedy is sequential in the slots, but most slots keep themselves, so it runs in
+    rounds: every slot not yet settled picks at once; the picks before the first slot that
+    collides with an earlier one's memory (in any batch element) are what the slot-by-slot
+    greedy picks too, so they are settled, and the next round starts at that slot. Rounds =
+    collisions + 1, not ``n_slots`` (:func:`_distinct_copies_loop` is the plain loop).
+    """
+    B, _, C = score.shape
+    taken = torch.zeros(B, C, dtype=torch.bool, device=score.device)
+    picks = torch.empty(B, n_slots, dtype=torch.long, device=score.device)
+    f0 = 0
+    while f0 < n_slots:
+        s = score[:, f0:n_slots].masked_fill(~valid[:, f0:n_slots] | taken[:, None], -1e30)
+        i = s.argmax(-1)  # (B, R)
+        mem = i >= n_slots
+        R = i.shape[1]
+        earlier = torch.ones(R, R, dtype=torch.bool, device=score.device).tril(-1)
+        clash = ((i[:, :, None] == i[:, None, :]) & mem[:, :, None] & earlier).any(-1).any(0)
+        r = int(clash.nonzero()[0, 0]) if clash.any() else R  # ≥ 1: slot 0 clashes with none
+        picks[:, f0:f0 + r] = i[:, :r]
+        hit = F.one_hot(i[:, :r], C).bool() & mem[:, :r, None]
+        taken = taken | hit.any(1)
+        f0 += r
+    return F.one_hot(picks, C).to(score.dtype)
+
+
+def _distinct_copies_loop(score, valid, n_slots: int) -> torch.Tensor:
+    """:func:`_distinct_copies` as the plain slot-by-slot loop (its reference in the tests)."""
     taken = torch.zeros_like(valid[:, 0])
     picks = []
     for f in range(n_slots):

@@ -61,6 +61,33 @@ def as_variant(model, memory: str, **overrides):
     return new.to(next(model.parameters()).device).eval()
 
 
+def pad_delay_walks(walks: Sequence[dict], env_obs: Sequence[np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Delay walks of unequal length as one batch.
+
+    Parameters
+    ----------
+    walks : sequence of :func:`~hippo_rep.worlds.delay_walk` dicts
+    env_obs : sequence of (n_nodes,) int arrays, the observation at each node of walk i's world
+
+    Returns
+    -------
+    obs, actions : (B, T) int64, T the longest walk; after its end a walk stays at its last
+        node (action 0, same observation)
+    scored : (B, T) bool, the first return visits home (never in the padding)
+    """
+    T = max(len(x["nodes"]) for x in walks)
+    B = len(walks)
+    obs, act = np.zeros((B, T), np.int64), np.zeros((B, T), np.int64)
+    scored = np.zeros((B, T), bool)
+    for i, (x, m) in enumerate(zip(walks, env_obs, strict=True)):
+        n = len(x["nodes"])
+        obs[i, :n], obs[i, n:] = m[x["nodes"]], m[x["nodes"][-1]]
+        act[i, :n] = x["actions"]
+        scored[i, :n] = x["scored"]
+    return obs, act, scored
+
+
 @torch.no_grad()
 def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = DEFAULT_ENVS,
                    world: str = DEFAULT_WORLD, n_obs: int = N_OBS,
@@ -81,17 +108,8 @@ def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = 
     for d in delays:
         rng = np.random.default_rng([seed, int(d)])
         walks = [delay_walk(w, int(d), rng) for _ in range(n_envs)]
-        T = max(len(x["nodes"]) for x in walks)
-        obs = np.zeros((n_envs, T), np.int64)
-        act = np.zeros((n_envs, T), np.int64)
-        scored = np.zeros((n_envs, T), bool)
-        for i, x in enumerate(walks):
-            env_obs = random_observations(w, n_obs, rng)
-            n = len(x["nodes"])
-            # Padding after the walk: stay at the last node (never scored).
-            obs[i, :n], obs[i, n:] = env_obs[x["nodes"]], env_obs[x["nodes"][-1]]
-            act[i, :n] = x["actions"]
-            scored[i, :n] = x["scored"]
+        obs, act, scored = pad_delay_walks(
+            walks, [random_observations(w, n_obs, rng) for _ in walks])
         correct = predictions(model, obs, act, chunk=RUN_CHUNK) == obs
         acc.append(float(correct[scored].mean()))
         n_sc.append(int(scored.sum()))
