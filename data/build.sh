@@ -89,15 +89,36 @@ for s in 1 2; do
 done
 python benchmarks/bench_memory_variants.py --checkpoint "$RUNS/keep48_s0/checkpoint.pt" \
     --json data/fam_keep48/cost.json
+# The keep rule fitted on the task's own loss instead (--objective return: cross-entropy on the
+# first return visits home of whole delay walks in the training worlds, D <= 512; about 3 min
+# each): the paper weights with search seeds 0-2 and TEM-t seeds 1, 2 with search seed 0; the
+# delay task on held-out walks (walk seed = search seed) and the per-step cost
+mkdir -p data/fam_keep48_return
+for spec in "paper_s0:data/temt_paper.pt:0" "paper_s1:data/temt_paper.pt:1" \
+    "paper_s2:data/temt_paper.pt:2" "train_seed1:$RUNS/temt_seed1/calibrated.pt:0" \
+    "train_seed2:$RUNS/temt_seed2/calibrated.pt:0"; do
+    IFS=: read -r name ckpt s <<< "$spec"
+    [ -f "$RUNS/ret48_$name/checkpoint.pt" ] || python benchmarks/fam_keep_search.py \
+        --checkpoint "$ckpt" --slots 48 --seed "$s" --objective return --max-delay 512 \
+        --out "$RUNS/ret48_$name/checkpoint.pt"
+    hippo-rep delay "$RUNS/ret48_$name/checkpoint.pt" --out "data/fam_keep48_return/$name.nc" \
+        --seed "$s" --delays 0,64,128,256,512 --overwrite
+done
+python benchmarks/bench_memory_variants.py --checkpoint "$RUNS/ret48_paper_s0/checkpoint.pt" \
+    --json data/fam_keep48_return/cost.json
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
-    --eval data/eval_baseline.json --passkey data/passkey --delay data/fam_keep48/s0.nc \
-    --delay data/fam_keep48/s1.nc --delay data/fam_keep48/s2.nc \
-    --delay data/fam_keep48/train_seed1.nc --delay data/fam_keep48/train_seed2.nc \
-    --delay-cost data/fam_keep48/cost.json --learning-speed data/learning_speed.json \
+    --eval data/eval_baseline.json --passkey data/passkey \
+    --delay data/fam_keep48_return/paper_s0.nc --delay data/fam_keep48_return/paper_s1.nc \
+    --delay data/fam_keep48_return/paper_s2.nc --delay data/fam_keep48_return/train_seed1.nc \
+    --delay data/fam_keep48_return/train_seed2.nc \
+    --delay-cost data/fam_keep48_return/cost.json --learning-speed data/learning_speed.json \
     --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
     recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
     fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json \
     fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/train_seed1.nc \
-    fam_keep48/train_seed2.nc fam_keep48/cost.json tem_5x5.pt tem_5x5_eval.json > SHA256SUMS)
+    fam_keep48/train_seed2.nc fam_keep48/cost.json fam_keep48_return/paper_s0.nc \
+    fam_keep48_return/paper_s1.nc fam_keep48_return/paper_s2.nc \
+    fam_keep48_return/train_seed1.nc fam_keep48_return/train_seed2.nc \
+    fam_keep48_return/cost.json tem_5x5.pt tem_5x5_eval.json > SHA256SUMS)
 du -ch data/temt_paper.pt data/tem_5x5.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

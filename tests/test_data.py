@@ -77,3 +77,25 @@ def test_shipped_checkpoint_is_calibrated_and_adds_only_novel_memories():
     assert ev["meta"]["world"] == "square:11x11" and ev["meta"]["steps"] == 1500
     assert ev["memory"]["memories_per_node"] <= 1.2
     assert ev["model"]["revisit_new_edge"] >= 0.9
+
+
+def test_shipped_bounded_fam_keeps_home_past_its_window():
+    """The claim of data/fam_keep48_return/ (issue 16): 48 FAM slots whose keep rule was fitted
+    on the task's loss score >= 0.9 on first returns home at every excursion length, for five
+    different fitted models, while the window alone is near chance past its reach and full
+    memory is the ceiling on the same walks."""
+    from hippo_rep.tasks.delay import read_delay
+
+    files = sorted((DATA / "fam_keep48_return").glob("*.nc"))
+    assert len(files) == 5
+    hashes = set()
+    for f in files:
+        d = read_delay(f)
+        assert int(d.attrs["fam_slots"]) == 48 and d.attrs["world"] == "square:10"
+        hashes.add(d.attrs["checkpoint_sha256"])
+        acc = d.accuracy
+        assert list(d.delay.values) == [0, 64, 128, 256, 512]
+        assert (acc.sel(variant="fam") >= 0.9).all(), f.name
+        past = acc.sel(delay=d.delay[d.delay >= 64])
+        assert (past.sel(variant="window") < 0.1).all() and (past.sel(variant="full") >= 0.99).all()
+    assert len(hashes) == 5  # five fitted rules, not one file five times

@@ -59,7 +59,7 @@ def test_pad_delay_walks_keeps_each_walk_and_pads_with_stays():
     obs, act, scored = pad_delay_walks(walks, maps)
     lengths = [len(x["nodes"]) for x in walks]
     assert obs.shape == act.shape == scored.shape == (3, max(lengths))
-    for i, (x, m, n) in enumerate(zip(walks, maps, lengths)):
+    for i, (x, m, n) in enumerate(zip(walks, maps, lengths, strict=True)):
         np.testing.assert_array_equal(obs[i, :n], m[x["nodes"]])
         np.testing.assert_array_equal(act[i, :n], x["actions"])
         np.testing.assert_array_equal(scored[i, :n], x["scored"])
