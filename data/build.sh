@@ -105,7 +105,7 @@ for spec in "paper_s0:data/temt_paper.pt:0" "paper_s1:data/temt_paper.pt:1" \
         --seed "$s" --delays 0,64,128,256,512 --overwrite
 done
 python benchmarks/bench_memory_variants.py --checkpoint "$RUNS/ret48_paper_s0/checkpoint.pt" \
-    --json data/fam_keep48_return/cost.json
+    --repeats 7 --json data/fam_keep48_return/cost.json
 hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eval.json \
     --eval data/eval_baseline.json --passkey data/passkey \
     --delay data/fam_keep48_return/paper_s0.nc --delay data/fam_keep48_return/paper_s1.nc \

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -58,6 +59,15 @@ _UNUSED_SLOT = {"G": 0.0, "ZG": 0.0, "X": -1, "C": 0, "T": -1}
 #: (steps of about the learning rate per parameter) moves them at the scale of the slots'
 #: attention scores (tens) within a fine-tune of a few hundred iterations.
 _KEEP_LOGIT_SCALE = 100.0
+
+
+class _SlotTrace(NamedTuple):
+    """The FAM slots over one chunk: each distinct state once (they change only at block
+    ends) and, per step, which state the step saw."""
+
+    g: torch.Tensor  # (B, U, F, d) slot positions, U distinct states
+    p: torch.Tensor  # (B, U, F, n_obs) slot observation distributions
+    idx: torch.Tensor  # (L,) long, the state step t saw
 
 
 @dataclass
@@ -418,12 +428,11 @@ class TEMt(nn.Module):
         B, L = obs.shape
         cfg = self.config
         count0 = state.count.clone()
-        fam_g = fam_p = None
+        fam = None
         # First buffer slot any query of this chunk can see (0 unless window/fam).
         s0 = self._first_slot(state, self.window_start(state.t))
         if self.recurrent:
-            g, g_pi, gate, written, fam_g, fam_p = self._loop(obs, actions, state, context,
-                                                              fresh, s0)
+            g, g_pi, gate, written, fam = self._loop(obs, actions, state, context, fresh, s0)
         else:
             tt = torch.arange(state.t, state.t + L, device=obs.device)
             g = g_pi = sinusoidal_encoding(tt, cfg.n_g).expand(B, L, -1)
@@ -431,14 +440,13 @@ class TEMt(nn.Module):
             written = torch.ones(B, L, dtype=torch.bool, device=obs.device)
             self._write_all(state, g, obs, context, written)
         slot = torch.where(written, count0[:, None] + written.long().cumsum(1) - 1, -1)
-        logits_pi, act, act_fam = self._predict(g_pi, g, obs, state, count0, written, s0,
-                                                fam_g, fam_p)
+        logits_pi, act, act_fam = self._predict(g_pi, g, obs, state, count0, written, s0, fam)
         if self.recurrent:
             # Loss 2's query: detached by default, because its gradient through the landmark
             # path opens the gate on any retrieval (the retrieved memory always holds x_t) and
             # collapsed training in every run measured here.
             q = g if cfg.loss2_through_landmark else g.detach()
-            logits_g, _, _ = self._predict(q, q, obs, state, count0, written, s0, fam_g, fam_p)
+            logits_g, _, _ = self._predict(q, q, obs, state, count0, written, s0, fam)
         else:
             logits_g = logits_pi
         activity = None
@@ -460,7 +468,7 @@ class TEMt(nn.Module):
         rbeta = F.softplus(self.retrieval_beta_raw)
         g_prev = state.g
         W = self.transition_matrices()
-        gs, gpis, gates, fgs, fps = [], [], [], [], []
+        gs, gpis, gates, fgs, fps, fidx = [], [], [], [], [], []
         written = torch.zeros(B, L, dtype=torch.bool, device=obs.device)
         n_slots = self.memory.n_slots
         for t in range(L):
@@ -477,8 +485,12 @@ class TEMt(nn.Module):
                 self.memory.visible(tg, T)
             n_vis = valid.sum(1) + n_slots
             if n_slots:
-                fgs.append(state.fam_g)
-                fps.append(state.fam_p)
+                # The slots change only at block ends: keep each state once, and per step
+                # the index of the state it saw.
+                if not fgs or fgs[-1] is not state.fam_g:
+                    fgs.append(state.fam_g)
+                    fps.append(state.fam_p)
+                fidx.append(len(fgs) - 1)
             if cfg.landmark and (m > s0 or n_slots):
                 zq = _z(g_pi)
                 sim = _ConstBmm.apply(zq[:, None], state.ZG[:, s0:m].transpose(1, 2))[:, 0] / d
@@ -521,10 +533,9 @@ class TEMt(nn.Module):
             gates.append(gate)
             g_prev = g_t
             self.memory.end_of_step(self, state, tg + 1)
-        fam_g = torch.stack(fgs, 1) if n_slots else None
-        fam_p = torch.stack(fps, 1) if n_slots else None
-        return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written,
-                fam_g, fam_p)
+        fam = _SlotTrace(torch.stack(fgs, 1), torch.stack(fps, 1),
+                         torch.tensor(fidx, device=obs.device)) if n_slots else None
+        return torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written, fam
 
     def _correct(self, g_pi, zq, g_ret_raw, confidence, has_memory):
         """Landmark correction: g_t = g_pi + gate ⊙ (g_ret − g_pi), for every memory variant.
@@ -663,13 +674,13 @@ class TEMt(nn.Module):
         state.count = state.count + L
 
     def _predict(self, query_g, chunk_g, obs, state: MemoryState, count0, written, s0: int,
-                 fam_g=None, fam_p=None):
+                 fam: _SlotTrace | None = None):
         """Predict x_t for every step from memories written before t.
 
         Memory = the slots ``s0:`` filled before this chunk (detached) followed by this
         chunk's steps (time-indexed, with gradient), valid where written, strictly earlier
         than t and (window/fam) inside t's window; with FAM, then the F slots as they were at
-        t (``fam_g`` (B, L, F, d), ``fam_p`` (B, L, F, n_obs)). Returns logits (B, L, n_obs),
+        t (``fam``, see :class:`_SlotTrace`). Returns logits (B, L, n_obs),
         the activity over [old slots s0: | chunk steps] and the activity on the FAM slots.
         """
         cfg = self.config
@@ -690,17 +701,19 @@ class TEMt(nn.Module):
         new_valid = causal[None] & written[:, None, :]
         valid = torch.cat([old_valid, new_valid], -1)
         sim = Q @ K.transpose(1, 2) / math.sqrt(cfg.d_key)
-        if fam_g is not None:
-            K_fam = self.W_e(_z(fam_g))  # (B, L, F, d_key)
+        if fam is not None:
+            # keys once per slot state, then each step's state: (B, L, F, d_key)
+            K_fam = self.W_e(_z(fam.g))[:, fam.idx]
             sim = torch.cat([sim, (Q[:, :, None, :] * K_fam).sum(-1) / math.sqrt(cfg.d_key)],
                             -1)
-            valid = torch.cat([valid, valid.new_ones(B, L, fam_g.shape[2])], -1)
+            n_slots = fam.g.shape[2]
+            valid = torch.cat([valid, valid.new_ones(B, L, n_slots)], -1)
         n = valid.sum(-1, keepdim=True)  # memories (and slots) the query at t sees
         beta = F.softplus(self.beta_raw) * torch.log(n.clamp(min=1).float())
         act = memory_activation(beta * sim, valid, cfg.memory_activation, cfg.memory_power)
         act_fam = None
-        if fam_g is not None:
-            act, act_fam = act[..., :-fam_g.shape[2]], act[..., -fam_g.shape[2]:]
+        if fam is not None:
+            act, act_fam = act[..., :-n_slots], act[..., -n_slots:]
         for _ in range(cfg.retrieval_iterations - 1):
             # Hopfield-style refinement (appendix A.2): the retrieved sensory distribution gates a
             # second pass, multiplicatively, like the landmark query.
@@ -713,11 +726,11 @@ class TEMt(nn.Module):
             # activity-weighted vote of the memories (floored so that log stays finite).
             p = act @ F.one_hot(x_mem, self.n_obs).float()
             if act_fam is not None:
-                p = p + (act_fam[..., None] * fam_p).sum(-2)
+                p = p + (act_fam[..., None] * fam.p[:, fam.idx]).sum(-2)
             return torch.log(p + _DIRECT_FLOOR), act, act_fam
         r = act @ V
         if act_fam is not None:
-            r = r + (act_fam[..., None] * (fam_p @ self.W_x.weight)).sum(-2)
+            r = r + (act_fam[..., None] * (fam.p @ self.W_x.weight)[:, fam.idx]).sum(-2)
         return self.readout(r), act, act_fam
 
     @staticmethod
