@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -72,16 +73,19 @@ def measure(kind: str, iterations: int, overrides: list[str]) -> dict:
 
 
 def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: int,
-                 points: int, on_eval=None) -> list[dict]:
+                 points: int, on_eval=None, keep_dir: Path | None = None) -> list[dict]:
     """Train ``kind`` for ``budget_s`` seconds of training; evaluate along the way.
 
     ``on_eval(rows)``, if given, is called after every evaluation (the bench writes its JSON
-    there, so a long run stopped early still leaves every point it measured)."""
+    there, so a long run stopped early still leaves every point it measured). With
+    ``keep_dir`` the run trains in ``keep_dir / kind`` and checkpoints there at every
+    evaluation (for recording and analysing the trained models); else in a temporary folder.
+    """
     cfg = load_config("tem", [f"model.kind={kind}", "train.eval_every=0", *overrides])
     wc = cfg.world
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, tmp, progress=False)
+        tr = Trainer(cfg, tmp if keep_dir is None else keep_dir / kind, progress=False)
 
         def held_out(updates: int, seconds: float) -> None:
             t0 = time.perf_counter()
@@ -100,6 +104,8 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
                   flush=True)
             if on_eval is not None:
                 on_eval(rows)
+            if keep_dir is not None and updates > 0:
+                tr.save(updates - 1)  # the trainer's iterations count from 0
 
         held_out(0, 0.0)
         spent, it, next_t = 0.0, 0, budget_s / points
@@ -148,7 +154,8 @@ def learning(a) -> None:
         def partial(rows, k=k):
             runs[k] = rows
             write_json(a.learning, summary(complete=False))
-        runs[k] = learning_run(k, budgets[k], overrides[k], a.eval_envs, a.points, partial)
+        runs[k] = learning_run(k, budgets[k], overrides[k], a.eval_envs, a.points, partial,
+                               None if a.keep_dir is None else Path(a.keep_dir))
     runs = {k: runs[k] for k in ("tem", "temt")}
     out = summary(complete=True)
     reached = out["reached"]
@@ -204,6 +211,9 @@ def main() -> None:
                    help="--learning: seconds of training per model")
     p.add_argument("--temt-budget-s", type=float, default=None,
                    help="--learning: seconds of training for TEM-t (default: --budget-s)")
+    p.add_argument("--keep-dir", metavar="DIR",
+                   help="--learning: train in DIR/tem and DIR/temt and keep their checkpoints "
+                        "(saved at every evaluation)")
     p.add_argument("--eval-envs", type=int, default=16, help="--learning: held-out walks")
     p.add_argument("--points", type=int, default=12,
                    help="--learning: evaluations spread over the budget (besides 1, 2, 4, ...)")
