@@ -39,11 +39,16 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
     --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16
-# TEM with torch_tem's sizes and schedule on 5x5 worlds, 600 updates (about 1 h on 1 thread),
-# shipped as weights only, and its evaluation
+# the same with torch_tem's own schedule for TEM (the tem preset unchanged), TEM trained for
+# 6,000 s (about 1,000 updates) and TEM-t for 900 s: the figure's input
+[ -f data/learning_speed_torch_tem.json ] || python benchmarks/bench_tem_vs_temt.py \
+    --learning data/learning_speed_torch_tem.json --budget-s 6000 --temt-budget-s 900 \
+    --points 12 --eval-envs 16 --tem-schedule torch_tem
+# TEM with torch_tem's sizes and schedule on 5x5 worlds, 1,450 updates (about 2.5 h on 1
+# thread; trained to 600, then resumed), shipped as weights only, and its evaluation
 [ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \
     --set 'world.worlds=["square:5"]' --set train.threads=1 --set train.checkpoint_every=25 \
-    --set train.eval_every=100 --stop-at 600 --out "$RUNS/tem_5x5" --no-progress
+    --set train.eval_every=100 --stop-at 1450 --out "$RUNS/tem_5x5" --no-progress
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
 w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"
 hippo-rep evaluate data/tem_5x5.pt --envs 16 --json data/tem_5x5_eval.json --overwrite
@@ -111,10 +116,11 @@ hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eva
     --delay data/fam_keep48_return/paper_s0.nc --delay data/fam_keep48_return/paper_s1.nc \
     --delay data/fam_keep48_return/paper_s2.nc --delay data/fam_keep48_return/train_seed1.nc \
     --delay data/fam_keep48_return/train_seed2.nc \
-    --delay-cost data/fam_keep48_return/cost.json --learning-speed data/learning_speed.json \
-    --out "$FIGURES"
+    --delay-cost data/fam_keep48_return/cost.json \
+    --learning-speed data/learning_speed_torch_tem.json --out "$FIGURES"
 (cd data && sha256sum temt_paper.pt eval.json eval_11x11_1500.json eval_baseline.json \
     recording.nc analysis.nc delay.nc passkey/sweep.json learning_speed.json \
+    learning_speed_torch_tem.json \
     fam_keep_delay/s0.json fam_keep_delay/s1.json fam_keep_delay/s2.json \
     fam_keep48/s0.nc fam_keep48/s1.nc fam_keep48/s2.nc fam_keep48/train_seed1.nc \
     fam_keep48/train_seed2.nc fam_keep48/cost.json fam_keep48_return/paper_s0.nc \

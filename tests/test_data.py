@@ -99,3 +99,23 @@ def test_shipped_bounded_fam_keeps_home_past_its_window():
         past = acc.sel(delay=d.delay[d.delay >= 64])
         assert (past.sel(variant="window") < 0.1).all() and (past.sel(variant="full") >= 0.99).all()
     assert len(hashes) == 5  # five fitted rules, not one file five times
+
+
+def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
+    """data/tem_5x5.pt is the TEM its evaluation describes, and that evaluation is learning
+    (zero-shot far above the edge agent, which cannot beat chance there); the torch_tem-schedule
+    learning-speed run has TEM learning too, below TEM-t's ceiling-level accuracy."""
+    from hippo_rep.figures import read_learning_speed
+    from hippo_rep.training.checkpoint import load_checkpoint
+
+    model, cfg, payload = load_checkpoint(DATA / "tem_5x5.pt")
+    ev = json.loads((DATA / "tem_5x5_eval.json").read_text())
+    assert cfg.model.kind == "tem" and ev["meta"]["model_kind"] == "tem"
+    assert ev["meta"]["training_step"] == payload["step"]
+    zs = "revisit_unseen_edge"
+    assert ev["edge_agent"][zs] < 0.1 and ev["model"][zs] >= 0.5 + ev["edge_agent"][zs]
+    speed = read_learning_speed(DATA / "learning_speed_torch_tem.json")
+    assert speed["tem_schedule"] == "torch_tem" and speed["complete"]
+    tem, temt = speed["runs"]["tem"], speed["runs"]["temt"]
+    assert tem[-1]["zero_shot"] > 5 * tem[0]["zero_shot"]  # TEM learned
+    assert max(r["zero_shot"] for r in temt) >= 0.9 > max(r["zero_shot"] for r in tem)
