@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -84,8 +85,9 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
     cfg = load_config("tem", [f"model.kind={kind}", "train.eval_every=0", *overrides])
     wc = cfg.world
     rows: list[dict] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, tmp if keep_dir is None else keep_dir / kind, progress=False)
+    where = tempfile.TemporaryDirectory() if keep_dir is None else nullcontext(keep_dir / kind)
+    with where as out_dir:
+        tr = Trainer(cfg, out_dir, progress=False)
 
         def held_out(updates: int, seconds: float) -> None:
             t0 = time.perf_counter()

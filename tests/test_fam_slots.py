@@ -214,7 +214,7 @@ def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
 def test_distinct_copies_in_rounds_equals_the_slot_by_slot_greedy(seed, n_slots, n_mem):
     """Integer scores (many ties, many slots wanting the same memory) and random validity:
     the round-based greedy picks what the plain loop picks, row for row."""
-    from hippo_rep.models.temt import _distinct_copies, _distinct_copies_loop
+    from hippo_rep.models.temt import _distinct_copies
 
     gen = torch.Generator().manual_seed(seed)
     score = torch.randint(0, 4, (3, n_slots, n_slots + n_mem), generator=gen).float()
@@ -223,3 +223,15 @@ def test_distinct_copies_in_rounds_equals_the_slot_by_slot_greedy(seed, n_slots,
     assert torch.equal(got, _distinct_copies_loop(score, valid, n_slots))
     # no memory column is copied by two slots
     assert (got[..., n_slots:].sum(1) <= 1).all()
+
+
+def _distinct_copies_loop(score, valid, n_slots: int) -> torch.Tensor:
+    """Reference for ``_distinct_copies``: slot by slot, the best valid candidate that no
+    earlier slot took (columns >= ``n_slots`` are memories)."""
+    taken = torch.zeros_like(valid[:, 0])
+    picks = []
+    for f in range(n_slots):
+        i = score[:, f].masked_fill(~valid[:, f] | taken, -1e30).argmax(-1)
+        picks.append(i)
+        taken = taken | (F.one_hot(i, score.shape[-1]).bool() & (i >= n_slots)[:, None])
+    return F.one_hot(torch.stack(picks, 1), score.shape[-1]).to(score.dtype)

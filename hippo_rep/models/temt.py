@@ -765,7 +765,7 @@ def _distinct_copies(score, valid, n_slots: int) -> torch.Tensor:
     rounds: every slot not yet settled picks at once; the picks before the first slot that
     collides with an earlier one's memory (in any batch element) are what the slot-by-slot
     greedy picks too, so they are settled, and the next round starts at that slot. Rounds =
-    collisions + 1, not ``n_slots`` (:func:`_distinct_copies_loop` is the plain loop).
+    collisions + 1, not ``n_slots`` (the tests check it against the plain loop).
     """
     B, _, C = score.shape
     taken = torch.zeros(B, C, dtype=torch.bool, device=score.device)
@@ -784,17 +784,6 @@ def _distinct_copies(score, valid, n_slots: int) -> torch.Tensor:
         taken = taken | hit.any(1)
         f0 += r
     return F.one_hot(picks, C).to(score.dtype)
-
-
-def _distinct_copies_loop(score, valid, n_slots: int) -> torch.Tensor:
-    """:func:`_distinct_copies` as the plain slot-by-slot loop (its reference in the tests)."""
-    taken = torch.zeros_like(valid[:, 0])
-    picks = []
-    for f in range(n_slots):
-        i = score[:, f].masked_fill(~valid[:, f] | taken, -1e30).argmax(-1)
-        picks.append(i)
-        taken = taken | (F.one_hot(i, score.shape[-1]).bool() & (i >= n_slots)[:, None])
-    return F.one_hot(torch.stack(picks, 1), score.shape[-1]).to(score.dtype)
 
 
 def _hebbian_logits(phi_q: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
