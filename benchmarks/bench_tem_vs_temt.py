@@ -30,6 +30,7 @@ ratios (a lower bound where TEM did not reach it), and writes the JSON that the
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from contextlib import nullcontext
@@ -74,20 +75,29 @@ def measure(kind: str, iterations: int, overrides: list[str]) -> dict:
 
 
 def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: int,
-                 points: int, on_eval=None, keep_dir: Path | None = None) -> list[dict]:
+                 points: int, on_eval=None, keep_dir: Path | None = None,
+                 previous: list[dict] | None = None) -> list[dict]:
     """Train ``kind`` for ``budget_s`` seconds of training; evaluate along the way.
 
     ``on_eval(rows)``, if given, is called after every evaluation (the bench writes its JSON
     there, so a long run stopped early still leaves every point it measured). With
     ``keep_dir`` the run trains in ``keep_dir / kind`` and checkpoints there at every
     evaluation (for recording and analysing the trained models); else in a temporary folder.
+    ``previous``: the rows of an earlier run of this ``keep_dir``; the run then resumes from
+    its checkpoint (the same batches follow: :func:`hippo_rep.random_streams.batch_rng`),
+    keeps the rows up to the checkpoint's update and counts seconds on from there.
     """
     cfg = load_config("tem", [f"model.kind={kind}", "train.eval_every=0", *overrides])
     wc = cfg.world
     rows: list[dict] = []
     where = tempfile.TemporaryDirectory() if keep_dir is None else nullcontext(keep_dir / kind)
     with where as out_dir:
-        tr = Trainer(cfg, out_dir, progress=False)
+        tr = Trainer(cfg, out_dir, resume=previous is not None, progress=False)
+        if previous is not None:
+            rows = [r for r in previous if r["updates"] <= tr.start]
+            if not rows or rows[-1]["updates"] != tr.start:
+                raise SystemExit(f"--resume: {kind}'s rows have no evaluation at update "
+                                 f"{tr.start}, the checkpoint's in {str(out_dir)!r}")
 
         def held_out(updates: int, seconds: float) -> None:
             t0 = time.perf_counter()
@@ -101,16 +111,18 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
                          "node_agent": res["node_agent"]["revisit_unseen_edge"],
                          "n_zero_shot": res["counts"]["revisit_unseen_edge"],
                          "eval_s": time.perf_counter() - t0})
-            print(f"  {kind}: {updates:5d} updates, {seconds:7.1f} s: zero-shot "
-                  f"{rows[-1]['zero_shot']:.3f} (revisit {rows[-1]['revisit']:.3f})",
-                  flush=True)
+            zs, rv = (_fmt(rows[-1][k]) for k in ("zero_shot", "revisit"))
+            print(f"  {kind}: {updates:5d} updates, {seconds:7.1f} s: zero-shot {zs} "
+                  f"(revisit {rv})", flush=True)
             if on_eval is not None:
                 on_eval(rows)
             if keep_dir is not None and updates > 0:
-                tr.save(updates - 1)  # the trainer's iterations count from 0
+                tr.save(updates)  # as Trainer.run: the number of updates done
 
-        held_out(0, 0.0)
-        spent, it, next_t = 0.0, 0, budget_s / points
+        if previous is None:
+            held_out(0, 0.0)
+        spent, it = rows[-1]["seconds"], tr.start
+        next_t = budget_s / points * (spent // (budget_s / points) + 1)
         while spent < budget_s:
             t0 = time.perf_counter()
             tr.step(it)
@@ -121,6 +133,29 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
                 while next_t <= spent:
                     next_t += budget_s / points
     return rows
+
+
+def _fmt(x: float | None) -> str:
+    """An accuracy, or "n/a" where the walks had no step of that type."""
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _previous(a, overrides: dict) -> dict:
+    """The JSON that ``--resume`` continues, checked to be this run's (same overrides)."""
+    if a.keep_dir is None:
+        raise SystemExit("--resume needs --keep-dir (the folder holding the checkpoints)")
+    path = Path(a.learning)
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise SystemExit(f"--resume: cannot read {str(path)!r} ({err})") from None
+    if not isinstance(old, dict) or old.get("kind") != LEARNING_SPEED_KIND:
+        raise SystemExit(f"--resume: {str(path)!r} is not a learning-speed JSON")
+    for k, o in (old.get("overrides") or {}).items():
+        if k in overrides and k not in a.fresh and o != overrides[k]:
+            raise SystemExit(f"--resume: {str(path)!r} was made with {k} overrides {o}, "
+                             f"not {overrides[k]} (seed, --set, --tem-schedule, threads)")
+    return old
 
 
 def first_reaching(rows: list[dict], threshold: float) -> dict | None:
@@ -138,6 +173,8 @@ def learning(a) -> None:
                "tem": a.budget_s}
     cfg = load_config("tem", common)
     runs: dict[str, list[dict]] = {}
+    old = _previous(a, overrides) if a.resume else {"runs": {}, "resumed_at": {}}
+    resumed_at = {k: list(v) for k, v in old.get("resumed_at", {}).items()}
 
     def summary(complete: bool) -> dict:
         reached = {str(t): {k: first_reaching(r, t) for k, r in runs.items()}
@@ -149,15 +186,33 @@ def learning(a) -> None:
                 "budget_s": a.budget_s, "budgets_s": budgets, "complete": complete,
                 "eval_envs": a.eval_envs, "eval_seed": EVAL_SEED,
                 "tem_schedule": a.tem_schedule, "overrides": overrides, "runs": runs,
-                "reached": reached, "node_agent": next(iter(runs.values()))[0]["node_agent"]}
+                "resumed_at": resumed_at, "reached": reached,
+                "node_agent": next(iter(runs.values()))[0]["node_agent"]}
 
     # TEM-t first: it is the short one, so a long TEM run stopped early still leaves both.
     for k in ("temt", "tem"):
         def partial(rows, k=k):
             runs[k] = rows
             write_json(a.learning, summary(complete=False))
+        prev = None if k in a.fresh else old["runs"].get(k)
+        if k in a.fresh and (Path(a.keep_dir) / k / "checkpoint.pt").exists():
+            raise SystemExit(f"--fresh {k}: {str(Path(a.keep_dir) / k)!r} holds a checkpoint; "
+                             "remove it or choose another --keep-dir")
+        if prev and prev[-1]["seconds"] >= budgets[k]:
+            print(f"  {k}: kept from {a.learning} ({prev[-1]['updates']} updates, "
+                  f"{prev[-1]['seconds']:.0f} s)", flush=True)
+            runs[k] = prev
+            continue
+        if prev:
+            ckpt = Path(a.keep_dir) / k / "checkpoint.pt"
+            if not ckpt.is_file():
+                raise SystemExit(f"--resume: {a.learning}'s {k} run stopped at "
+                                 f"{prev[-1]['seconds']:.0f} s of {budgets[k]:.0f} and "
+                                 f"{str(ckpt)!r} does not exist to continue it; pass "
+                                 f"--fresh {k} to train it again from update 0")
+            resumed_at.setdefault(k, []).append(prev[-1]["updates"])
         runs[k] = learning_run(k, budgets[k], overrides[k], a.eval_envs, a.points, partial,
-                               None if a.keep_dir is None else Path(a.keep_dir))
+                               None if a.keep_dir is None else Path(a.keep_dir), prev)
     runs = {k: runs[k] for k in ("tem", "temt")}
     out = summary(complete=True)
     reached = out["reached"]
@@ -166,14 +221,14 @@ def learning(a) -> None:
           f"{cfg.train.chunk_len}, batch {cfg.train.batch_size}, lr {cfg.train.lr}, seed "
           f"{a.seed}, {budgets['tem']:.0f} s (TEM) / {budgets['temt']:.0f} s (TEM-t) of "
           f"training, {a.eval_envs} held-out walks, TEM "
-          f"schedule {a.tem_schedule}; node agent zero-shot {out['node_agent']:.3f}")
+          f"schedule {a.tem_schedule}; node agent zero-shot {_fmt(out['node_agent'])}")
     print(f"{'model':6s} {'updates':>8s} {'seconds':>8s} {'upd/s':>6s} {'final zero-shot':>16s}"
           f" {'best':>6s}")
     for k, r in runs.items():
-        best = max(x["zero_shot"] for x in r if x["zero_shot"] is not None)
+        best = max((x["zero_shot"] for x in r if x["zero_shot"] is not None), default=None)
         print(f"{k:6s} {r[-1]['updates']:8d} {r[-1]['seconds']:8.1f} "
-              f"{r[-1]['updates'] / r[-1]['seconds']:6.3f} {r[-1]['zero_shot']:16.3f} "
-              f"{best:6.3f}")
+              f"{r[-1]['updates'] / r[-1]['seconds']:6.3f} {_fmt(r[-1]['zero_shot']):>16s} "
+              f"{_fmt(best):>6s}")
     print(f"{'reach':>6s} {'TEM upd':>9s} {'TEM-t upd':>10s} {'ratio':>8s} {'TEM s':>8s} "
           f"{'TEM-t s':>8s} {'ratio':>8s}")
     for t in THRESHOLDS:
@@ -216,6 +271,12 @@ def main() -> None:
     p.add_argument("--keep-dir", metavar="DIR",
                    help="--learning: train in DIR/tem and DIR/temt and keep their checkpoints "
                         "(saved at every evaluation)")
+    p.add_argument("--resume", action="store_true",
+                   help="--learning: continue OUT.json's runs from their checkpoints in "
+                        "--keep-dir (runs that already spent their budget are kept as they "
+                        "are; raise --budget-s to train on)")
+    p.add_argument("--fresh", action="append", default=[], choices=("tem", "temt"),
+                   help="--learning --resume: train this model again from update 0")
     p.add_argument("--eval-envs", type=int, default=16, help="--learning: held-out walks")
     p.add_argument("--points", type=int, default=12,
                    help="--learning: evaluations spread over the budget (besides 1, 2, 4, ...)")

@@ -120,3 +120,47 @@ def test_learning_speed_figure_says_when_the_run_is_partial(complete, partial):
     assert "TEM schedule torch_tem" in title
     assert ("partial" in title) == partial
     plt.close(fig)
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_tem_vs_temt", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+#: A TEM small enough to make a few updates in a fraction of a second.
+TINY_TEM = ["world.worlds=[\"square:3\"]", "world.n_obs=6", "world.walk_steps=8",
+            "train.chunk_len=4", "train.batch_size=2", "train.threads=1",
+            "model.tem_n_g=[4,4]", "model.tem_n_g_sub=[2,2]", "model.tem_n_x_c=4",
+            "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]",
+            "model.tem_iters_inf=[2,2]", "model.tem_transition_hidden=4"]
+
+
+def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path):
+    """A run continued from its kept checkpoint makes the same updates, on the same batches,
+    as one run straight through (the checkpoint stores the updates done, not one fewer)."""
+    import torch
+
+    from hippo_rep.config import load_config
+    from hippo_rep.training.checkpoint import load_checkpoint
+    from hippo_rep.training.trainer import Trainer
+
+    bench = _bench()
+    first = bench.learning_run("tem", 0.3, TINY_TEM, 2, 1, keep_dir=tmp_path)
+    more = bench.learning_run("tem", 0.8, TINY_TEM, 2, 1, keep_dir=tmp_path,
+                              previous=first)
+    assert more[:len(first)] == first and len(more) > len(first)
+    assert more[-1]["updates"] > first[-1]["updates"] and more[-1]["seconds"] >= 0.8
+    done = more[-1]["updates"]
+    straight = Trainer(load_config("tem", ["model.kind=tem", "train.eval_every=0", *TINY_TEM]),
+                       tmp_path / "straight", progress=False)
+    for it in range(done):
+        straight.step(it)
+    model, _, payload = load_checkpoint(tmp_path / "tem" / "checkpoint.pt")
+    assert payload["step"] == done
+    kept = model.state_dict()
+    for name, w in straight.model.state_dict().items():
+        torch.testing.assert_close(kept[name], w, rtol=0, atol=0, msg=name)
+    with pytest.raises(SystemExit, match="no evaluation at update"):
+        bench.learning_run("tem", 1.0, TINY_TEM, 2, 1, keep_dir=tmp_path, previous=first)
