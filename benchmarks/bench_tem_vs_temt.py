@@ -25,6 +25,13 @@ ratios (a lower bound where TEM did not reach it), and writes the JSON that the
 ``learning_speed`` figure draws (``hippo-rep figures --learning-speed OUT.json``).
 
     python benchmarks/bench_tem_vs_temt.py --learning data/learning_speed.json --budget-s 540
+
+A long run can span sessions: with ``--keep-dir DIR`` each model checkpoints in ``DIR/tem``
+and ``DIR/temt`` at every evaluation, and ``--resume`` (same ``--learning`` JSON, ``--keep-dir``
+and settings, a larger ``--budget-s``) continues each model from its checkpoint on the same
+batches, counting seconds on; models that already spent their budget are kept as they are,
+``--fresh tem`` trains TEM again from update 0 (keeping TEM-t's rows), and the JSON lists the
+updates at which each model was resumed (``resumed_at``; the figure says so).
 """
 
 from __future__ import annotations

@@ -202,9 +202,19 @@ def learning_speed_figure(inputs: FigureInputs):
                  f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
                  f"{data.get('tem_schedule', '?')})"
                  + ("" if data.get("complete", True) else " — partial: run still going or "
-                    "stopped early"), fontsize=7)
+                    "stopped early") + _resumed(data), fontsize=7)
     _label_panels(axes)
     return fig
+
+
+def _resumed(data: dict) -> str:
+    """Where a learning-speed run was continued from its checkpoint (its seconds then add
+    up runs made at different times, under whatever load each had)."""
+    names = {"tem": "TEM", "temt": "TEM-t"}
+    parts = [f"{names.get(k, k)} at update{'s' if len(v) > 1 else ''} "
+             f"{', '.join(str(u) for u in v)}"
+             for k, v in sorted((data.get("resumed_at") or {}).items()) if v]
+    return f"\nresumed from a checkpoint: {'; '.join(parts)}" if parts else ""
 
 
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.

@@ -119,6 +119,24 @@ def test_learning_speed_figure_says_when_the_run_is_partial(complete, partial):
     title = fig._suptitle.get_text()
     assert "TEM schedule torch_tem" in title
     assert ("partial" in title) == partial
+    assert "resumed" not in title
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("resumed, says", [
+    ({"tem": [1009]}, "resumed from a checkpoint: TEM at update 1009"),
+    ({"tem": [1009, 1500], "temt": [300]},
+     "resumed from a checkpoint: TEM at updates 1009, 1500; TEM-t at update 300"),
+    ({"tem": []}, None)])
+def test_learning_speed_figure_says_where_a_run_was_resumed(resumed, says):
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import learning_speed_figure
+
+    fig = learning_speed_figure(FigureInputs(learning_speed=fake_speed() |
+                                             {"resumed_at": resumed}))
+    title = fig._suptitle.get_text()
+    assert (says in title) if says else ("resumed" not in title)
     plt.close(fig)
 
 
