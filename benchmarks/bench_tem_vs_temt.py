@@ -101,17 +101,20 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
     with where as out_dir:
         tr = Trainer(cfg, out_dir, resume=previous is not None, progress=False)
         if previous is not None:
-            rows = [r for r in previous if r["updates"] <= tr.start]
-            if not rows or rows[-1]["updates"] != tr.start:
+            done = tr.start * tr.updates_per_iteration
+            rows = [r for r in previous if r["updates"] <= done]
+            if not rows or rows[-1]["updates"] != done:
                 raise SystemExit(f"--resume: {kind}'s rows have no evaluation at update "
-                                 f"{tr.start}, the checkpoint's in {str(out_dir)!r}")
+                                 f"{done}, the checkpoint's in {str(out_dir)!r}")
 
-        def held_out(updates: int, seconds: float) -> None:
+        def held_out(iterations: int, seconds: float) -> None:
+            updates = iterations * tr.updates_per_iteration
             t0 = time.perf_counter()
             res = evaluate(tr.model, tr.worlds, eval_envs, wc.walk_steps, wc.n_obs,
                            seed=EVAL_SEED, keep_heading=wc.keep_heading,
                            stay_prob=wc.stay_prob)
             rows.append({"updates": updates, "seconds": seconds,
+                         "walk_steps": iterations * wc.walk_steps,
                          "zero_shot": res["model"]["revisit_unseen_edge"],
                          "new_edge": res["model"]["revisit_new_edge"],
                          "revisit": res["model"]["revisit"],
@@ -123,8 +126,8 @@ def learning_run(kind: str, budget_s: float, overrides: list[str], eval_envs: in
                   f"(revisit {rv})", flush=True)
             if on_eval is not None:
                 on_eval(rows)
-            if keep_dir is not None and updates > 0:
-                tr.save(updates)  # as Trainer.run: the number of updates done
+            if keep_dir is not None and iterations > 0:
+                tr.save(iterations)  # as Trainer.run: the number of iterations done
 
         if previous is None:
             held_out(0, 0.0)
@@ -175,7 +178,7 @@ def learning(a) -> None:
     torch.set_num_threads(a.threads)
     common = [f"train.threads={a.threads}", f"train.seed={a.seed}", *a.set]
     tem_extra = list(TEM_SHORT_SCHEDULE) if a.tem_schedule == "short" else []
-    overrides = {"tem": [*common, *tem_extra], "temt": common}
+    overrides = {"tem": [*common, *tem_extra, *a.tem_set], "temt": common}
     budgets = {"temt": a.budget_s if a.temt_budget_s is None else a.temt_budget_s,
                "tem": a.budget_s}
     cfg = load_config("tem", common)
@@ -269,6 +272,9 @@ def main() -> None:
     p.add_argument("--torch-tem", type=float, default=TORCH_TEM_IT_PER_S,
                    help="torch_tem's 20-step iterations/s on this machine")
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
+    p.add_argument("--tem-set", action="append", default=[],
+                   help="--learning: config overrides for TEM only (e.g. "
+                        "train.step_every_chunk=true, torch_tem's update per 20-step chunk)")
     p.add_argument("--learning", metavar="OUT.json",
                    help="measure learning speed (zero-shot accuracy vs updates and seconds)")
     p.add_argument("--budget-s", type=float, default=540.0,

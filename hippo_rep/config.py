@@ -265,6 +265,10 @@ class TrainConfig(TypedConfig):
     grad_clip: float = setting(10.0, Rule(low=0, low_open=True, why="a gradient-norm bound"))
     # Truncated BPTT: gradients stop every this many steps (0 = the whole walk). Memories persist.
     chunk_len: int = setting(0, _size("MAX_WALK_STEPS", low=0))
+    # One optimiser step per chunk instead of one per walk (torch_tem's regime: its iteration
+    # is one 20-step chunk with the memory carried on). An iteration then makes
+    # ceil(walk_steps / chunk_len) updates, and TEM's annealing (train.tem_*) counts updates.
+    step_every_chunk: bool = False
     # Loss 1: cross-entropy of the prediction from g_pi (the real next-step prediction).
     loss_pi: float = setting(1.0, _NON_NEGATIVE)
     # Loss 2: cross-entropy of the prediction from the corrected g_t.

@@ -155,9 +155,11 @@ TINY_TEM = ["world.worlds=[\"square:3\"]", "world.n_obs=6", "world.walk_steps=8"
             "model.tem_iters_inf=[2,2]", "model.tem_transition_hidden=4"]
 
 
-def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path):
+@pytest.mark.parametrize("per_chunk", [False, True])
+def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path, per_chunk):
     """A run continued from its kept checkpoint makes the same updates, on the same batches,
-    as one run straight through (the checkpoint stores the updates done, not one fewer)."""
+    as one run straight through (the checkpoint stores the updates done, not one fewer);
+    with an update per chunk, updates count chunks (2 per 8-step walk here)."""
     import torch
 
     from hippo_rep.config import load_config
@@ -165,13 +167,14 @@ def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path):
     from hippo_rep.training.trainer import Trainer
 
     bench = _bench()
-    first = bench.learning_run("tem", 0.3, TINY_TEM, 2, 1, keep_dir=tmp_path)
-    more = bench.learning_run("tem", 0.8, TINY_TEM, 2, 1, keep_dir=tmp_path,
-                              previous=first)
+    sets = [*TINY_TEM, *(["train.step_every_chunk=true"] if per_chunk else [])]
+    first = bench.learning_run("tem", 0.3, sets, 2, 1, keep_dir=tmp_path)
+    more = bench.learning_run("tem", 0.8, sets, 2, 1, keep_dir=tmp_path, previous=first)
     assert more[:len(first)] == first and len(more) > len(first)
     assert more[-1]["updates"] > first[-1]["updates"] and more[-1]["seconds"] >= 0.8
-    done = more[-1]["updates"]
-    straight = Trainer(load_config("tem", ["model.kind=tem", "train.eval_every=0", *TINY_TEM]),
+    done = more[-1]["walk_steps"] // 8
+    assert more[-1]["updates"] == done * (2 if per_chunk else 1)
+    straight = Trainer(load_config("tem", ["model.kind=tem", "train.eval_every=0", *sets]),
                        tmp_path / "straight", progress=False)
     for it in range(done):
         straight.step(it)
@@ -181,4 +184,4 @@ def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path):
     for name, w in straight.model.state_dict().items():
         torch.testing.assert_close(kept[name], w, rtol=0, atol=0, msg=name)
     with pytest.raises(SystemExit, match="no evaluation at update"):
-        bench.learning_run("tem", 1.0, TINY_TEM, 2, 1, keep_dir=tmp_path, previous=first)
+        bench.learning_run("tem", 1.0, sets, 2, 1, keep_dir=tmp_path, previous=first)

@@ -312,3 +312,78 @@ def test_transition_lr_scale(tmp_path, scale):
     else:
         # Adam steps are ~lr in size: a tenth of the rate moves W_a about a tenth as far
         assert 0 < moved < 0.3 * moved_full
+
+
+#: A tiny TEM (as tests/test_tem.py's) for the trainer's per-chunk updates.
+TEM_SMALL = ['model.kind="tem"', "model.tem_n_g=[6,4]", "model.tem_n_g_sub=[3,2]",
+             "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]",
+             "model.tem_iters_inf=[2,2]", "model.tem_n_x_c=5", "model.tem_transition_hidden=4",
+             "train.tem_eta_ramp=50", "train.tem_latent_ramp=50"]
+
+
+def _per_chunk_reference(cfg, iterations: int):
+    """The per-chunk regime written out: for each chunk of each walk, set the learning rate
+    (per walk) and TEM's annealing (per update), forward with the memory carried, backward,
+    clip, step."""
+    tc, wc = cfg.train, cfg.world
+    model = T.build_model(cfg.model, 5, wc.n_obs, seed=tc.seed)
+    tr = T.Trainer.__new__(T.Trainer)  # only for its optimiser groups
+    tr.cfg, tr.model = cfg, model
+    optim = tr._optimizer()
+    worlds = [T.parse_world(s) for s in wc.worlds]
+    update = 0
+    for it in range(iterations):
+        ep = T.sample_episodes(worlds, tc.batch_size, wc.walk_steps, wc.n_obs,
+                               batch_rng(tc.seed, it), wc.keep_heading, wc.stay_prob)
+        obs, act = torch.as_tensor(ep.observations), torch.as_tensor(ep.actions)
+        for g in optim.param_groups:
+            g["lr"] = T.lr_at(cfg, it) * g.get("lr_scale", 1.0)
+        state = None
+        for s in range(0, wc.walk_steps, tc.chunk_len):
+            if hasattr(model, "anneal"):
+                model.anneal(update, tc)
+            out, state = model(obs[:, s:s + tc.chunk_len], act[:, s:s + tc.chunk_len], state)
+            loss = (model.training_losses(out, update, tc) if hasattr(model, "anneal")
+                    else T.losses(out, obs[:, s:s + tc.chunk_len], cfg))["loss"]
+            optim.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+            optim.step()
+            state, update = state.detach(), update + 1
+    return model, optim
+
+
+@pytest.mark.parametrize("kind", ["temt", "tem"])
+def test_step_every_chunk_takes_one_update_per_chunk(tmp_path, kind):
+    extra = ["train.chunk_len=10", "train.step_every_chunk=true", "train.iterations=2",
+             *(TEM_SMALL if kind == "tem" else [])]
+    cfg = tiny(*extra)
+    tr = T.Trainer(cfg, tmp_path / "run", progress=False)
+    assert tr.updates_per_iteration == 4  # 40-step walks in chunks of 10
+    for it in range(2):
+        tr.step(it)
+    ref, ref_optim = _per_chunk_reference(cfg, 2)
+    # 8 Adam steps for every weight used in each chunk (the initial g, used at a walk's first
+    # step only, gets one per walk)
+    steps = [s["step"].item() for s in tr.optim.state.values()]
+    assert max(steps) == 8.0
+    assert steps == [s["step"].item() for s in ref_optim.state.values()]
+    for name, w in ref.state_dict().items():
+        torch.testing.assert_close(tr.model.state_dict()[name], w, rtol=1e-6, atol=1e-7,
+                                   msg=name)
+    if kind == "tem":  # annealing counts updates: the last was update 7, not iteration 1
+        sched = ref.anneal(7, cfg.train)
+        assert float(tr.model.eta) == pytest.approx(sched["eta"]) != \
+            pytest.approx(ref.anneal(1, cfg.train)["eta"])
+
+
+@pytest.mark.parametrize("kind", ["temt", "tem"])
+def test_step_every_chunk_is_one_update_per_walk_without_chunks(tmp_path, kind):
+    """With one chunk per walk the two regimes are the same training."""
+    base = ["train.iterations=3", *(TEM_SMALL if kind == "tem" else [])]
+    T.train(tiny(*base), tmp_path / "walk", progress=False)
+    T.train(tiny(*base, "train.step_every_chunk=true"), tmp_path / "chunk", progress=False)
+    a = torch.load(tmp_path / "walk" / "checkpoint.pt", weights_only=True)["model_state"]
+    b = torch.load(tmp_path / "chunk" / "checkpoint.pt", weights_only=True)["model_state"]
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=0, atol=0, msg=k)

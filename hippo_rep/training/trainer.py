@@ -256,36 +256,46 @@ class Trainer:
         with torch.enable_grad():  # whatever grad mode a caller left behind
             return self._step(iteration, ep, obs, act)
 
+    @property
+    def updates_per_iteration(self) -> int:
+        """Optimiser steps per iteration: one, or one per chunk (``train.step_every_chunk``)."""
+        wc, tc = self.cfg.world, self.cfg.train
+        return math.ceil(wc.walk_steps / (tc.chunk_len or wc.walk_steps)) \
+            if tc.step_every_chunk else 1
+
     def _step(self, iteration, ep, obs, act) -> dict[str, float]:
         cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
         chunk = tc.chunk_len or wc.walk_steps
         state, sums, preds = None, {}, []
         n_chunks = math.ceil(wc.walk_steps / chunk)
-        # Models with their own losses and annealing (TEM) provide these hooks.
+        per_chunk = self.updates_per_iteration > 1
+        # Models with their own losses and annealing (TEM) provide these hooks; they count
+        # optimiser steps (torch_tem's iterations).
         own_losses = getattr(self.model, "training_losses", None)
-        if hasattr(self.model, "anneal"):
-            self.model.anneal(iteration, tc)
-        for s in range(0, wc.walk_steps, chunk):
+        for c, s in enumerate(range(0, wc.walk_steps, chunk)):
+            update = iteration * n_chunks + c if per_chunk else iteration
+            if hasattr(self.model, "anneal") and (per_chunk or c == 0):
+                self.model.anneal(update, tc)
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
-            parts = (own_losses(out, iteration, tc) if own_losses is not None
+            parts = (own_losses(out, update, tc) if own_losses is not None
                      else losses(out, obs[:, s:s + chunk], cfg))
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "
                     f"(try a lower train.lr). {self.kept()}")
-            (parts["loss"] / n_chunks).backward()
+            (parts["loss"] if per_chunk else parts["loss"] / n_chunks).backward()
             state = state.detach()
             preds.append(out.logits_pi.argmax(-1))
             for k, v in parts.items():
                 sums[k] = sums.get(k, 0.0) + v.item() / n_chunks
+            if per_chunk and c < n_chunks - 1:
+                self._update(iteration)
         if self.model.recurrent and tc.loss_inverse > 0:
             inv = self.model.inverse_error()  # once per iteration: it depends on W_a only
             (tc.loss_inverse * inv).backward()
             sums["loss_inverse"] = inv.item()
             sums["loss"] += tc.loss_inverse * inv.item()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
-        self.optim.step()
-        self._check_finite(iteration + 1)
+        self._update(iteration)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.concatenate([t["revisit"] for t in types])
@@ -296,6 +306,13 @@ class Trainer:
         sums["n_memories"] = float(state.count.float().mean())
         sums["lr"] = lr_at(cfg, iteration)
         return sums
+
+    def _update(self, iteration: int) -> None:
+        """Clip the accumulated gradient, take an optimiser step, check the weights."""
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train.grad_clip)
+        self.optim.step()
+        self.optim.zero_grad(set_to_none=True)
+        self._check_finite(iteration + 1)
 
     def held_out(self) -> dict[str, float]:
         wc = self.cfg.world
