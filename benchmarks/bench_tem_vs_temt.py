@@ -155,17 +155,49 @@ def _previous(a, overrides: dict) -> dict:
     if a.keep_dir is None:
         raise SystemExit("--resume needs --keep-dir (the folder holding the checkpoints)")
     path = Path(a.learning)
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise SystemExit(f"--resume: cannot read {str(path)!r} ({err})") from None
-    if not isinstance(old, dict) or old.get("kind") != LEARNING_SPEED_KIND:
-        raise SystemExit(f"--resume: {str(path)!r} is not a learning-speed JSON")
+    old = _read(path)
     for k, o in (old.get("overrides") or {}).items():
         if k in overrides and k not in a.fresh and o != overrides[k]:
             raise SystemExit(f"--resume: {str(path)!r} was made with {k} overrides {o}, "
                              f"not {overrides[k]} (seed, --set, --tem-schedule, threads)")
     return old
+
+
+def merge(base_path: str, extra_path: str, label: str, out_path: str) -> dict:
+    """``base`` with ``extra``'s TEM run added as ``runs[label]`` (e.g. TEM with an update per
+    chunk beside TEM with one per walk), after checking both were measured against the same
+    TEM-t rows, evaluation and batches; thresholds recomputed, written to ``out_path``."""
+    base, extra = (_read(Path(p)) for p in (base_path, extra_path))
+    for key in ("worlds", "n_obs", "walk_steps", "batch_size", "chunk_len", "lr", "seed",
+                "eval_envs", "eval_seed", "tem_schedule"):
+        if base.get(key) != extra.get(key):
+            raise SystemExit(f"--merge: {key} differs between {base_path!r} "
+                             f"({base.get(key)!r}) and {extra_path!r} ({extra.get(key)!r})")
+    if base["runs"].get("temt") != extra["runs"].get("temt"):
+        raise SystemExit(f"--merge: {base_path!r} and {extra_path!r} hold different TEM-t runs")
+    if label in base["runs"]:
+        raise SystemExit(f"--merge: {base_path!r} already has a run {label!r}")
+    out = dict(base)
+    out["runs"] = {**base["runs"], label: extra["runs"]["tem"]}
+    for key in ("overrides", "budgets_s", "resumed_at"):
+        out[key] = {**(base.get(key) or {}),
+                    **({label: extra[key]["tem"]} if "tem" in (extra.get(key) or {}) else {})}
+    out["complete"] = base.get("complete", True) and extra.get("complete", True)
+    out["reached"] = {str(t): {k: first_reaching(r, t) for k, r in out["runs"].items()}
+                      for t in THRESHOLDS}
+    out["merged_from"] = [base_path, extra_path]
+    write_json(out_path, out)
+    return out
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise SystemExit(f"cannot read {str(path)!r} ({err})") from None
+    if not isinstance(data, dict) or data.get("kind") != LEARNING_SPEED_KIND:
+        raise SystemExit(f"{str(path)!r} is not a learning-speed JSON")
+    return data
 
 
 def first_reaching(rows: list[dict], threshold: float) -> dict | None:
@@ -296,7 +328,23 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="--learning: training seed")
     p.add_argument("--tem-schedule", choices=("short", "torch_tem"), default="short",
                    help="--learning: TEM's annealing (see TEM_SHORT_SCHEDULE)")
+    p.add_argument("--merge", nargs=2, metavar=("BASE.json", "EXTRA.json"),
+                   help="write --learning OUT.json: BASE with EXTRA's TEM run added as "
+                        "--merge-label (both measured against the same TEM-t run)")
+    p.add_argument("--merge-label", default="tem_per_chunk",
+                   help="--merge: the name of EXTRA's TEM run in OUT.json")
     a = p.parse_args()
+    if a.merge:
+        if not a.learning:
+            p.error("--merge needs --learning OUT.json")
+        out = merge(*a.merge, a.merge_label, a.learning)
+        for t, hits in out["reached"].items():
+            cells = [f"{k} " + ("not reached" if h is None else
+                                f"at update {h['updates']} ({h['seconds']:.0f} s)")
+                     for k, h in hits.items()]
+            print(f"zero-shot {t}: {', '.join(cells)}")
+        print(f"wrote {a.learning}")
+        return
     if a.learning:
         learning(a)
         return

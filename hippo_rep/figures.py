@@ -33,7 +33,7 @@ from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
-from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, learning_speed
+from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
 from hippo_rep.plotting.maps import autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import field_count_by_population, place_score_by_population
@@ -210,8 +210,7 @@ def learning_speed_figure(inputs: FigureInputs):
 def _resumed(data: dict) -> str:
     """Where a learning-speed run was continued from its checkpoint (its seconds then add
     up runs made at different times, under whatever load each had)."""
-    names = {"tem": "TEM", "temt": "TEM-t"}
-    parts = [f"{names.get(k, k)} at update{'s' if len(v) > 1 else ''} "
+    parts = [f"{SPEED_MODELS.get(k, (k,))[0]} at update{'s' if len(v) > 1 else ''} "
              f"{', '.join(str(u) for u in v)}"
              for k, v in sorted((data.get("resumed_at") or {}).items()) if v]
     return f"\nresumed from a checkpoint: {'; '.join(parts)}" if parts else ""

@@ -185,3 +185,41 @@ def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path, per_chunk):
         torch.testing.assert_close(kept[name], w, rtol=0, atol=0, msg=name)
     with pytest.raises(SystemExit, match="no evaluation at update"):
         bench.learning_run("tem", 1.0, sets, 2, 1, keep_dir=tmp_path, previous=first)
+
+
+def test_merge_adds_a_second_tem_run_beside_the_same_temt(tmp_path):
+    bench = _bench()
+    base = fake_speed() | {"overrides": {"tem": ["a"], "temt": ["a"]}}
+    extra = fake_speed() | {"overrides": {"tem": ["a", "train.step_every_chunk=true"]},
+                            "resumed_at": {"tem": [8]}}
+    extra["runs"] = {"temt": base["runs"]["temt"],
+                     "tem": [{"updates": 0, "seconds": 0.0, "zero_shot": 0.02},
+                             {"updates": 400, "seconds": 300.0, "zero_shot": 0.6}]}
+    paths = [tmp_path / "base.json", tmp_path / "extra.json"]
+    for path, data in zip(paths, (base, extra), strict=True):
+        path.write_text(json.dumps(data))
+    out = bench.merge(str(paths[0]), str(paths[1]), "tem_per_chunk", str(tmp_path / "m.json"))
+    assert list(out["runs"]) == ["temt", "tem", "tem_per_chunk"]
+    assert out["runs"]["tem"] == base["runs"]["tem"]
+    assert out["reached"]["0.5"] == {"temt": {"updates": 40, "seconds": 20.0}, "tem": None,
+                                     "tem_per_chunk": {"updates": 400, "seconds": 300.0}}
+    assert out["overrides"]["tem_per_chunk"][-1] == "train.step_every_chunk=true"
+    assert out["resumed_at"] == {"tem_per_chunk": [8]}
+    assert read_learning_speed(tmp_path / "m.json")["runs"] == out["runs"]
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import learning_speed_figure
+
+    fig = learning_speed_figure(FigureInputs(learning_speed=out))
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    assert {"TEM-t", "TEM", "TEM, update per chunk"} <= set(labels)
+    assert "resumed from a checkpoint: TEM, update per chunk at update 8" in \
+        fig._suptitle.get_text()
+    plt.close(fig)
+    extra["runs"]["temt"] = extra["runs"]["temt"][:2]
+    paths[1].write_text(json.dumps(extra))
+    with pytest.raises(SystemExit, match="different TEM-t runs"):
+        bench.merge(str(paths[0]), str(paths[1]), "tem_per_chunk", str(tmp_path / "m.json"))
+    paths[1].write_text(json.dumps(fake_speed() | {"worlds": ["square:5"]}))
+    with pytest.raises(SystemExit, match="worlds differs"):
+        bench.merge(str(paths[0]), str(paths[1]), "tem_per_chunk", str(tmp_path / "m.json"))
