@@ -115,7 +115,14 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     zs = "revisit_unseen_edge"
     assert ev["edge_agent"][zs] < 0.1 and ev["model"][zs] >= 0.5 + ev["edge_agent"][zs]
     speed = read_learning_speed(DATA / "learning_speed_torch_tem.json")
-    assert speed["tem_schedule"] == "torch_tem" and speed["complete"]
+    assert speed["tem_schedule"] == "torch_tem"
     tem, temt = speed["runs"]["tem"], speed["runs"]["temt"]
     assert tem[-1]["zero_shot"] > 5 * tem[0]["zero_shot"]  # TEM learned
     assert max(r["zero_shot"] for r in temt) >= 0.9 > max(r["zero_shot"] for r in tem)
+    # beside it, TEM with torch_tem's update per 20-step chunk on the same walks: 10 updates
+    # per walk, the same TEM-t, and it peaks early then falls back (never near TEM-t)
+    chunk = speed["runs"]["tem_per_chunk"]
+    assert "train.step_every_chunk=true" in speed["overrides"]["tem_per_chunk"]
+    assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in chunk)
+    assert speed["reached"]["0.5"]["tem_per_chunk"] is None
+    assert chunk[0]["zero_shot"] == tem[0]["zero_shot"]  # the same initial weights
