@@ -37,7 +37,6 @@ updates at which each model was resumed (``resumed_at``; the figure says so).
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from contextlib import nullcontext
@@ -46,6 +45,7 @@ from pathlib import Path
 import torch
 
 from hippo_rep.config import load_config
+from hippo_rep.figures import FigureError, read_learning_speed
 from hippo_rep.fileio import write_json
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
 from hippo_rep.training.evaluate import evaluate
@@ -191,13 +191,11 @@ def merge(base_path: str, extra_path: str, label: str, out_path: str) -> dict:
 
 
 def _read(path: Path) -> dict:
+    """A learning-speed JSON, checked by the figure's reader (one line naming file and field)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise SystemExit(f"cannot read {str(path)!r} ({err})") from None
-    if not isinstance(data, dict) or data.get("kind") != LEARNING_SPEED_KIND:
-        raise SystemExit(f"{str(path)!r} is not a learning-speed JSON")
-    return data
+        return read_learning_speed(path)
+    except FigureError as err:
+        raise SystemExit(str(err)) from None
 
 
 def first_reaching(rows: list[dict], threshold: float) -> dict | None:
@@ -237,8 +235,9 @@ def learning(a) -> None:
             runs[k] = rows
             write_json(a.learning, summary(complete=False))
         prev = None if k in a.fresh else old["runs"].get(k)
-        if k in a.fresh and (Path(a.keep_dir) / k / "checkpoint.pt").exists():
-            raise SystemExit(f"--fresh {k}: {str(Path(a.keep_dir) / k)!r} holds a checkpoint; "
+        ckpt = None if a.keep_dir is None else Path(a.keep_dir) / k / "checkpoint.pt"
+        if k in a.fresh and ckpt.exists():
+            raise SystemExit(f"--fresh {k}: {str(ckpt.parent)!r} holds a checkpoint; "
                              "remove it or choose another --keep-dir")
         if prev and prev[-1]["seconds"] >= budgets[k]:
             print(f"  {k}: kept from {a.learning} ({prev[-1]['updates']} updates, "
@@ -246,7 +245,6 @@ def learning(a) -> None:
             runs[k] = prev
             continue
         if prev:
-            ckpt = Path(a.keep_dir) / k / "checkpoint.pt"
             if not ckpt.is_file():
                 raise SystemExit(f"--resume: {a.learning}'s {k} run stopped at "
                                  f"{prev[-1]['seconds']:.0f} s of {budgets[k]:.0f} and "
@@ -345,6 +343,8 @@ def main() -> None:
             print(f"zero-shot {t}: {', '.join(cells)}")
         print(f"wrote {a.learning}")
         return
+    if a.fresh and not a.resume:
+        p.error("--fresh is for --resume (a new run trains every model from update 0)")
     if a.learning:
         learning(a)
         return

@@ -15,6 +15,7 @@ from hippo_rep.training.checkpoint import (
     save_checkpoint,
 )
 from hippo_rep.training.evaluate import evaluate, evaluate_checkpoint
+from tests.test_tem import SMALL
 
 TINY = ["train.iterations=20"]
 
@@ -314,11 +315,8 @@ def test_transition_lr_scale(tmp_path, scale):
         assert 0 < moved < 0.3 * moved_full
 
 
-#: A tiny TEM (as tests/test_tem.py's) for the trainer's per-chunk updates.
-TEM_SMALL = ['model.kind="tem"', "model.tem_n_g=[6,4]", "model.tem_n_g_sub=[3,2]",
-             "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]",
-             "model.tem_iters_inf=[2,2]", "model.tem_n_x_c=5", "model.tem_transition_hidden=4",
-             "train.tem_eta_ramp=50", "train.tem_latent_ramp=50"]
+#: tests/test_tem.py's tiny TEM with short ramps, for the trainer's per-chunk updates.
+TEM_SMALL = [*SMALL, "train.tem_eta_ramp=50", "train.tem_latent_ramp=50"]
 
 
 def _per_chunk_reference(cfg, iterations: int):
