@@ -306,6 +306,10 @@ class TrainConfig(TypedConfig):
     # L2 on g and L1 on p (torch_tem loss_weights_reg_g / reg_p).
     tem_loss_reg_g: float = setting(0.01, _NON_NEGATIVE)
     tem_loss_reg_p: float = setting(0.02, _NON_NEGATIVE)
+    # Steps whose loss terms count: "all", or only "revisits" (steps at a node the walk has
+    # visited before, as torch_tem and TEM's code train: a first visit's observation cannot
+    # be predicted, and its latent terms pull p and g toward an empty memory's retrievals).
+    tem_loss_on: str = choice("all", ("all", "revisits"))
     # Iterations over which the p and g losses ramp in (torch_tem loss_weights_p_g_it).
     tem_latent_ramp: int = setting(2000, _DIVIDES)
     # Iterations over which the L1 on p decays to 0 (torch_tem loss_weights_reg_p_it).

@@ -98,6 +98,43 @@ def test_schedule_ramps_and_decays():
     assert s_end["weights"]["p_x"] == pytest.approx(tc.tem_loss_p)
 
 
+def _loop_loss(model, out, iteration, tc, revisit):
+    """torch_tem's reduction, written as its loop: per step, the weighted term vector of
+    each environment that revisits there, averaged over those environments; summed over
+    steps (here / L, a constant scale)."""
+    w = tem_schedule(model.config, tc, iteration)["weights"]
+    B, L = revisit.shape
+    total = torch.tensor(0.0)
+    for t in range(L):
+        envs = [b for b in range(B) if revisit[b, t]]
+        if envs:
+            total = total + sum(sum(w[k] * out.step_terms[k][b, t] for k in w)
+                                for b in envs) / len(envs)
+    return total / L
+
+
+@pytest.mark.parametrize("pattern", ["mixed", "all", "none"])
+def test_revisit_only_loss_is_torch_tems_reduction(pattern):
+    model = small_model()
+    obs, act = walk(B=3, L=12)
+    out, _ = model(obs, act)
+    tc = small_cfg('train.tem_loss_on="revisits"').train
+    g = torch.Generator().manual_seed(1)
+    revisit = {"mixed": torch.rand(3, 12, generator=g) < 0.5,
+               "all": torch.ones(3, 12, dtype=torch.bool),
+               "none": torch.zeros(3, 12, dtype=torch.bool)}[pattern]
+    revisit[:, 0] = False  # a walk's first step is never a revisit
+    got = model.training_losses(out, 700, tc, revisit=revisit)["loss"]
+    torch.testing.assert_close(got, _loop_loss(model, out, 700, tc, revisit))
+    every = model.training_losses(out, 700, small_cfg().train)["loss"]  # tem_loss_on "all"
+    if pattern == "none":
+        assert got == 0
+    elif pattern == "mixed":  # first visits and unequal env counts change the loss
+        assert abs(float(got.detach() - every.detach())) > 1e-3
+    with pytest.raises(ValueError, match="revisit mask"):
+        model.training_losses(out, 700, tc)
+
+
 # ------------------------------------------------------------------ the model's memory
 #: Module frequencies falling with the index (TEM's order) or rising (the general path).
 FREQ_ORDERS = [("model.tem_freqs=[0.9,0.2]",), ("model.tem_freqs=[0.2,0.9]",)]

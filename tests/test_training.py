@@ -341,7 +341,10 @@ def _per_chunk_reference(cfg, iterations: int):
             if hasattr(model, "anneal"):
                 model.anneal(update, tc)
             out, state = model(obs[:, s:s + tc.chunk_len], act[:, s:s + tc.chunk_len], state)
-            loss = (model.training_losses(out, update, tc) if hasattr(model, "anneal")
+            rev = torch.as_tensor(np.stack([T.step_types(n, a)["revisit"][s:s + tc.chunk_len]
+                                            for n, a in zip(ep.nodes, ep.actions, strict=True)]))
+            loss = (model.training_losses(out, update, tc, revisit=rev)
+                    if hasattr(model, "anneal")
                     else T.losses(out, obs[:, s:s + tc.chunk_len], cfg))["loss"]
             optim.zero_grad()
             loss.backward()
@@ -351,10 +354,11 @@ def _per_chunk_reference(cfg, iterations: int):
     return model, optim
 
 
-@pytest.mark.parametrize("kind", ["temt", "tem"])
+@pytest.mark.parametrize("kind", ["temt", "tem", "tem_revisits"])
 def test_step_every_chunk_takes_one_update_per_chunk(tmp_path, kind):
     extra = ["train.chunk_len=10", "train.step_every_chunk=true", "train.iterations=2",
-             *(TEM_SMALL if kind == "tem" else [])]
+             *(TEM_SMALL if kind != "temt" else []),
+             *(['train.tem_loss_on="revisits"'] if kind == "tem_revisits" else [])]
     cfg = tiny(*extra)
     tr = T.Trainer(cfg, tmp_path / "run", progress=False)
     assert tr.updates_per_iteration == 4  # 40-step walks in chunks of 10
@@ -369,7 +373,7 @@ def test_step_every_chunk_takes_one_update_per_chunk(tmp_path, kind):
     for name, w in ref.state_dict().items():
         torch.testing.assert_close(tr.model.state_dict()[name], w, rtol=1e-6, atol=1e-7,
                                    msg=name)
-    if kind == "tem":  # annealing counts updates: the last was update 7, not iteration 1
+    if kind != "temt":  # annealing counts updates: the last was update 7, not iteration 1
         sched = ref.anneal(7, cfg.train)
         assert float(tr.model.eta) == pytest.approx(sched["eta"]) != \
             pytest.approx(ref.anneal(1, cfg.train)["eta"])

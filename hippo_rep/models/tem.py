@@ -94,7 +94,8 @@ class TEMOutput:
     ``g`` is g_inf and ``g_pi`` g_gen. ``written`` is all False and ``slot`` all −1: TEM has
     no memory slots (its Hebbian matrices change at every step). ``p`` (B, L, n_p) is the
     inferred grounded location, ``activity`` the same when asked for, ``terms`` the unweighted
-    loss terms of the chunk (:data:`LOSS_NAMES`). ``p_hat_gen`` and ``p_hat_inf`` (B, L, n_p)
+    loss terms of the chunk (:data:`LOSS_NAMES`, means over environments and steps) and
+    ``step_terms`` the same per environment and step, (B, L). ``p_hat_gen`` and ``p_hat_inf`` (B, L, n_p)
     are the memories retrieved at each step against which ``p`` is written (from g_inf in
     the generative memory, from x̃ in the inference memory): step t adds
     η (p + p̂)ᵀ(p − p̂) to each.
@@ -110,6 +111,7 @@ class TEMOutput:
     terms: dict
     p_hat_gen: torch.Tensor | None = None
     p_hat_inf: torch.Tensor | None = None
+    step_terms: dict | None = None
     activity: torch.Tensor | None = None
     gate: None = None  # TEM has no landmark gate
     fam_activity: None = None  # nor FAM slots
@@ -350,13 +352,26 @@ class TEM(nn.Module):
         self.p2g_offset.fill_(s["p2g_offset"])
         return s
 
-    def training_losses(self, out: TEMOutput, iteration: int,
-                        train_cfg: TrainConfig) -> dict[str, torch.Tensor]:
-        """The weighted sum ``loss`` of the chunk's terms, and each term as ``tem_<name>``."""
-        w = tem_schedule(self.config, train_cfg, iteration)["weights"]
-        total = sum(w[k] * out.terms[k] for k in LOSS_NAMES)
-        parts = {"loss": total, "loss_pi": out.terms["x_gen"], "loss_g": out.terms["x_g"]}
-        parts.update({f"tem_{k}": out.terms[k] for k in LOSS_NAMES})
+    def training_losses(self, out: TEMOutput, iteration: int, train_cfg: TrainConfig,
+                        revisit: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """The weighted sum ``loss`` of the chunk's terms, and each term as ``tem_<name>``.
+
+        With ``train.tem_loss_on = "revisits"`` a term counts only at steps whose node the
+        walk has visited before (``revisit``, (B, L) bool), as torch_tem trains: each step's
+        terms are averaged over the environments revisiting there, then averaged over the
+        chunk's L steps (a step with no revisit adds 0). With ``"all"``: means over all steps.
+        """
+        terms = out.terms
+        if train_cfg.tem_loss_on == "revisits":
+            if revisit is None:
+                raise ValueError('train.tem_loss_on = "revisits" needs the revisit mask')
+            m = revisit.to(out.g.dtype)
+            w = m / m.sum(0, keepdim=True).clamp(min=1.0) / m.shape[1]  # (B, L)
+            terms = {k: (v * w).sum() for k, v in out.step_terms.items()}
+        weights = tem_schedule(self.config, train_cfg, iteration)["weights"]
+        total = sum(weights[k] * terms[k] for k in LOSS_NAMES)
+        parts = {"loss": total, "loss_pi": terms["x_gen"], "loss_g": terms["x_g"]}
+        parts.update({f"tem_{k}": terms[k] for k in LOSS_NAMES})
         return parts
 
     # ------------------------------------------------------------------ state
@@ -551,22 +566,26 @@ class TEM(nn.Module):
         g, g_gen = torch.stack(gs, 1), torch.stack(ggens, 1)
         p, p_gen, p_gi, p_x = (torch.stack(v, 1) for v in (ps, pgens, pgis, pxs))
         logits = self._x_logits(torch.stack([p_gen, p_gi, p], 0))
-        terms = {
-            "p_g": 0.5 * (p - p_gi).pow(2).sum((-2, -1)).mean(),
-            "p_x": 0.5 * (p - p_x).pow(2).sum((-2, -1)).mean(),
-            "x_gen": F.cross_entropy(logits[0].flatten(0, 1), obs.flatten()),
-            "x_g": F.cross_entropy(logits[1].flatten(0, 1), obs.flatten()),
-            "x_p": F.cross_entropy(logits[2].flatten(0, 1), obs.flatten()),
-            "g": 0.5 * (g - g_gen).pow(2).sum(-1).mean(),
-            "reg_g": g.pow(2).sum(-1).mean(),
-            "reg_p": p.abs().sum((-2, -1)).mean(),
+
+        def ce(lg):
+            return F.cross_entropy(lg.flatten(0, 1), obs.flatten(), reduction="none").view(B, L)
+
+        step_terms = {
+            "p_g": 0.5 * (p - p_gi).pow(2).sum((-2, -1)),
+            "p_x": 0.5 * (p - p_x).pow(2).sum((-2, -1)),
+            "x_gen": ce(logits[0]), "x_g": ce(logits[1]), "x_p": ce(logits[2]),
+            "g": 0.5 * (g - g_gen).pow(2).sum(-1),
+            "reg_g": g.pow(2).sum(-1),
+            "reg_p": p.abs().sum((-2, -1)),
         }
+        terms = {k: v.mean() for k, v in step_terms.items()}
         # No memory slots (as TEM-t's "hebbian" variant): the matrices change at every step.
         written = torch.zeros(B, L, dtype=torch.bool, device=dev)
         slot = torch.full((B, L), -1, dtype=torch.long, device=dev)
         out = TEMOutput(logits_pi=logits[0], logits_g=logits[1], g=g, g_pi=g_gen,
                         written=written, slot=slot, p=self.p_units(p), terms=terms,
-                        p_hat_gen=self.p_units(p_gi), p_hat_inf=self.p_units(p_x))
+                        p_hat_gen=self.p_units(p_gi), p_hat_inf=self.p_units(p_x),
+                        step_terms=step_terms)
         terms_new = torch.stack([torch.stack(v, 2) for v in new]).unflatten(0, (2, 2))
         new_state = replace(state, g=g[:, -1], x_f=x_f,
                             U=torch.cat([state.U, terms_new[:, 0]], 3),
@@ -582,4 +601,6 @@ def _cat_outputs(outs: list[TEMOutput], return_activity: bool) -> TEMOutput:
                      "p_hat_gen", "p_hat_inf")}
     terms = {k: sum(o.terms[k] * m for o, m in zip(outs, n, strict=True)) / sum(n)
              for k in LOSS_NAMES}
-    return TEMOutput(**cat, activity=cat["p"] if return_activity else None, terms=terms)
+    step_terms = {k: torch.cat([o.step_terms[k] for o in outs], 1) for k in LOSS_NAMES}
+    return TEMOutput(**cat, activity=cat["p"] if return_activity else None, terms=terms,
+                     step_terms=step_terms)

@@ -272,13 +272,15 @@ class Trainer:
         # Models with their own losses and annealing (TEM) provide these hooks; they count
         # optimiser steps (torch_tem's iterations).
         own_losses = getattr(self.model, "training_losses", None)
+        types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
+        revisit = torch.as_tensor(np.stack([t["revisit"] for t in types]), device=self.device)
         for c, s in enumerate(range(0, wc.walk_steps, chunk)):
             update = iteration * n_chunks + c if per_chunk else iteration
             if hasattr(self.model, "anneal") and (per_chunk or c == 0):
                 self.model.anneal(update, tc)
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
-            parts = (own_losses(out, update, tc) if own_losses is not None
-                     else losses(out, obs[:, s:s + chunk], cfg))
+            parts = (own_losses(out, update, tc, revisit=revisit[:, s:s + chunk])
+                     if own_losses is not None else losses(out, obs[:, s:s + chunk], cfg))
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "
@@ -297,7 +299,6 @@ class Trainer:
             sums["loss"] += tc.loss_inverse * inv.item()
         self._update(iteration)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
-        types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.concatenate([t["revisit"] for t in types])
         new = np.concatenate([t["revisit_new_edge"] for t in types])
         flat = correct.reshape(-1)
