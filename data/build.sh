@@ -37,17 +37,21 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 [ -f data/passkey/sweep.json ] || { mkdir -p data/passkey; cp runs/passkey_sweep/sweep.json data/passkey/; }
 # TEM and TEM-t learning speed (the TEM-t paper's Fig. 4), 9 min of training each (about
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
+# (these runs, from sessions 5-8, are TEM's per-walk regime counting every step:
+# PER_WALK pins it, the tem preset's defaults before session 9)
+PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem_loss_on=all)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
-    --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16
+    --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16 \
+    "${PER_WALK[@]}"
 # the same with torch_tem's own schedule for TEM (the tem preset unchanged): TEM-t for 900 s,
 # TEM with its checkpoints kept (resumable; shipped at update 1,108, about 7,750 s), and TEM
 # with torch_tem's update per 20-step chunk beside it (stopped at update 6,930, about 4,750 s;
 # the budgets are upper bounds: stop by hand, --resume continues); merged: the figure's input
 if [ ! -f data/learning_speed_torch_tem.json ]; then
     common=(--budget-s 30000 --temt-budget-s 900 --points 120 --eval-envs 16
-            --tem-schedule torch_tem)
+            --tem-schedule torch_tem --tem-set train.tem_loss_on=all)
     python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls8/learning.json" \
-        --keep-dir "$RUNS/ls8" "${common[@]}"
+        --keep-dir "$RUNS/ls8" "${common[@]}" --tem-set train.step_every_chunk=false
     # the per-chunk TEM beside the same TEM-t run: start from a copy of its JSON
     mkdir -p "$RUNS/ls8c" && cp "$RUNS/ls8/learning.json" "$RUNS/ls8c/learning.json"
     python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls8c/learning.json" \
@@ -60,7 +64,9 @@ fi
 # thread; trained to 600, then resumed), shipped as weights only, and its evaluation
 [ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \
     --set 'world.worlds=["square:5"]' --set train.threads=1 --set train.checkpoint_every=25 \
-    --set train.eval_every=100 --stop-at 1450 --out "$RUNS/tem_5x5" --no-progress
+    --set train.eval_every=100 --set train.iterations=20000 --set train.log_every=10 \
+    --set train.step_every_chunk=false --set train.tem_loss_on=all \
+    --stop-at 1450 --out "$RUNS/tem_5x5" --no-progress
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
 w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"
 hippo-rep evaluate data/tem_5x5.pt --envs 16 --json data/tem_5x5_eval.json --overwrite

@@ -307,7 +307,7 @@ class TrainConfig(TypedConfig):
     tem_loss_reg_g: float = setting(0.01, _NON_NEGATIVE)
     tem_loss_reg_p: float = setting(0.02, _NON_NEGATIVE)
     # Steps whose loss terms count: "all", or only "revisits" (steps at a node the walk has
-    # visited before, as torch_tem and TEM's code train: a first visit's observation cannot
+    # visited before, as torch_tem trains (its run.py): a first visit's observation cannot
     # be predicted, and its latent terms pull p and g toward an empty memory's retrievals).
     tem_loss_on: str = choice("all", ("all", "revisits"))
     # Iterations over which the p and g losses ramp in (torch_tem loss_weights_p_g_it).

@@ -162,20 +162,18 @@ def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path, per_chunk):
     with an update per chunk, updates count chunks (2 per 8-step walk here)."""
     import torch
 
-    from hippo_rep.config import load_config
     from hippo_rep.training.checkpoint import load_checkpoint
     from hippo_rep.training.trainer import Trainer
 
     bench = _bench()
-    sets = [*TINY_TEM, *(["train.step_every_chunk=true"] if per_chunk else [])]
+    sets = [*TINY_TEM, f"train.step_every_chunk={str(per_chunk).lower()}"]
     first = bench.learning_run("tem", 0.3, sets, 2, 1, keep_dir=tmp_path)
     more = bench.learning_run("tem", 0.8, sets, 2, 1, keep_dir=tmp_path, previous=first)
     assert more[:len(first)] == first and len(more) > len(first)
     assert more[-1]["updates"] > first[-1]["updates"] and more[-1]["seconds"] >= 0.8
     done = more[-1]["walk_steps"] // 8
     assert more[-1]["updates"] == done * (2 if per_chunk else 1)
-    straight = Trainer(load_config("tem", ["model.kind=tem", "train.eval_every=0", *sets]),
-                       tmp_path / "straight", progress=False)
+    straight = Trainer(bench.bench_config("tem", sets), tmp_path / "straight", progress=False)
     for it in range(done):
         straight.step(it)
     model, _, payload = load_checkpoint(tmp_path / "tem" / "checkpoint.pt")

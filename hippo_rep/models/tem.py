@@ -95,10 +95,10 @@ class TEMOutput:
     no memory slots (its Hebbian matrices change at every step). ``p`` (B, L, n_p) is the
     inferred grounded location, ``activity`` the same when asked for, ``terms`` the unweighted
     loss terms of the chunk (:data:`LOSS_NAMES`, means over environments and steps) and
-    ``step_terms`` the same per environment and step, (B, L). ``p_hat_gen`` and ``p_hat_inf`` (B, L, n_p)
-    are the memories retrieved at each step against which ``p`` is written (from g_inf in
-    the generative memory, from x̃ in the inference memory): step t adds
-    η (p + p̂)ᵀ(p − p̂) to each.
+    ``step_terms`` the same per environment and step, (B, L). ``p_hat_gen`` and
+    ``p_hat_inf`` (B, L, n_p) are the memories retrieved at each step against which ``p``
+    is written (from g_inf in the generative memory, from x̃ in the inference memory):
+    step t adds η (p + p̂)ᵀ(p − p̂) to each.
     """
 
     logits_pi: torch.Tensor
