@@ -181,25 +181,31 @@ def _previous(a, overrides: dict) -> dict:
     return old
 
 
-def merge(base_path: str, extra_path: str, label: str, out_path: str) -> dict:
-    """``base`` with ``extra``'s TEM run added as ``runs[label]`` (e.g. TEM with an update per
-    chunk beside TEM with one per walk), after checking both were measured against the same
-    TEM-t rows, evaluation and batches; thresholds recomputed, written to ``out_path``."""
+def merge(base_path: str, extra_path: str, label: str, out_path: str,
+          model: str = "tem") -> dict:
+    """``base`` with ``extra``'s ``model`` run added as ``runs[label]`` (e.g. TEM with an
+    update per chunk beside TEM with one per walk), after checking both were measured on the
+    same evaluation and batches and against the same run of the other model (extra's rows of
+    it a prefix of base's: base may have trained on since); thresholds recomputed, written to
+    ``out_path``."""
+    other = "temt" if model == "tem" else "tem"
     base, extra = (_read(Path(p)) for p in (base_path, extra_path))
     for key in ("worlds", "n_obs", "walk_steps", "batch_size", "chunk_len", "lr", "seed",
                 "eval_envs", "eval_seed", "tem_schedule"):
         if base.get(key) != extra.get(key):
             raise SystemExit(f"--merge: {key} differs between {base_path!r} "
                              f"({base.get(key)!r}) and {extra_path!r} ({extra.get(key)!r})")
-    if base["runs"].get("temt") != extra["runs"].get("temt"):
-        raise SystemExit(f"--merge: {base_path!r} and {extra_path!r} hold different TEM-t runs")
+    mine, theirs = extra["runs"].get(other) or [], base["runs"].get(other) or []
+    if not mine or theirs[:len(mine)] != mine:
+        raise SystemExit(f"--merge: {base_path!r} and {extra_path!r} hold different "
+                         f"{other} runs")
     if label in base["runs"]:
         raise SystemExit(f"--merge: {base_path!r} already has a run {label!r}")
     out = dict(base)
-    out["runs"] = {**base["runs"], label: extra["runs"]["tem"]}
+    out["runs"] = {**base["runs"], label: extra["runs"][model]}
     for key in ("overrides", "budgets_s", "resumed_at"):
         out[key] = {**(base.get(key) or {}),
-                    **({label: extra[key]["tem"]} if "tem" in (extra.get(key) or {}) else {})}
+                    **({label: extra[key][model]} if model in (extra.get(key) or {}) else {})}
     out["complete"] = base.get("complete", True) and extra.get("complete", True)
     out["reached"] = {str(t): {k: first_reaching(r, t) for k, r in out["runs"].items()}
                       for t in THRESHOLDS}
@@ -226,7 +232,7 @@ def learning(a) -> None:
     torch.set_num_threads(a.threads)
     common = [f"train.threads={a.threads}", f"train.seed={a.seed}", *a.set]
     tem_extra = list(TEM_SHORT_SCHEDULE) if a.tem_schedule == "short" else []
-    overrides = {"tem": [*common, *tem_extra, *a.tem_set], "temt": common}
+    overrides = {"tem": [*common, *tem_extra, *a.tem_set], "temt": [*common, *a.temt_set]}
     budgets = {"temt": a.budget_s if a.temt_budget_s is None else a.temt_budget_s,
                "tem": a.budget_s}
     cfg = load_config("tem", common)
@@ -322,7 +328,10 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
     p.add_argument("--tem-set", action="append", default=[],
                    help="--learning: config overrides for TEM only (e.g. "
-                        "train.step_every_chunk=true, torch_tem's update per 20-step chunk)")
+                        "train.tem_loss_on=all, the loss at every step)")
+    p.add_argument("--temt-set", action="append", default=[],
+                   help="--learning: config overrides for TEM-t only (e.g. "
+                        "train.step_every_chunk=true, an update per 20-step chunk)")
     p.add_argument("--learning", metavar="OUT.json",
                    help="measure learning speed (zero-shot accuracy vs updates and seconds)")
     p.add_argument("--budget-s", type=float, default=540.0,
@@ -348,12 +357,14 @@ def main() -> None:
                    help="write --learning OUT.json: BASE with EXTRA's TEM run added as "
                         "--merge-label (both measured against the same TEM-t run)")
     p.add_argument("--merge-label", default="tem_per_chunk",
-                   help="--merge: the name of EXTRA's TEM run in OUT.json")
+                   help="--merge: the name of EXTRA's run in OUT.json")
+    p.add_argument("--merge-model", choices=("tem", "temt"), default="tem",
+                   help="--merge: which of EXTRA's runs to add (the other must be BASE's)")
     a = p.parse_args()
     if a.merge:
         if not a.learning:
             p.error("--merge needs --learning OUT.json")
-        out = merge(*a.merge, a.merge_label, a.learning)
+        out = merge(*a.merge, a.merge_label, a.learning, a.merge_model)
         for t, hits in out["reached"].items():
             cells = [f"{k} " + ("not reached" if h is None else
                                 f"at update {h['updates']} ({h['seconds']:.0f} s)")

@@ -210,13 +210,29 @@ def test_merge_adds_a_second_tem_run_beside_the_same_temt(tmp_path):
 
     fig = learning_speed_figure(FigureInputs(learning_speed=out))
     labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
-    assert {"TEM-t", "TEM", "TEM, update per chunk"} <= set(labels)
-    assert "resumed from a checkpoint: TEM, update per chunk at update 8" in \
-        fig._suptitle.get_text()
+    assert {"TEM-t", "TEM", "TEM, update per chunk, loss at every step"} <= set(labels)
+    assert "resumed from a checkpoint: TEM, update per chunk, loss at every step at update 8" \
+        in fig._suptitle.get_text()
     plt.close(fig)
-    extra["runs"]["temt"] = extra["runs"]["temt"][:2]
+    # a TEM-t run beside the same TEM: extra's TEM rows may be a prefix of base's (base
+    # trained on after extra was started from a copy of it)
+    twin = fake_speed() | {"overrides": {"temt": ["a", "train.step_every_chunk=true"]}}
+    twin["runs"] = {"tem": base["runs"]["tem"][:2],
+                    "temt": [{"updates": 0, "seconds": 0.0, "zero_shot": 0.02},
+                             {"updates": 100, "seconds": 9.0, "zero_shot": 0.7}]}
+    paths[1].write_text(json.dumps(twin))
+    out = bench.merge(str(paths[0]), str(paths[1]), "temt_per_chunk", str(tmp_path / "m.json"),
+                      model="temt")
+    assert out["runs"]["temt_per_chunk"] == twin["runs"]["temt"]
+    assert out["reached"]["0.5"]["temt_per_chunk"] == {"updates": 100, "seconds": 9.0}
+    assert out["overrides"]["temt_per_chunk"][-1] == "train.step_every_chunk=true"
+    twin["runs"]["tem"] = [dict(r, zero_shot=0.5) for r in twin["runs"]["tem"]]
+    paths[1].write_text(json.dumps(twin))
+    with pytest.raises(SystemExit, match="different tem runs"):
+        bench.merge(str(paths[0]), str(paths[1]), "x", str(tmp_path / "m.json"), model="temt")
+    extra["runs"]["temt"] = [dict(r, seconds=r["seconds"] + 1) for r in extra["runs"]["temt"]]
     paths[1].write_text(json.dumps(extra))
-    with pytest.raises(SystemExit, match="different TEM-t runs"):
+    with pytest.raises(SystemExit, match="different temt runs"):
         bench.merge(str(paths[0]), str(paths[1]), "tem_per_chunk", str(tmp_path / "m.json"))
     paths[1].write_text(json.dumps(fake_speed() | {"worlds": ["square:5"]}))
     with pytest.raises(SystemExit, match="worlds differs"):
