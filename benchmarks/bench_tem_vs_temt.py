@@ -222,6 +222,17 @@ def _read(path: Path) -> dict:
         raise SystemExit(str(err)) from None
 
 
+def with_walk_steps(rows: list[dict], cfg) -> list[dict]:
+    """``rows`` with ``walk_steps`` (steps walked per batch environment) added where missing
+    (rows measured before the bench recorded it), from the config the model trains with:
+    its updates per walk and walk length."""
+    tc, wc = cfg.train, cfg.world
+    per_walk = -(-wc.walk_steps // (tc.chunk_len or wc.walk_steps)) if tc.step_every_chunk \
+        else 1
+    return [r if "walk_steps" in r else {**r, "walk_steps": r["updates"] // per_walk
+                                         * wc.walk_steps} for r in rows]
+
+
 def first_reaching(rows: list[dict], threshold: float) -> dict | None:
     """The first evaluation at which zero-shot accuracy reaches ``threshold`` (None: never)."""
     return next(({"updates": r["updates"], "seconds": r["seconds"]} for r in rows
@@ -259,6 +270,8 @@ def learning(a) -> None:
             runs[k] = rows
             write_json(a.learning, summary(complete=False))
         prev = None if k in a.fresh else old["runs"].get(k)
+        if prev:
+            prev = with_walk_steps(prev, bench_config(k, overrides[k]))
         ckpt = None if a.keep_dir is None else Path(a.keep_dir) / k / "checkpoint.pt"
         if k in a.fresh and ckpt.exists():
             raise SystemExit(f"--fresh {k}: {str(ckpt.parent)!r} holds a checkpoint; "

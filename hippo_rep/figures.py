@@ -186,16 +186,23 @@ def learning_figure(inputs: FigureInputs):
 @register("learning_speed")
 def learning_speed_figure(inputs: FigureInputs):
     """The TEM-t paper's Fig. 4: held-out zero-shot accuracy of TEM and TEM-t against
-    gradient updates and against training wall-clock seconds, node agent as the ceiling."""
+    gradient updates, training wall-clock seconds and (where the rows have them) steps
+    walked, node agent as the ceiling."""
     import matplotlib.pyplot as plt
 
     data = inputs.learning_speed
     if data is None:
         raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
                            "benchmarks/bench_tem_vs_temt.py --learning)")
-    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.6), layout="constrained")
-    learning_speed(data, "updates", ax=axes[0])
-    learning_speed(data, "seconds", ax=axes[1])
+    # Samples as a third abscissa when every row has them (runs since session 8): models
+    # with an update per chunk make several updates per walk.
+    xs = ["updates", "seconds"] + (["walk_steps"] if all(
+        "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
+    fig, axes = plt.subplots(1, len(xs), figsize=(FULL_WIDTH, 2.6), layout="constrained")
+    for x, ax in zip(xs, axes, strict=True):
+        learning_speed(data, x, ax=ax)
+        if ax is not axes[0]:
+            ax.get_legend().remove()
     worlds = ", ".join(data.get("worlds", []))
     fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                  f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "

@@ -51,6 +51,31 @@ def test_learning_speed_panel_draws_the_data():
         learning_speed(data, "steps")
 
 
+@pytest.mark.parametrize("with_steps", [True, False])
+def test_learning_speed_figure_adds_samples_when_rows_have_them(with_steps):
+    """A model updated per 20-step chunk makes 10 updates per 200-step walk: against steps
+    walked its curve sits 10x left of where it sits against updates."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import learning_speed_figure
+
+    data = fake_speed()
+    for kind, per_walk in (("temt", 1), ("tem", 10)):
+        for r in data["runs"][kind]:
+            r["walk_steps"] = 200 * r["updates"] // per_walk
+    if not with_steps:
+        del data["runs"]["tem"][1]["walk_steps"]
+    fig = learning_speed_figure(FigureInputs(learning_speed=data))
+    axes = [ax for ax in fig.axes if ax.get_lines()]
+    assert len(axes) == (3 if with_steps else 2)
+    if with_steps:
+        tem = {ln.get_label(): ln for ln in axes[2].get_lines()}["TEM"]
+        np.testing.assert_allclose(tem.get_xdata()[1:], [20, 160, 600])
+        assert axes[2].get_xlabel().startswith("steps walked")
+        assert axes[2].get_legend() is None and axes[0].get_legend() is not None
+    plt.close(fig)
+
+
 def test_learning_speed_figure_is_built_or_skipped(tmp_path):
     report = build_figures(FigureInputs(), tmp_path, only=["learning_speed"])
     assert report["learning_speed"].startswith("skipped:") and \
@@ -153,6 +178,18 @@ TINY_TEM = ["world.worlds=[\"square:3\"]", "world.n_obs=6", "world.walk_steps=8"
             "model.tem_n_g=[4,4]", "model.tem_n_g_sub=[2,2]", "model.tem_n_x_c=4",
             "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]",
             "model.tem_iters_inf=[2,2]", "model.tem_transition_hidden=4"]
+
+
+@pytest.mark.parametrize("kind, per_walk", [("temt", 1), ("tem", 10)])
+def test_kept_rows_get_the_steps_walked(kind, per_walk):
+    """Rows from before the bench recorded walk_steps get them from the model's regime: TEM-t
+    one update per 200-step walk, TEM (the preset) one per 20-step chunk; rows that have
+    them keep theirs."""
+    bench = _bench()
+    rows = [{"updates": 0}, {"updates": 40}, {"updates": 80, "walk_steps": 7}]
+    got = bench.with_walk_steps(rows, bench.bench_config(kind, []))
+    assert [r["walk_steps"] for r in got] == [0, 40 * 200 // per_walk, 7]
+    assert "walk_steps" not in rows[0]  # the caller's rows are not changed
 
 
 @pytest.mark.parametrize("per_chunk", [False, True])

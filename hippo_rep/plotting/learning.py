@@ -74,9 +74,11 @@ LEARNING_SPEED_KIND = "learning_speed"
 #: Display names and colours (Okabe-Ito) of the models of a learning-speed JSON.
 SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
                 "tem_per_walk": ("TEM, update per walk, loss at every step", "#CC79A7"),
-                "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00")}
+                "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00"),
+                "temt_per_chunk": ("TEM-t, update per chunk", "#56B4E9")}
 #: The axes of :func:`learning_speed`: JSON field → axis label.
-SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)"}
+SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)",
+              "walk_steps": "steps walked per batch environment (samples)"}
 
 
 def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9)):
@@ -87,10 +89,12 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
     ----------
     data : dict
         A learning-speed JSON: ``runs`` {model kind: list of evaluations, each with
-        ``updates`` (count), ``seconds`` (training wall-clock, evaluation excluded) and
-        ``zero_shot`` (fraction of revisits through a never-crossed edge predicted
-        correctly, 0-1, or None)}, ``node_agent`` (the ceiling, 0-1).
-    x : {"updates", "seconds"}
+        ``updates`` (count), ``seconds`` (training wall-clock, evaluation excluded),
+        optionally ``walk_steps`` (steps walked per batch environment: samples, whatever a
+        model's updates per walk) and ``zero_shot`` (fraction of revisits through a
+        never-crossed edge predicted correctly, 0-1, or None)}, ``node_agent`` (the
+        ceiling, 0-1).
+    x : {"updates", "seconds", "walk_steps"}
         The abscissa (logarithmic; update 0 / second 0 is drawn at half the smallest
         positive value of any model).
     ax : matplotlib Axes, optional
