@@ -50,6 +50,7 @@ from hippo_rep.config import load_config
 from hippo_rep.figures import FigureError, read_learning_speed
 from hippo_rep.fileio import write_json
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
+from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.evaluate import evaluate
 from hippo_rep.training.trainer import TRAINING_EVAL_SEED, Trainer
 
@@ -270,9 +271,11 @@ def learning(a) -> None:
             runs[k] = rows
             write_json(a.learning, summary(complete=False))
         prev = None if k in a.fresh else old["runs"].get(k)
-        if prev:
-            prev = with_walk_steps(prev, bench_config(k, overrides[k]))
         ckpt = None if a.keep_dir is None else Path(a.keep_dir) / k / "checkpoint.pt"
+        if prev:  # the regime the run trained in: its checkpoint's, else this command's
+            trained = load_checkpoint(ckpt)[1] if ckpt is not None and ckpt.is_file() \
+                else bench_config(k, overrides[k])
+            prev = with_walk_steps(prev, trained)
         if k in a.fresh and ckpt.exists():
             raise SystemExit(f"--fresh {k}: {str(ckpt.parent)!r} holds a checkpoint; "
                              "remove it or choose another --keep-dir")

@@ -43,23 +43,47 @@ PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem_loss_on=all
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
     --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16 \
     "${PER_WALK[@]}"
-# the same with torch_tem's own schedule for TEM (the tem preset unchanged): TEM-t for 900 s,
-# TEM with its checkpoints kept (resumable; shipped at update 1,108, about 7,750 s), and TEM
-# with torch_tem's update per 20-step chunk beside it (stopped at update 6,930, about 4,750 s;
-# the budgets are upper bounds: stop by hand, --resume continues); merged: the figure's input
+# the same with torch_tem's own schedule for TEM, TEM-t for 900 s, every run keeping its
+# checkpoints (resumable). The budgets are upper bounds: the runs were stopped by hand and
+# --resume continues them; a JSON whose runs are all past their budget is rewritten as is.
+#   ls9r: TEM as torch_tem trains it (the tem preset: update per 20-step chunk, loss at
+#         revisits), stopped at update 8,780 (6,453 s)
+#   ls8:  TEM per walk, loss at every step (sessions 7-9), stopped at update 1,571 (11,250 s)
+#   ls8c: TEM per chunk, loss at every step, stopped at update 6,930 (4,752 s)
+#   ls9t: TEM-t per chunk beside ls9r's TEM (900 s)
+# (the shipped runs were started from copies of ls8's JSON so that all share one TEM-t run;
+# this sequence shares it the same way), merged: the figure's input. Seed 1 (ls9r_s1, TEM-t
+# and TEM retrained, TEM stopped at update 3,740) is shipped beside it.
 if [ ! -f data/learning_speed_torch_tem.json ]; then
-    common=(--budget-s 30000 --temt-budget-s 900 --points 120 --eval-envs 16
-            --tem-schedule torch_tem --tem-set train.tem_loss_on=all)
-    python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls8/learning.json" \
-        --keep-dir "$RUNS/ls8" "${common[@]}" --tem-set train.step_every_chunk=false
-    # the per-chunk TEM beside the same TEM-t run: start from a copy of its JSON
-    mkdir -p "$RUNS/ls8c" && cp "$RUNS/ls8/learning.json" "$RUNS/ls8c/learning.json"
-    python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls8c/learning.json" \
-        --keep-dir "$RUNS/ls8c" --resume --fresh tem \
-        --tem-set train.step_every_chunk=true "${common[@]}"
-    python benchmarks/bench_tem_vs_temt.py --merge "$RUNS/ls8/learning.json" \
-        "$RUNS/ls8c/learning.json" --learning data/learning_speed_torch_tem.json
+    common=(--temt-budget-s 900 --eval-envs 16 --tem-schedule torch_tem)
+    B=benchmarks/bench_tem_vs_temt.py
+    python $B --learning "$RUNS/ls8/learning.json" --keep-dir "$RUNS/ls8" --budget-s 11000 \
+        --points 120 "${common[@]}" "${PER_WALK[@]}"
+    for d in ls8c ls9r ls9t; do
+        mkdir -p "$RUNS/$d" && cp "$RUNS/ls8/learning.json" "$RUNS/$d/learning.json"
+    done
+    python $B --learning "$RUNS/ls8c/learning.json" --keep-dir "$RUNS/ls8c" --resume \
+        --fresh tem --budget-s 4750 --points 120 "${common[@]}" \
+        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=all
+    python $B --learning "$RUNS/ls9r/learning.json" --keep-dir "$RUNS/ls9r" --resume \
+        --fresh tem --budget-s 6450 --points 100 "${common[@]}" \
+        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits
+    cp "$RUNS/ls9r/learning.json" "$RUNS/ls9t/learning.json"
+    python $B --learning "$RUNS/ls9t/learning.json" --keep-dir "$RUNS/ls9t" --resume \
+        --fresh temt --budget-s 6450 --points 60 "${common[@]}" \
+        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+        --temt-set train.step_every_chunk=true
+    python $B --merge "$RUNS/ls9r/learning.json" "$RUNS/ls8/learning.json" \
+        --merge-label tem_per_walk --learning "$RUNS/m1.json"
+    python $B --merge "$RUNS/m1.json" "$RUNS/ls8c/learning.json" --merge-label tem_per_chunk \
+        --learning "$RUNS/m2.json"
+    python $B --merge "$RUNS/m2.json" "$RUNS/ls9t/learning.json" --merge-label temt_per_chunk \
+        --merge-model temt --learning data/learning_speed_torch_tem.json
 fi
+[ -f data/learning_speed_torch_tem_seed1.json ] || python benchmarks/bench_tem_vs_temt.py \
+    --learning data/learning_speed_torch_tem_seed1.json --keep-dir "$RUNS/ls9r_s1" --seed 1 \
+    --budget-s 2890 --points 60 --temt-budget-s 900 --eval-envs 16 --tem-schedule torch_tem \
+    --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits
 # TEM with torch_tem's sizes and schedule on 5x5 worlds, 1,450 updates (about 2.5 h on 1
 # thread; trained to 600, then resumed), shipped as weights only, and its evaluation
 [ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \
@@ -70,6 +94,10 @@ fi
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
 w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"
 hippo-rep evaluate data/tem_5x5.pt --envs 16 --json data/tem_5x5_eval.json --overwrite
+# TEM on 8x8 as torch_tem trains it (ls9r above, update 8,780), weights only, and its evaluation
+python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
+w('$RUNS/ls9r/tem/checkpoint.pt', 'data/tem_8x8.pt')"
+hippo-rep evaluate data/tem_8x8.pt --envs 16 --json data/tem_8x8_eval.json --overwrite
 # FAM slots (F = 32) with a keep rule fitted on the training loss, 3 search seeds (about 4 min
 # each on 2 busy cores), then the delay task beside full / window / hebbian on the same walks
 for s in 0 1 2; do
@@ -144,5 +172,6 @@ hippo-rep figures data/analysis.nc --recording data/recording.nc --eval data/eva
     fam_keep48/train_seed2.nc fam_keep48/cost.json fam_keep48_return/paper_s0.nc \
     fam_keep48_return/paper_s1.nc fam_keep48_return/paper_s2.nc \
     fam_keep48_return/train_seed1.nc fam_keep48_return/train_seed2.nc \
-    fam_keep48_return/cost.json tem_5x5.pt tem_5x5_eval.json > SHA256SUMS)
-du -ch data/temt_paper.pt data/tem_5x5.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1
+    fam_keep48_return/cost.json tem_5x5.pt tem_5x5_eval.json \
+    learning_speed_torch_tem_seed1.json tem_8x8.pt tem_8x8_eval.json > SHA256SUMS)
+du -ch data/temt_paper.pt data/tem_5x5.pt data/tem_8x8.pt data/*.json data/*.nc data/passkey/sweep.json | tail -n 1

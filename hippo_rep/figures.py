@@ -198,11 +198,14 @@ def learning_speed_figure(inputs: FigureInputs):
     # with an update per chunk make several updates per walk.
     xs = ["updates", "seconds"] + (["walk_steps"] if all(
         "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
-    fig, axes = plt.subplots(1, len(xs), figsize=(FULL_WIDTH, 2.6), layout="constrained")
+    fig, axes = plt.subplots(1, len(xs), figsize=(FULL_WIDTH, 3.0), layout="constrained")
     for x, ax in zip(xs, axes, strict=True):
         learning_speed(data, x, ax=ax)
-        if ax is not axes[0]:
-            ax.get_legend().remove()
+        ax.get_legend().remove()
+    # one legend for all panels, below them (it would hide the curves inside a panel)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=7,
+               frameon=False)
     worlds = ", ".join(data.get("worlds", []))
     fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                  f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "

@@ -116,13 +116,33 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     assert ev["edge_agent"][zs] < 0.1 and ev["model"][zs] >= 0.5 + ev["edge_agent"][zs]
     speed = read_learning_speed(DATA / "learning_speed_torch_tem.json")
     assert speed["tem_schedule"] == "torch_tem"
-    tem, temt = speed["runs"]["tem"], speed["runs"]["temt"]
-    assert tem[-1]["zero_shot"] > 5 * tem[0]["zero_shot"]  # TEM learned
+    runs = speed["runs"]
+    tem, temt = runs["tem"], runs["temt"]
+    # TEM as torch_tem trains it: 10 updates per 200-step walk, loss at revisits; it learned,
+    # stayed below TEM-t's ceiling, and passed 0.5 after TEM-t did, in updates and seconds
+    assert "train.tem_loss_on=revisits" in speed["overrides"]["tem"]
+    assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in tem)
+    assert tem[-1]["zero_shot"] > 5 * tem[0]["zero_shot"]
     assert max(r["zero_shot"] for r in temt) >= 0.9 > max(r["zero_shot"] for r in tem)
-    # beside it, TEM with torch_tem's update per 20-step chunk on the same walks: 10 updates
-    # per walk, the same TEM-t, and it peaks early then falls back (never near TEM-t)
-    chunk = speed["runs"]["tem_per_chunk"]
-    assert "train.step_every_chunk=true" in speed["overrides"]["tem_per_chunk"]
-    assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in chunk)
-    assert speed["reached"]["0.5"]["tem_per_chunk"] is None
+    reach = speed["reached"]["0.5"]
+    assert reach["tem"]["updates"] > reach["temt"]["updates"]
+    assert reach["tem"]["seconds"] > reach["temt"]["seconds"]
+    # beside it, on the same TEM-t run: TEM per walk (1 update per walk) reached 0.5 too;
+    # TEM per chunk counting every step peaked early, then fell back, never reaching 0.5;
+    # TEM-t updated per chunk stayed near chance
+    assert all(r["updates"] == r["walk_steps"] // 200 for r in runs["tem_per_walk"])
+    assert reach["tem_per_walk"] is not None and reach["tem_per_chunk"] is None
+    chunk = runs["tem_per_chunk"]
+    assert max(r["zero_shot"] for r in chunk) > 3 * chunk[-1]["zero_shot"]
     assert chunk[0]["zero_shot"] == tem[0]["zero_shot"]  # the same initial weights
+    assert reach["temt_per_chunk"] is None
+    assert max(r["zero_shot"] for r in runs["temt_per_chunk"]) < 0.1
+    # the shipped 8x8 TEM is that run's last checkpoint, and its evaluation shows learning
+    model, cfg, payload = load_checkpoint(DATA / "tem_8x8.pt")
+    ev = json.loads((DATA / "tem_8x8_eval.json").read_text())
+    assert payload["step"] * 10 == tem[-1]["updates"] and cfg.train.tem_loss_on == "revisits"
+    assert ev["meta"]["training_step"] == payload["step"]
+    assert ev["model"][zs] >= 0.5 + ev["edge_agent"][zs]
+    # seed 1 (TEM-t and TEM retrained) also passes 0.5, in the same regime
+    s1 = read_learning_speed(DATA / "learning_speed_torch_tem_seed1.json")
+    assert s1["seed"] == 1 and s1["reached"]["0.5"]["tem"] is not None

@@ -78,7 +78,7 @@ SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
                 "temt_per_chunk": ("TEM-t, update per chunk", "#56B4E9")}
 #: The axes of :func:`learning_speed`: JSON field → axis label.
 SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)",
-              "walk_steps": "steps walked per batch environment (samples)"}
+              "walk_steps": "steps walked per environment"}
 
 
 def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9)):
