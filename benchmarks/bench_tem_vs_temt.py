@@ -52,7 +52,7 @@ from hippo_rep.fileio import write_json
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
 from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.evaluate import evaluate
-from hippo_rep.training.trainer import TRAINING_EVAL_SEED, Trainer
+from hippo_rep.training.trainer import TRAINING_EVAL_SEED, Trainer, updates_per_walk
 
 #: torch_tem (github jbakermans/torch_tem) at default settings on a 5x5 world, measured on
 #: this 2-core machine by the project before this benchmark existed, iterations/s.
@@ -227,11 +227,9 @@ def with_walk_steps(rows: list[dict], cfg) -> list[dict]:
     """``rows`` with ``walk_steps`` (steps walked per batch environment) added where missing
     (rows measured before the bench recorded it), from the config the model trains with:
     its updates per walk and walk length."""
-    tc, wc = cfg.train, cfg.world
-    per_walk = -(-wc.walk_steps // (tc.chunk_len or wc.walk_steps)) if tc.step_every_chunk \
-        else 1
-    return [r if "walk_steps" in r else {**r, "walk_steps": r["updates"] // per_walk
-                                         * wc.walk_steps} for r in rows]
+    per_walk, steps = updates_per_walk(cfg), cfg.world.walk_steps
+    return [r if "walk_steps" in r else {**r, "walk_steps": r["updates"] // per_walk * steps}
+            for r in rows]
 
 
 def first_reaching(rows: list[dict], threshold: float) -> dict | None:

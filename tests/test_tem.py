@@ -101,10 +101,8 @@ def test_schedule_ramps_and_decays():
 def test_tem_preset_trains_as_torch_tem():
     """torch_tem: an Adam step per 20-step chunk, 20,000 of them, losses at revisits only."""
     cfg = load_config("tem")
-    tr = T.Trainer.__new__(T.Trainer)
-    tr.cfg = cfg
     assert cfg.train.chunk_len == 20 and cfg.train.tem_loss_on == "revisits"
-    assert tr.updates_per_iteration * cfg.train.iterations == 20_000
+    assert T.updates_per_walk(cfg) * cfg.train.iterations == 20_000
 
 
 def _loop_loss(model, out, iteration, tc, revisit):

@@ -594,13 +594,10 @@ class TEM(nn.Module):
 
 
 def _cat_outputs(outs: list[TEMOutput], return_activity: bool) -> TEMOutput:
-    """Concatenate per-sub-chunk outputs along time (terms: step-weighted means)."""
-    n = [o.g.shape[1] for o in outs]
+    """Concatenate per-sub-chunk outputs along time (terms: means of the joined step terms)."""
     cat = {f: torch.cat([getattr(o, f) for o in outs], 1)
            for f in ("logits_pi", "logits_g", "g", "g_pi", "written", "slot", "p",
                      "p_hat_gen", "p_hat_inf")}
-    terms = {k: sum(o.terms[k] * m for o, m in zip(outs, n, strict=True)) / sum(n)
-             for k in LOSS_NAMES}
     step_terms = {k: torch.cat([o.step_terms[k] for o in outs], 1) for k in LOSS_NAMES}
-    return TEMOutput(**cat, activity=cat["p"] if return_activity else None, terms=terms,
-                     step_terms=step_terms)
+    return TEMOutput(**cat, activity=cat["p"] if return_activity else None,
+                     terms={k: v.mean() for k, v in step_terms.items()}, step_terms=step_terms)

@@ -91,6 +91,14 @@ def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tenso
             "loss_l2_g": l2_g}
 
 
+def updates_per_walk(cfg: Config) -> int:
+    """Optimiser steps per iteration (one walk per batch environment): one, or one per chunk
+    with ``train.step_every_chunk``."""
+    wc, tc = cfg.world, cfg.train
+    return math.ceil(wc.walk_steps / (tc.chunk_len or wc.walk_steps)) \
+        if tc.step_every_chunk else 1
+
+
 def lr_at(cfg: Config, iteration: int) -> float:
     """Linear warm-up, then cosine decay to 10% of the peak at the last iteration."""
     tc = cfg.train
@@ -258,10 +266,8 @@ class Trainer:
 
     @property
     def updates_per_iteration(self) -> int:
-        """Optimiser steps per iteration: one, or one per chunk (``train.step_every_chunk``)."""
-        wc, tc = self.cfg.world, self.cfg.train
-        return math.ceil(wc.walk_steps / (tc.chunk_len or wc.walk_steps)) \
-            if tc.step_every_chunk else 1
+        """Optimiser steps per iteration (:func:`updates_per_walk` of this run's config)."""
+        return updates_per_walk(self.cfg)
 
     def _step(self, iteration, ep, obs, act) -> dict[str, float]:
         cfg, wc, tc = self.cfg, self.cfg.world, self.cfg.train
@@ -273,7 +279,8 @@ class Trainer:
         # optimiser steps (torch_tem's iterations).
         own_losses = getattr(self.model, "training_losses", None)
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
-        revisit = torch.as_tensor(np.stack([t["revisit"] for t in types]), device=self.device)
+        rev = np.stack([t["revisit"] for t in types])  # (B, walk_steps)
+        revisit = torch.as_tensor(rev, device=self.device)
         for c, s in enumerate(range(0, wc.walk_steps, chunk)):
             update = iteration * n_chunks + c if per_chunk else iteration
             if hasattr(self.model, "anneal") and (per_chunk or c == 0):
@@ -299,7 +306,7 @@ class Trainer:
             sums["loss"] += tc.loss_inverse * inv.item()
         self._update(iteration)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
-        rev = np.concatenate([t["revisit"] for t in types])
+        rev = rev.reshape(-1)
         new = np.concatenate([t["revisit_new_edge"] for t in types])
         flat = correct.reshape(-1)
         sums["acc_revisit"] = float(flat[rev].mean()) if rev.any() else float("nan")
