@@ -109,16 +109,22 @@ def cmd_train(args) -> int:
     from hippo_rep.config import load_config
     from hippo_rep.run_files import CHECKPOINT_FILE, CONFIG_FILE
     from hippo_rep.stages import train_stage
+    from hippo_rep.training.trainer import continue_config
 
     out = check_output_path(args.out, "--out", folder=True)
     _count(args.stop_at, "--stop-at", low=0)
+    if args.continue_from is not None and (args.resume or args.config is not None):
+        raise OutputError("--continue-from takes the run's config from the checkpoint: give "
+                          "it without --resume or --config")
     if args.resume:
         saved = out / CONFIG_FILE
         if not saved.is_file():
             raise FileNotFoundError(f"--resume: {str(saved)!r} not found")
         cfg = load_config(saved, args.set)
+    elif args.continue_from is not None:
+        cfg = continue_config(args.continue_from, args.set)
     else:
-        cfg = load_config(args.config, args.set)
+        cfg = load_config(args.config or "small", args.set)
     if args.device is not None:  # checked as train.device
         cfg = cfg.replace(train=cfg.train.replace(device=args.device))
     t0 = time.perf_counter()
@@ -616,13 +622,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
-    t.add_argument("--config", default="small",
+    t.add_argument("--config",
                    help="preset (tiny, small, paper) or a TOML file (default: small)")
     t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
     t.add_argument("--out", required=True, help="run folder (config.toml, metrics.csv, "
                                                 "checkpoint.pt)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--continue-from", metavar="CHECKPOINT",
+                   help="continue another run in a new --out from its checkpoint's weights, "
+                        "config, iteration and schedules (also a weights-only copy such as "
+                        "data/tem_8x8.pt; Adam's moments restart)")
     t.add_argument("--stop-at", type=int, metavar="N",
                    help="stop after iteration N (the schedule still runs to train.iterations); "
                         "--resume continues")

@@ -293,6 +293,11 @@ class TrainConfig(TypedConfig):
     # Start from the weights of this checkpoint ("" = fresh weights from seed); the model config
     # must match. A curriculum: 8x8-trained weights path-integrate 10x10 worlds at once.
     init_from: str = ""
+    # Continue init_from's run instead of starting one: begin at its iteration, so the
+    # learning-rate schedule, TEM's annealing and the walks (functions of seed and iteration)
+    # go on where it stopped. Its config must equal this run's (as for --resume); Adam's
+    # moments restart from zero, since a weights-only copy (data/*.pt) carries none.
+    init_continue: bool = False
     # "cpu", "cuda" or "auto" (cuda when available).
     device: str = "auto"
     # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.
@@ -325,6 +330,9 @@ class TrainConfig(TypedConfig):
     tem_p2g_width: int = setting(200, _DIVIDES)
 
     def check(self) -> None:
+        if self.init_continue and not self.init_from:
+            raise ConfigError("train.init_continue = true needs train.init_from (the "
+                              "checkpoint whose run it continues)")
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ConfigError(f"train.device must be one of {DEVICES} or cuda:N; got "
                               f"{quote(self.device)}")

@@ -1,11 +1,12 @@
 import json
+import re
 
 import numpy as np
 import pytest
 import torch
 
 from hippo_rep import cli
-from hippo_rep.config import load_config
+from hippo_rep.config import ConfigError, load_config
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import (
@@ -13,6 +14,7 @@ from hippo_rep.training.checkpoint import (
     file_sha256,
     load_checkpoint,
     save_checkpoint,
+    weights_only_copy,
 )
 from hippo_rep.training.evaluate import evaluate, evaluate_checkpoint
 from tests.test_tem import SMALL
@@ -282,6 +284,79 @@ def test_init_from_a_full_run_into_a_fam_variant(trained, tmp_path):
     for k in a:
         torch.testing.assert_close(a[k], b[k])
     assert b["fam_init"].shape == (3, load_config("tiny").model.n_g)
+
+
+def _continue_from(src, out, *extra):
+    """Train ``tiny`` on from a weights-only copy of ``src`` (train.init_continue)."""
+    weights = out.parent / f"{out.name}_weights.pt"
+    weights_only_copy(src, weights)
+    return T.train(tiny(f"train.init_from={weights.as_posix()}", "train.init_continue=true",
+                        *extra), out, progress=False)
+
+
+@pytest.mark.parametrize("tem", [False, True])
+def test_init_continue_equals_resume_with_fresh_adam(tmp_path, tem):
+    """Continuing a weights-only copy = resuming its run with Adam's moments reset: same
+    iteration, learning rate, walks and (for TEM) annealing."""
+    extra = [*SMALL, "train.step_every_chunk=true"] if tem else []
+    cfg = tiny(*extra)
+    T.train(cfg, tmp_path / "a", progress=False, stop_at=8)
+    _continue_from(tmp_path / "a" / "checkpoint.pt", tmp_path / "b", *extra)
+    ref = T.Trainer(cfg, tmp_path / "a", resume=True, progress=False)
+    ref.optim = ref._optimizer()  # what a weights-only copy lacks
+    ref.run()
+    want = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)
+    got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
+    assert got["step"] == want["step"] == 20
+    for k in want["model_state"]:
+        torch.testing.assert_close(got["model_state"][k], want["model_state"][k], rtol=0,
+                                   atol=0)
+    rows = (tmp_path / "b" / "metrics.csv").read_text().splitlines()[1:]
+    assert int(rows[0].split(",")[0]) > 8
+    # init_from alone restarts the schedule and walks at iteration 0: another result.
+    T.train(tiny(f"train.init_from={(tmp_path / 'b_weights.pt').as_posix()}", *extra),
+            tmp_path / "c", progress=False)
+    other = torch.load(tmp_path / "c" / "checkpoint.pt", weights_only=True)["model_state"]
+    assert any(not torch.equal(other[k], want["model_state"][k]) for k in other)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["train.lr=0.01"], r"train\.lr differ"),
+    (["train.iterations=8"], r"iteration 8, not before train\.iterations = 8"),
+])
+def test_init_continue_refuses_another_run(tmp_path, extra, match):
+    T.train(tiny(), tmp_path / "a", progress=False, stop_at=8)
+    with pytest.raises(T.TrainingError, match=match):
+        _continue_from(tmp_path / "a" / "checkpoint.pt", tmp_path / "b", *extra)
+    assert not (tmp_path / "b").exists()
+
+
+def test_continue_from_cli_takes_the_checkpoints_run(tmp_path, capsys):
+    T.train(tiny(), tmp_path / "a", progress=False, stop_at=8)
+    weights_only_copy(tmp_path / "a" / "checkpoint.pt", tmp_path / "w.pt")
+    cfg = tmp_path / "a" / "config.toml"
+    for argv, match in ((["--resume"], "without --resume or --config"),
+                        (["--config", cfg], "without --resume or --config"),
+                        (["--set", "train.lr=0.01"], r"train\.lr differ"),
+                        (["--set", "train.bogus=1"], "unknown key"),
+                        (["--set", "train.iterations=8"], "raise train.iterations")):
+        rc = cli.main(["train", "--continue-from", str(tmp_path / "w.pt"), "--out",
+                       str(tmp_path / "bad"), "--no-progress", *map(str, argv)])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and len(err.splitlines()) == 1 and re.search(match, err), (argv, err)
+    assert not (tmp_path / "bad").exists()
+    assert cli.main(["train", "--continue-from", str(tmp_path / "w.pt"), "--out",
+                     str(tmp_path / "b"), "--no-progress", "--set", "train.log_every=2"]) == 0
+    _, got, payload = load_checkpoint(tmp_path / "b" / "checkpoint.pt")
+    assert payload["step"] == 20 and got.train.init_continue
+    assert got.replace(train=got.train.replace(init_from="", init_continue=False)) == tiny(
+        "train.log_every=2")
+    assert payload["extra"]["init_from_sha256"] == file_sha256(tmp_path / "w.pt")
+
+
+def test_init_continue_needs_init_from():
+    with pytest.raises(ConfigError, match="train.init_continue = true needs train.init_from"):
+        tiny("train.init_continue=true")
 
 
 def test_stop_at_then_resume_equals_uninterrupted(tmp_path):

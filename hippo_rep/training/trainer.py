@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.config import Config, world_kind
+from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
 from hippo_rep.fileio import atomic_write, remove_path
 from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.random_streams import batch_rng
@@ -54,6 +54,20 @@ _MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_bet
                 "fam_update", "hebbian_decay")
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
                       "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
+
+#: Keys naming where a run's weights come from (they may differ from the source's).
+_INIT_KEYS = {"train.init_from", "train.init_continue"}
+
+
+def continue_config(path, overrides=()) -> Config:
+    """The config of a run that continues checkpoint ``path`` (``hippo-rep train
+    --continue-from``): the checkpoint's own, with ``overrides`` (``section.key=value``; only
+    the keys ``--resume`` may change pass the trainer's check), ``train.init_from = path`` and
+    ``train.init_continue = true``."""
+    _, cfg, _ = load_checkpoint(path)
+    data = apply_overrides(cfg.to_dict(), overrides)
+    data["train"].update(init_from=str(path), init_continue=True)
+    return from_dict(data, f"--continue-from {str(path)!r} with --set")
 
 
 def _changed_keys(a: Config, b: Config) -> set[str]:
@@ -157,6 +171,10 @@ class Trainer:
                                      seed=tc.seed).to(self.device)
             if tc.init_from:
                 self._init_from(tc.init_from)
+            if tc.init_continue and self.start >= tc.iterations:
+                raise TrainingError(f"train.init_continue: {tc.init_from!r} is at iteration "
+                                    f"{self.start}, not before train.iterations = "
+                                    f"{tc.iterations}; raise train.iterations")
             self.optim = self._optimizer()
             self.out.mkdir(parents=True, exist_ok=True)
             atomic_write(self.out / "config.toml",
@@ -211,6 +229,13 @@ class Trainer:
             raise TrainingError(f"train.init_from: {path!r}: weights do not fit "
                                 f"({', '.join(problems)})")
         self.init_sha256 = file_sha256(path)
+        if self.cfg.train.init_continue:
+            changed = _changed_keys(cfg, self.cfg) - _RESUMABLE_CHANGES - _INIT_KEYS
+            if changed:
+                raise TrainingError(f"train.init_continue: {', '.join(sorted(changed))} "
+                                    f"differ(s) from {path!r}'s config; only "
+                                    f"{', '.join(sorted(_RESUMABLE_CHANGES))} may change")
+            self.start = payload["step"]
 
     def _optimizer(self):
         tc = self.cfg.train
