@@ -50,7 +50,8 @@ PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem_loss_on=all
 #         revisits), stopped at update 8,780 (6,453 s)
 #   ls8:  TEM per walk, loss at every step (sessions 7-9), stopped at update 1,571 (11,250 s)
 #   ls8c: TEM per chunk, loss at every step, stopped at update 6,930 (4,752 s)
-#   ls9t: TEM-t per chunk beside ls9r's TEM (900 s)
+#   ls9t: TEM-t per chunk beside ls9r's TEM (900 s), at the preset's lr 9.4e-4 (stays at
+#         chance); lr3e-4 / lr1e-4: the same at lr 3e-4 / 1e-4 (session 10; both learn)
 # (the shipped runs were started from copies of ls8's JSON so that all share one TEM-t run;
 # this sequence shares it the same way), merged: the figure's input. Seed 1 (ls9r_s1, TEM-t
 # and TEM retrained, TEM stopped at update 3,740) is shipped beside it.
@@ -77,13 +78,34 @@ if [ ! -f data/learning_speed_torch_tem.json ]; then
         --merge-label tem_per_walk --learning "$RUNS/m1.json"
     python $B --merge "$RUNS/m1.json" "$RUNS/ls8c/learning.json" --merge-label tem_per_chunk \
         --learning "$RUNS/m2.json"
+    for lr in 3e-4 1e-4; do
+        cp "$RUNS/ls9r/learning.json" "$RUNS/lr$lr.json"
+        python $B --learning "$RUNS/lr$lr.json" --keep-dir "$RUNS/lr$lr" --resume \
+            --fresh temt --budget-s 6000 --points 60 "${common[@]}" \
+            --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+            --temt-set train.step_every_chunk=true --temt-set train.lr=$lr
+    done
     python $B --merge "$RUNS/m2.json" "$RUNS/ls9t/learning.json" --merge-label temt_per_chunk \
+        --merge-model temt --learning "$RUNS/m3.json"
+    python $B --merge "$RUNS/m3.json" "$RUNS/lr3e-4.json" --merge-label temt_per_chunk_lr3e-4 \
+        --merge-model temt --learning "$RUNS/m4.json"
+    python $B --merge "$RUNS/m4.json" "$RUNS/lr1e-4.json" --merge-label temt_per_chunk_lr1e-4 \
         --merge-model temt --learning data/learning_speed_torch_tem.json
 fi
-[ -f data/learning_speed_torch_tem_seed1.json ] || python benchmarks/bench_tem_vs_temt.py \
-    --learning data/learning_speed_torch_tem_seed1.json --keep-dir "$RUNS/ls9r_s1" --seed 1 \
-    --budget-s 2890 --points 60 --temt-budget-s 900 --eval-envs 16 --tem-schedule torch_tem \
-    --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits
+# seed 1: TEM-t and TEM retrained (TEM stopped at update 3,740), and TEM-t per chunk at lr 3e-4
+if [ ! -f data/learning_speed_torch_tem_seed1.json ]; then
+    s1=(--seed 1 --points 60 --temt-budget-s 900 --eval-envs 16 --tem-schedule torch_tem
+        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits)
+    python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls9r_s1/learning.json" \
+        --keep-dir "$RUNS/ls9r_s1" --budget-s 2890 "${s1[@]}"
+    cp "$RUNS/ls9r_s1/learning.json" "$RUNS/s1lr3e-4.json"
+    python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/s1lr3e-4.json" \
+        --keep-dir "$RUNS/s1lr3e-4" --resume --fresh temt --budget-s 2800 "${s1[@]}" \
+        --temt-set train.step_every_chunk=true --temt-set train.lr=3e-4
+    python benchmarks/bench_tem_vs_temt.py --merge "$RUNS/ls9r_s1/learning.json" \
+        "$RUNS/s1lr3e-4.json" --merge-label temt_per_chunk_lr3e-4 --merge-model temt \
+        --learning data/learning_speed_torch_tem_seed1.json
+fi
 # TEM with torch_tem's sizes and schedule on 5x5 worlds, 1,450 updates (about 2.5 h on 1
 # thread; trained to 600, then resumed), shipped as weights only, and its evaluation
 [ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \

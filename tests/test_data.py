@@ -137,6 +137,13 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     assert chunk[0]["zero_shot"] == tem[0]["zero_shot"]  # the same initial weights
     assert reach["temt_per_chunk"] is None
     assert max(r["zero_shot"] for r in runs["temt_per_chunk"]) < 0.1
+    # ... at lr 9.4e-4; at lower rates TEM-t per chunk learns, reaching 0.5 in fewer walks
+    # than TEM in the same regime (like for like in samples) and 0.9, which TEM never reached
+    for k in ("temt_per_chunk_lr3e-4", "temt_per_chunk_lr1e-4"):
+        assert "train.step_every_chunk=true" in speed["overrides"][k]
+        assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in runs[k])
+        assert reach[k]["updates"] < reach["tem"]["updates"]
+        assert speed["reached"]["0.9"][k] is not None
     # the shipped 8x8 TEM is that run's last checkpoint, and its evaluation shows learning
     model, cfg, payload = load_checkpoint(DATA / "tem_8x8.pt")
     ev = json.loads((DATA / "tem_8x8_eval.json").read_text())

@@ -75,7 +75,9 @@ LEARNING_SPEED_KIND = "learning_speed"
 SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
                 "tem_per_walk": ("TEM, update per walk, loss at every step", "#CC79A7"),
                 "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00"),
-                "temt_per_chunk": ("TEM-t, update per chunk", "#56B4E9")}
+                "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", "#999999"),
+                "temt_per_chunk_lr3e-4": ("TEM-t, update per chunk, lr 3e-4", "#56B4E9"),
+                "temt_per_chunk_lr1e-4": ("TEM-t, update per chunk, lr 1e-4", "#009E73")}
 #: The axes of :func:`learning_speed`: JSON field → axis label.
 SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)",
               "walk_steps": "steps walked per environment"}
