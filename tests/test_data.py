@@ -153,3 +153,7 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     # seed 1 (TEM-t and TEM retrained) also passes 0.5, in the same regime
     s1 = read_learning_speed(DATA / "learning_speed_torch_tem_seed1.json")
     assert s1["seed"] == 1 and s1["reached"]["0.5"]["tem"] is not None
+    # and TEM-t per chunk at lr 3e-4 reaches 0.5 and 0.9 there, 0.5 in fewer walks than TEM
+    lr3 = s1["reached"]["0.5"]["temt_per_chunk_lr3e-4"]
+    assert lr3["updates"] < s1["reached"]["0.5"]["tem"]["updates"]
+    assert s1["reached"]["0.9"]["temt_per_chunk_lr3e-4"] is not None
