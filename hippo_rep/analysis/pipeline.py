@@ -631,6 +631,11 @@ def _clean_attr(v: object) -> object:
     return v
 
 
+#: gzip level of the numeric variables of a ``.nc`` analysis (1: most of the gain, little of
+#: the time; the recording writer uses the same).
+NETCDF_COMPLEVEL = 1
+
+
 def _storable(ds: xr.Dataset) -> xr.Dataset:
     """A copy whose attrs (dataset, variables, coords) netCDF and zarr can store."""
     ds = ds.copy()
@@ -695,7 +700,11 @@ def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     path = check_output(path, overwrite)
     data = _storable(ds)
     if path.suffix.lower() == ".nc":
-        atomic_write(path, lambda tmp: data.to_netcdf(tmp, engine="h5netcdf"))
+        # lossless: rate maps and node rates are most of the file and gzip to about half
+        encoding = {k: {"compression": "gzip", "compression_opts": NETCDF_COMPLEVEL}
+                    for k, v in data.data_vars.items() if v.ndim and v.dtype.kind in "fiub"}
+        atomic_write(path, lambda tmp: data.to_netcdf(tmp, engine="h5netcdf",
+                                                      encoding=encoding))
         return path
     for k in data.variables:  # variable-length strings: zarr v3 has no spec for fixed-width
         if data[k].dtype.kind in "UT":

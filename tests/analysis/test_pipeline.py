@@ -133,6 +133,10 @@ def test_write_and_open(tmp_path, tiny_analysis, suffix):
     assert back.attrs["hippo_rep_kind"] == "analysis"
     assert back.attrs["checkpoint_sha256"] == "synthetic"
     assert back.is_grid.dtype == bool and back.variable.dtype.kind == "U"
+    if suffix == ".nc":  # compressed, losslessly
+        with xr.open_dataset(path, engine="h5netcdf") as raw:
+            assert raw.rate_map.encoding.get("zlib") is True  # h5netcdf reads gzip so
+        xr.testing.assert_equal(back.rate_map, tiny_analysis.rate_map)
     with pytest.raises(FileExistsError, match="exists"):
         write_analysis(tiny_analysis, path)
     write_analysis(tiny_analysis.isel(env=[0, 1]), path, overwrite=True)
