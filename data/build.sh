@@ -116,10 +116,23 @@ fi
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
 w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"
 hippo-rep evaluate data/tem_5x5.pt --envs 16 --json data/tem_5x5_eval.json --overwrite
-# TEM on 8x8 as torch_tem trains it (ls9r above, update 8,780), weights only, and its evaluation
+# TEM on 8x8 as torch_tem trains it: ls9r above (update 8,780; shipped in session 9), continued
+# in session 10 from that weights-only copy (--continue-from: its iteration, schedules and
+# walks; Adam's moments restart) to iteration 1,900 (update 19,000; stopped by hand there);
+# weights only, its held-out metrics, its evaluation, and the analysis of a recording (4 envs
+# x 1,200 steps of 8x8)
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
-w('$RUNS/ls9r/tem/checkpoint.pt', 'data/tem_8x8.pt')"
+w('$RUNS/ls9r/tem/checkpoint.pt', '$RUNS/tem_8x8_s9.pt')"
+[ -f "$RUNS/tem_cont/checkpoint.pt" ] || hippo-rep train --continue-from "$RUNS/tem_8x8_s9.pt" \
+    --set train.eval_every=50 --set train.eval_envs=16 --set train.checkpoint_every=50 \
+    --stop-at 1900 --out "$RUNS/tem_cont" --no-progress
+python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
+w('$RUNS/tem_cont/checkpoint.pt', 'data/tem_8x8.pt')"
+cp "$RUNS/tem_cont/metrics.csv" data/tem_8x8_metrics.csv
 hippo-rep evaluate data/tem_8x8.pt --envs 16 --json data/tem_8x8_eval.json --overwrite
+hippo-rep record data/tem_8x8.pt --out "$RUNS/tem_8x8_rec.nc" --envs 4 --steps 1200 \
+    --world square:8 --overwrite
+hippo-rep analyse "$RUNS/tem_8x8_rec.nc" --out data/tem_8x8_analysis.nc --shuffles 50 --overwrite
 # FAM slots (F = 32) with a keep rule fitted on the training loss, 3 search seeds (about 4 min
 # each on 2 busy cores), then the delay task beside full / window / hebbian on the same walks
 for s in 0 1 2; do

@@ -1,14 +1,18 @@
 """The shipped example data in data/: every file listed in SHA256SUMS matches its hash and
 opens and validates with the package's own readers."""
 
+import csv
 import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SUMS = DATA / "SHA256SUMS"
+#: SHA-256 of data/tem_8x8.pt as session 9 shipped it (TEM at update 8,780; git 8c35e4a).
+SESSION9_TEM_8X8 = "590dc3626c06bb9d54d036ba79824f9c35bd310d04430862cb8e37da9af940a9"
 
 
 def listed() -> dict[str, str]:
@@ -23,7 +27,8 @@ def test_sums_list_every_shipped_file():
     names = set(listed())
     assert {"temt_paper.pt", "eval.json", "eval_11x11_1500.json", "eval_baseline.json",
             "recording.nc", "analysis.nc",
-            "delay.nc", "passkey/sweep.json"} <= names
+            "delay.nc", "passkey/sweep.json", "tem_8x8.pt", "tem_8x8_eval.json",
+            "tem_8x8_metrics.csv", "tem_8x8_analysis.nc"} <= names
     total = sum((DATA / n).stat().st_size for n in names)
     assert total <= 30 * 2**20  # the repository's budget for example data
 
@@ -105,8 +110,9 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     """data/tem_5x5.pt is the TEM its evaluation describes, and that evaluation is learning
     (zero-shot far above the edge agent, which cannot beat chance there); the torch_tem-schedule
     learning-speed run has TEM learning too, below TEM-t's ceiling-level accuracy."""
+    from hippo_rep.analysis.pipeline import open_analysis
     from hippo_rep.figures import read_learning_speed
-    from hippo_rep.training.checkpoint import load_checkpoint
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 
     model, cfg, payload = load_checkpoint(DATA / "tem_5x5.pt")
     ev = json.loads((DATA / "tem_5x5_eval.json").read_text())
@@ -137,6 +143,11 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     assert chunk[0]["zero_shot"] == tem[0]["zero_shot"]  # the same initial weights
     assert reach["temt_per_chunk"] is None
     assert max(r["zero_shot"] for r in runs["temt_per_chunk"]) < 0.1
+    # TEM itself at lr 3e-4 (the same walks and weights) was slower than at 9.4e-4
+    slow = runs["tem_lr3e-4"]
+    assert "train.lr=3e-4" in speed["overrides"]["tem_lr3e-4"] and reach["tem_lr3e-4"] is None
+    assert slow[-1]["updates"] > reach["tem"]["updates"]
+    assert slow[0]["zero_shot"] == tem[0]["zero_shot"]  # the same initial weights
     # ... at lr 9.4e-4; at lower rates TEM-t per chunk learns, reaching 0.5 in fewer walks
     # than TEM in the same regime (like for like in samples) and 0.9, which TEM never reached
     for k in ("temt_per_chunk_lr3e-4", "temt_per_chunk_lr1e-4"):
@@ -144,12 +155,25 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
         assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in runs[k])
         assert reach[k]["updates"] < reach["tem"]["updates"]
         assert speed["reached"]["0.9"][k] is not None
-    # the shipped 8x8 TEM is that run's last checkpoint, and its evaluation shows learning
+    # the shipped 8x8 TEM continues that run from its last checkpoint (shipped in session 9
+    # with this hash) at its iteration; its metrics, evaluation and analysis are of it
     model, cfg, payload = load_checkpoint(DATA / "tem_8x8.pt")
+    assert cfg.train.init_continue and cfg.train.tem_loss_on == "revisits"
+    assert payload["extra"]["init_from_sha256"] == SESSION9_TEM_8X8
+    with open(DATA / "tem_8x8_metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    its = [int(r["iteration"]) for r in rows]
+    assert its[0] > tem[-1]["updates"] // 10 and its == sorted(its)
+    assert its[-1] == payload["step"]
+    held = [float(r["eval_unseen_edge"]) for r in rows if r["eval_unseen_edge"]]
+    assert len(held) >= 10 and min(held) > 0.3  # learned all along, none near chance
     ev = json.loads((DATA / "tem_8x8_eval.json").read_text())
-    assert payload["step"] * 10 == tem[-1]["updates"] and cfg.train.tem_loss_on == "revisits"
     assert ev["meta"]["training_step"] == payload["step"]
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(DATA / "tem_8x8.pt")
     assert ev["model"][zs] >= 0.5 + ev["edge_agent"][zs]
+    an = open_analysis(DATA / "tem_8x8_analysis.nc")
+    assert an.attrs["checkpoint_sha256"] == file_sha256(DATA / "tem_8x8.pt")
+    assert set(np.unique(an["variable"].values)) == {"g", "g_pi", "p"}
     # seed 1 (TEM-t and TEM retrained) also passes 0.5, in the same regime
     s1 = read_learning_speed(DATA / "learning_speed_torch_tem_seed1.json")
     assert s1["seed"] == 1 and s1["reached"]["0.5"]["tem"] is not None

@@ -16,6 +16,7 @@ from tests.test_figures import fake_eval, fake_sweep_rows  # noqa: E402
 pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+DATA = NOTEBOOKS.parent / "data"
 NAMES = ["01_explore_rate_maps", "02_grid_and_place_statistics", "03_publication_figures"]
 #: Seconds one cell may run.
 CELL_TIMEOUT = 120
@@ -59,7 +60,9 @@ def test_stored_without_outputs_with_a_parameters_cell(name):
                     "02_grid_and_place_statistics": ['"../data/recording.nc"'],
                     "03_publication_figures": ['"../data/analysis.nc"', '"../data/eval.json"',
                                                '"../data/eval_baseline.json"',
-                                               '"../data/passkey/"']}[name]:
+                                               '"../data/passkey/"',
+                                               '"../data/learning_speed_torch_tem.json"',
+                                               '"../data/tem_8x8_analysis.nc"']}[name]:
         assert default in src
 
 
@@ -176,10 +179,12 @@ def test_03_publication_figures_executes(tiny, tmp_path):
                   "recording_path": str(root / "recording.nc"),
                   "eval_paths": [str(root / "eval.json"), str(root / "eval_baseline.json")],
                   "passkey_path": str(root / "passkey"), "out_dir": str(out),
-                  "delay_path": str(tmp_path / "delay.nc"), "formats": ["png"]}, tmp_path)
+                  "delay_path": str(tmp_path / "delay.nc"), "formats": ["png"],
+                  "learning_speed_path": str(DATA / "learning_speed_torch_tem.json"),
+                  "tem_analysis_path": str(DATA / "tem_8x8_analysis.nc")}, tmp_path)
     written = {p.stem for p in out.glob("*.png")}
     for name in ("learning", "grid_cells", "place_cells", "scores", "remapping", "passkey",
-                 "memory_delay"):
+                 "memory_delay", "learning_speed", "tem_vs_temt"):
         assert name in written
     assert len(outputs(nb, "image/png")) == len(written) <= len(FIGURES)
     assert_no_figure_text(nb)

@@ -73,6 +73,7 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
 LEARNING_SPEED_KIND = "learning_speed"
 #: Display names and colours (Okabe-Ito) of the models of a learning-speed JSON.
 SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
+                "tem_lr3e-4": ("TEM, lr 3e-4", "#000000"),
                 "tem_per_walk": ("TEM, update per walk, loss at every step", "#CC79A7"),
                 "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00"),
                 "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", "#999999"),
