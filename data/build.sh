@@ -52,6 +52,7 @@ PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem_loss_on=all
 #   ls8c: TEM per chunk, loss at every step, stopped at update 6,930 (4,752 s)
 #   ls9t: TEM-t per chunk beside ls9r's TEM (900 s), at the preset's lr 9.4e-4 (stays at
 #         chance); lr3e-4 / lr1e-4: the same at lr 3e-4 / 1e-4 (session 10; both learn)
+#   temlr3e-4: TEM as ls9r at lr 3e-4 (session 10, 3,300 s)
 # (the shipped runs were started from copies of ls8's JSON so that all share one TEM-t run;
 # this sequence shares it the same way), merged: the figure's input. Seed 1 (ls9r_s1, TEM-t
 # and TEM retrained, TEM stopped at update 3,740) is shipped beside it.
@@ -90,7 +91,15 @@ if [ ! -f data/learning_speed_torch_tem.json ]; then
     python $B --merge "$RUNS/m3.json" "$RUNS/lr3e-4.json" --merge-label temt_per_chunk_lr3e-4 \
         --merge-model temt --learning "$RUNS/m4.json"
     python $B --merge "$RUNS/m4.json" "$RUNS/lr1e-4.json" --merge-label temt_per_chunk_lr1e-4 \
-        --merge-model temt --learning data/learning_speed_torch_tem.json
+        --merge-model temt --learning "$RUNS/m5.json"
+    # TEM itself at lr 3e-4 (session 10), from a copy of ls9r's JSON
+    cp "$RUNS/ls9r/learning.json" "$RUNS/temlr3e-4.json"
+    python $B --learning "$RUNS/temlr3e-4.json" --keep-dir "$RUNS/temlr3e-4" --resume \
+        --fresh tem --budget-s 3300 --points 60 "${common[@]}" \
+        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+        --tem-set train.lr=3e-4
+    python $B --merge "$RUNS/m5.json" "$RUNS/temlr3e-4.json" --merge-label tem_lr3e-4 \
+        --learning data/learning_speed_torch_tem.json
 fi
 # seed 1: TEM-t and TEM retrained (TEM stopped at update 3,740), and TEM-t per chunk at lr 3e-4
 if [ ! -f data/learning_speed_torch_tem_seed1.json ]; then
