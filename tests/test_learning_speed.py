@@ -206,9 +206,12 @@ def test_learning_run_resumes_where_its_checkpoint_stopped(tmp_path, per_chunk):
     bench = _bench()
     sets = [*TINY_TEM, f"train.step_every_chunk={str(per_chunk).lower()}"]
     first = bench.learning_run("tem", 0.3, sets, 2, 1, keep_dir=tmp_path)
-    more = bench.learning_run("tem", 0.8, sets, 2, 1, keep_dir=tmp_path, previous=first)
+    # a budget past what the first run spent, however long its first update took (not 0.8 s:
+    # one slow first update could already exceed that, leaving nothing to continue)
+    budget = first[-1]["seconds"] + 0.5
+    more = bench.learning_run("tem", budget, sets, 2, 1, keep_dir=tmp_path, previous=first)
     assert more[:len(first)] == first and len(more) > len(first)
-    assert more[-1]["updates"] > first[-1]["updates"] and more[-1]["seconds"] >= 0.8
+    assert more[-1]["updates"] > first[-1]["updates"] and more[-1]["seconds"] >= budget
     done = more[-1]["walk_steps"] // 8
     assert more[-1]["updates"] == done * (2 if per_chunk else 1)
     straight = Trainer(bench.bench_config("tem", sets), tmp_path / "straight", progress=False)
