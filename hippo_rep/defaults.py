@@ -48,3 +48,7 @@ RECORD_STEPS = 1000
 
 #: Environments recorded by the demo (>= 2 for remapping).
 DEMO_RECORD_ENVS = 8
+
+#: zlib/gzip level of compressed netCDF variables, recordings' activity and analyses' numeric
+#: variables alike (1: most of the gain, little of the time).
+NETCDF_COMPLEVEL = 1

@@ -67,6 +67,7 @@ from hippo_rep.datasets import (
     is_zarr_store,
     open_raw,
 )
+from hippo_rep.defaults import NETCDF_COMPLEVEL
 from hippo_rep.defaults import RECORD_CHUNK as DEFAULT_CHUNK
 from hippo_rep.defaults import RECORD_ENVS as DEFAULT_ENVS
 from hippo_rep.fileio import atomic_write, clean_stale, remove_path, swap_in
@@ -85,8 +86,6 @@ FORMATS = {".nc": "netcdf", ".zarr": "zarr"}
 ZSTD_LEVEL = 1
 #: netCDF chunk length along time (activity variables; chunked by unit like zarr).
 NETCDF_TIME_CHUNK = 4096
-#: zlib level of netCDF activity variables (1: most of the gain, little of the time).
-NETCDF_COMPLEVEL = 1
 
 # Zarr warns at every consolidation of a format-3 store that consolidated metadata is not yet
 # in the v3 spec; the writer consolidates after every chunk, in a background thread where

@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
-from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
+from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES, NETCDF_COMPLEVEL
 from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
@@ -629,11 +629,6 @@ def _clean_attr(v: object) -> object:
     if isinstance(v, np.ndarray) and v.dtype.kind == "b":
         return v.astype(np.int8)
     return v
-
-
-#: gzip level of the numeric variables of a ``.nc`` analysis (1: most of the gain, little of
-#: the time; the recording writer uses the same).
-NETCDF_COMPLEVEL = 1
 
 
 def _storable(ds: xr.Dataset) -> xr.Dataset:

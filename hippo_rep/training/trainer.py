@@ -75,6 +75,16 @@ def _changed_keys(a: Config, b: Config) -> set[str]:
     return {f"{s}.{k}" for s in da for k in da[s] if da[s][k] != db[s][k]}
 
 
+def _check_same_run(saved: Config, config: Config, where: str, source: str,
+                    also=frozenset()) -> None:
+    """Refuse to go on with ``saved``'s run under a ``config`` that changes what an iteration
+    computes (only :data:`_RESUMABLE_CHANGES` and the keys in ``also`` may differ)."""
+    changed = _changed_keys(saved, config) - _RESUMABLE_CHANGES - also
+    if changed:
+        raise TrainingError(f"{where}: {', '.join(sorted(changed))} differ(s) from {source}; "
+                            f"only {', '.join(sorted(_RESUMABLE_CHANGES))} may change")
+
+
 class TrainingError(RuntimeError):
     """Training cannot go on (non-finite loss, output folder in use, ...)."""
 
@@ -153,11 +163,8 @@ class Trainer:
             if not self.ckpt_path.is_file():
                 raise TrainingError(f"--resume: no checkpoint at {str(self.ckpt_path)!r}")
             model, saved_cfg, payload = load_checkpoint(self.ckpt_path, self.device)
-            changed = _changed_keys(saved_cfg, config) - _RESUMABLE_CHANGES
-            if changed:
-                raise TrainingError(f"--resume: {', '.join(sorted(changed))} differ(s) from the "
-                                    f"checkpoint in {str(self.ckpt_path)!r}; only "
-                                    f"{', '.join(sorted(_RESUMABLE_CHANGES))} may change")
+            _check_same_run(saved_cfg, config, "--resume",
+                            f"the checkpoint in {str(self.ckpt_path)!r}")
             self.model = model.train()
             self.start = self.saved_step = payload["step"]
             self.optim = self._optimizer()
@@ -230,11 +237,8 @@ class Trainer:
                                 f"({', '.join(problems)})")
         self.init_sha256 = file_sha256(path)
         if self.cfg.train.init_continue:
-            changed = _changed_keys(cfg, self.cfg) - _RESUMABLE_CHANGES - _INIT_KEYS
-            if changed:
-                raise TrainingError(f"train.init_continue: {', '.join(sorted(changed))} "
-                                    f"differ(s) from {path!r}'s config; only "
-                                    f"{', '.join(sorted(_RESUMABLE_CHANGES))} may change")
+            _check_same_run(cfg, self.cfg, "train.init_continue", f"{path!r}'s config",
+                            also=_INIT_KEYS)
             self.start = payload["step"]
 
     def _optimizer(self):
