@@ -441,6 +441,15 @@ ANALYSIS_OPTIONAL = {
     "spatial_info_null_q": (("quantile", ENV, UNIT), "f"),
     "remap_corr": ((UNIT, "env_pair"), "f"),
     "pv_corr": ((POPULATION_DIM, "env_pair"), "f"),
+    # plane_waves' lattice outputs (absent from analyses written before them)
+    "triad_phase": ((ENV, UNIT), "f"),
+    "lattice": ((ENV, UNIT), "UOT"),
+    "triad_phase_reason": ((ENV, UNIT), "UOT"),
+    "triad_closure": ((ENV, UNIT), "f"),
+    "hexagonal_angle_deviation": ((ENV, UNIT), "f"),
+    "wave_length_ratio": ((ENV, UNIT), "f"),
+    "nonnegative": ((ENV, UNIT), "b"),
+    "single_field": ((ENV, UNIT), "b"),
 }
 
 

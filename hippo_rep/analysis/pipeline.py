@@ -235,7 +235,10 @@ def analyse(
         ``sparsity``, ``selectivity`` (per node), the plane-wave decomposition
         (:func:`~hippo_rep.analysis.plane_waves`: ``n_waves``, ``hexagonal``, ``square``,
         ``plane_wave_share``, ``plane_wave_explained``, ``plane_wave_reason`` and
-        ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave)),
+        ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave), and the lattice
+        outputs ``triad_phase``, ``lattice``, ``triad_phase_reason``, ``triad_closure``,
+        ``hexagonal_angle_deviation``, ``wave_length_ratio``, ``nonnegative``,
+        ``single_field``),
         ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
         (quantile, env, unit), ``*_percentile``, the classes of
         :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
