@@ -85,7 +85,8 @@ N_LINEAR_MODES = 24
 #: Maps grown per control by default.
 N_UNITS = 32
 
-#: The controls, in order: (name, box, nonlinearity, surround weight, kind).
+#: The controls, in order: (name, box, nonlinearity ("linear": :func:`linear_eigenmodes`),
+#: surround weight).
 CONTROLS: tuple[tuple[str, str, str, float], ...] = (
     ("relu_periodic", "periodic", "relu", SURROUND_WEIGHT),
     ("relu_square", "square", "relu", SURROUND_WEIGHT),
@@ -98,9 +99,16 @@ CONTROL_NAMES: tuple[str, ...] = tuple(c[0] for c in CONTROLS)
 #: The controls expected to grow hexagonal lattices.
 POSITIVE_CONTROLS: tuple[str, ...] = ("relu_periodic", "relu_square")
 
-#: Steps of the walk per box node in :func:`controls_recording` (enough for a random walk
-#: to visit every node of the 30 x 30 box several times).
-STEPS_PER_NODE = 30
+#: Steps of the walk per box node in :func:`controls_recording` (a random walk of 18,000
+#: steps visits the 900 nodes of the 30 x 30 box about 20 times each; a node it misses is
+#: a NaN bin).
+STEPS_PER_NODE = 20
+
+#: Memory neurons of :func:`controls_recording` per environment (place-field units).
+N_MEMORY = 8
+
+#: Standard deviation of their Gaussian fields, node spacings.
+MEMORY_SIGMA = 1.5
 
 #: The control dim of :func:`control_maps` and the coord of a controls recording's ``env``.
 CONTROL_DIM = "control"
@@ -401,7 +409,10 @@ def controls_recording(
     (:func:`hippo_rep.worlds.random_walk`) of ``steps_per_node`` steps per node of the
     control's box, on a square world the size of the raster of ``maps``; ``g`` and ``g_pi``
     are the maps at the walk's nodes (no noise: the rate map of a visited node is the map's
-    value there). There are no memory neurons (one unused memory slot, as the schema wants).
+    value there). Its memory neurons are Gaussian place fields (:data:`MEMORY_SIGMA`) at the
+    first :data:`N_MEMORY` distinct nodes of each walk, active after their first visit (as
+    :func:`~hippo_rep.analysis.synthetic_recording` plants them): place cells beside the
+    lattices.
 
     Parameters
     ----------
@@ -448,29 +459,43 @@ def controls_recording(
         obs_maps[e] = random_observations(world, N_OBS, rng)
     r, c = row[nodes], col[nodes]  # (env, time)
     g = np.stack([vals[e][:, r[e], c[e]].T for e in range(n_env)])  # (env, time, unit)
+    # memory neurons: Gaussian fields at the first N_MEMORY distinct nodes of each walk
+    mem_node = np.full((n_env, N_MEMORY), S.UNUSED, dtype=np.int64)
+    mem_time = np.full((n_env, N_MEMORY), S.UNUSED, dtype=np.int64)
+    mem = np.zeros((n_env, n_steps, N_MEMORY), dtype=np.float32)
+    t = np.arange(n_steps)
+    for e in range(n_env):
+        _, first = np.unique(nodes[e], return_index=True)
+        first = np.sort(first)[:N_MEMORY]
+        k = first.size
+        mem_time[e, :k], mem_node[e, :k] = first, nodes[e, first]
+        pos = world.coords[nodes[e]]
+        d2 = ((pos[:, None, :] - world.coords[mem_node[e, :k]][None]) ** 2).sum(-1)
+        mem[e, :, :k] = np.where(t[:, None] > first[None, :],
+                                 np.exp(-d2 / (2 * MEMORY_SIGMA**2)), 0.0)
+    mem_obs = np.where(mem_node >= 0, np.take_along_axis(obs_maps, np.maximum(mem_node, 0),
+                                                         axis=1), S.UNUSED)
     observation = np.take_along_axis(obs_maps, nodes, axis=1)
     step_type = np.stack([step_types(nodes[e], actions[e])["code"]
                           for e in range(n_env)]).astype(np.int8)
     env_t = ("env", "time")
-    unused = np.full((n_env, 1), S.UNUSED, dtype=np.int64)
     ds = xr.Dataset(
         {
             S.G: (S.DATA_VARS[S.G].dims, g.astype(np.float32)),
             S.G_PI: (S.DATA_VARS[S.G_PI].dims, g.astype(np.float32)),
-            S.MEMORY_ACTIVITY: (S.DATA_VARS[S.MEMORY_ACTIVITY].dims,
-                                np.zeros((n_env, n_steps, 1), dtype=np.float32)),
+            S.MEMORY_ACTIVITY: (S.DATA_VARS[S.MEMORY_ACTIVITY].dims, mem),
         },
         coords={
             "env": np.arange(n_env), "time": np.arange(n_steps), "g_unit": np.arange(n_g),
-            "memory": np.arange(1), "world_node": np.arange(world.n_nodes),
+            "memory": np.arange(N_MEMORY), "world_node": np.arange(world.n_nodes),
             "node": (env_t, nodes), "x": (env_t, world.coords[nodes, 0]),
             "y": (env_t, world.coords[nodes, 1]), "action": (env_t, actions),
             "observation": (env_t, observation), "prediction": (env_t, observation),
             "correct": (env_t, np.ones((n_env, n_steps), dtype=bool)),
             "step_type": (env_t, step_type),
-            "memory_node": (("env", "memory"), unused),
-            "memory_time": (("env", "memory"), unused.copy()),
-            "memory_observation": (("env", "memory"), unused.copy()),
+            "memory_node": (("env", "memory"), mem_node),
+            "memory_time": (("env", "memory"), mem_time),
+            "memory_observation": (("env", "memory"), mem_obs),
             "node_x": ("world_node", world.coords[:, 0].astype(np.float64)),
             "node_y": ("world_node", world.coords[:, 1].astype(np.float64)),
             CONTROL_DIM: ("env", np.asarray(maps[CONTROL_DIM].values).astype(str),

@@ -132,6 +132,7 @@ PROVENANCE_ATTRS = (
     "model_config",
     "world_config",
     "recording_config",
+    "controls_config",
 )
 
 
@@ -357,6 +358,9 @@ def analyse(
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
     out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
+    # the recording's labels of its environments (e.g. ``control`` of a controls recording)
+    out = out.assign_coords({k: c for k, c in recording.coords.items()
+                             if c.dims == ("env",) and k != "env"})
     out["spacing_nodes"] = out["spacing"] * res
     out["spacing_nodes"].attrs = {
         "long_name": "grid spacing in node spacings (spacing x resolution)",

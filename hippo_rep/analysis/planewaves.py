@@ -394,7 +394,8 @@ def _triad_phase(kx, ky, amp, n, ny, nx):
     ``kx``, ``ky`` (B, 3), ``amp`` (B, 3, 2) cos/sin amplitudes of the counted waves (first
     ``n`` (B,) of them). Each wave is ``A cos(k . (p - c) - phi)`` about the map's centre
     ``c``, its wave vector in [0, 180) degrees; the signs ``s`` (s_1 = +1) minimising
-    ``|sum s_i k_i|`` orient the triad so that ``sum s_i k_i ~ 0``, and psi = ``sum s_i phi_i``, wrapped to (-180, 180].
+    ``|sum s_i k_i|`` orient the triad so that ``sum s_i k_i ~ 0``, and
+    psi = ``sum s_i phi_i``, wrapped to (-180, 180].
     """
     b = kx.shape[0]
     psi, closure = np.full((2, b), np.nan)
