@@ -524,3 +524,59 @@ def controls_recording(
     for name in S.SPECS:
         ds[name].attrs.update(S.var_attrs(name))
     return ds
+
+
+#: Flags counted per control by :func:`control_fractions`, in order.
+CONTROL_FLAGS = ("hexagonal", S.IS_GRID, S.IS_BAND, S.IS_TWO_WAVE, S.IS_SQUARE, "single_field",
+                 S.IS_PLACE)
+
+
+def control_fractions(analysis: xr.Dataset, population: str = S.G,
+                      flags: Sequence[str] = CONTROL_FLAGS) -> xr.Dataset:
+    """Fraction of each control's units with each flag, in an analysis of a controls
+    recording (:func:`controls_recording` analysed by :func:`~hippo_rep.analysis.analyse`).
+
+    Parameters
+    ----------
+    analysis : xarray.Dataset
+        With coord ``control`` (env), ``variable`` (unit), ``rate_map`` and the ``flags``.
+    population : str
+        The population counted (default ``g``).
+    flags : sequence of str
+        Boolean (env, unit) variables counted (those absent are left out).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (control, cell_class): ``numerator``, ``denominator`` ((env, unit) pairs that
+        exist: a finite bin, as :func:`~hippo_rep.schema.class_fractions`) and ``fraction``;
+        the layout :func:`~hippo_rep.plotting.scores.class_fraction_bars` draws.
+
+    Raises
+    ------
+    ValueError
+        Naming what the analysis lacks.
+    """
+    for need in (CONTROL_DIM, S.VARIABLE, S.RATE_MAP):
+        if need not in analysis.variables:
+            raise ValueError(f"analysis lacks {need!r}: not an analysis of a controls "
+                             "recording (hippo-rep controls, then hippo-rep analyse)")
+    flags = [f for f in flags if f in analysis.data_vars]
+    if not flags:
+        raise ValueError(f"analysis has none of the flags {list(CONTROL_FLAGS)}")
+    pop = analysis.isel(unit=np.asarray(analysis[S.VARIABLE].values).astype(str) == population)
+    if pop.sizes["unit"] == 0:
+        raise ValueError(f"analysis has no unit of population {population!r}")
+    exists = pop[S.RATE_MAP].notnull().any(("y", "x")).transpose("env", "unit").values
+    names = np.asarray(pop[CONTROL_DIM].values).astype(str)
+    num = np.array([[int((pop[f].transpose("env", "unit").values[e].astype(bool)
+                          & exists[e]).sum()) for f in flags] for e in range(names.size)])
+    den = np.repeat(exists.sum(axis=1)[:, None], len(flags), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(den > 0, num / np.maximum(den, 1), np.nan)
+    dims = (CONTROL_DIM, S.CLASS_DIM)
+    return xr.Dataset(
+        {"numerator": (dims, num), "denominator": (dims, den), "fraction": (dims, frac)},
+        coords={CONTROL_DIM: names, S.CLASS_DIM: list(flags)},
+        attrs={"population": population, "denominator": S.DENOMINATOR},
+    )
