@@ -440,7 +440,7 @@ def controls_figure(inputs: FigureInputs):
     names = [str(c) for c in ds[CONTROL_DIM].values]
     n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
     fig = plt.figure(figsize=(FULL_WIDTH, 1.05 * len(names) + 3.2))
-    grid = fig.add_gridspec(len(names) + 1, 2 * n_show,
+    grid = fig.add_gridspec(len(names) + 1, 2 * N_CONTROL_MAPS,
                             height_ratios=[1.0] * len(names) + [3.0])
     for i, env in enumerate(ds["env"].values):
         one = ds.sel(env=env)
@@ -455,11 +455,11 @@ def controls_figure(inputs: FigureInputs):
                                       + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
             autocorrelogram(sac_of(m), ax=fig.add_subplot(grid[i, 2 * j + 1]),
                             title="autocorrelogram")
-    bars = fig.add_subplot(grid[len(names), : n_show + 1])
+    bars = fig.add_subplot(grid[len(names), : N_CONTROL_MAPS + 1])
     class_fraction_bars(control_fractions(full), ax=bars,
                         title="fraction of each control's units (g)")
     bars.legend(fontsize=5, loc="lower right")
-    psi_ax = fig.add_subplot(grid[len(names), n_show + 2:])
+    psi_ax = fig.add_subplot(grid[len(names), N_CONTROL_MAPS + 2:])
     triad_phases(ds["triad_phase"].swap_dims(env=CONTROL_DIM).drop_vars("env"),
                  ax=psi_ax, tol=LATTICE_PHASE_TOL,
                  title="triad phase (shaded: lattice of peaks / of troughs)")

@@ -370,7 +370,8 @@ def _count(kx, ky, share, k_min, floor):
 
 def _single_field(maps: np.ndarray) -> np.ndarray:
     """Whether each (B, ny, nx) map's bins above :data:`SINGLE_FIELD_LEVEL` of its range
-    (finite bins) form one connected region (4-connectivity) without holes."""
+    (finite bins) form one connected region (4-connectivity) without holes (enclosed finite
+    bins below the level; enclosed NaN bins are no hole)."""
     fin = np.isfinite(maps)
     lo = np.where(fin, maps, np.inf).min(axis=(1, 2))[:, None, None]
     hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))[:, None, None]
@@ -384,7 +385,7 @@ def _single_field(maps: np.ndarray) -> np.ndarray:
     # maps so that the first and last maps' bins are not on the stack's border
     pad = np.pad(above, ((1, 1), (0, 0), (0, 0)))
     filled = ndimage.binary_fill_holes(pad, structure)[1:-1]
-    holes = (filled & ~above).any(axis=(1, 2))
+    holes = (filled & ~above & fin).any(axis=(1, 2))  # unvisited (NaN) bins make no hole
     return one & ~holes
 
 
