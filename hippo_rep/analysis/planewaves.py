@@ -176,6 +176,10 @@ NONNEGATIVE_RTOL = 1e-6
 #: finite bins above this fraction of its range (from its minimum) form one connected region.
 SINGLE_FIELD_LEVEL = 0.5
 
+#: ... counting regions (and holes in them) of at least this many bins: noise of 5% of the
+#: peak makes islands and dips of 1-2 bins at the level of a single Gaussian field.
+SINGLE_FIELD_MIN_BINS = 3
+
 #: Square: the two waves are 90 degrees apart within this tolerance.
 SQUARE_ANGLE_TOL = 10.0
 
@@ -371,21 +375,35 @@ def _count(kx, ky, share, k_min, floor):
 def _single_field(maps: np.ndarray) -> np.ndarray:
     """Whether each (B, ny, nx) map's bins above :data:`SINGLE_FIELD_LEVEL` of its range
     (finite bins) form one connected region (4-connectivity) without holes (enclosed finite
-    bins below the level; enclosed NaN bins are no hole)."""
+    bins below the level; enclosed NaN bins are no hole), counting only regions and holes of
+    at least :data:`SINGLE_FIELD_MIN_BINS` bins (noise at the level makes smaller ones)."""
     fin = np.isfinite(maps)
     lo = np.where(fin, maps, np.inf).min(axis=(1, 2))[:, None, None]
     hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))[:, None, None]
     above = fin & (np.where(fin, maps, -np.inf) > lo + SINGLE_FIELD_LEVEL * (hi - lo))
     structure = np.zeros((3, 3, 3), dtype=bool)
     structure[1] = ndimage.generate_binary_structure(2, 1)
-    lab, _ = ndimage.label(above, structure)
-    flat = lab.reshape(lab.shape[0], -1)
-    one = np.array([np.unique(f[f > 0]).size == 1 for f in flat], dtype=bool)
+    def regions(mask):
+        """Regions of at least SINGLE_FIELD_MIN_BINS bins per map (B,)."""
+        lab, n = ndimage.label(mask, structure)
+        size = np.bincount(lab.ravel(), minlength=n + 1)
+        big = size >= SINGLE_FIELD_MIN_BINS
+        big[0] = False
+        idx = np.flatnonzero(big)
+        if idx.size == 0:
+            return np.zeros(mask.shape[0], dtype=np.int64)
+        # the map of each big region: where its first bin lies
+        first = ndimage.minimum(np.arange(lab.size).reshape(lab.shape), lab, idx)
+        which = (np.asarray(first, dtype=np.int64) // (lab.shape[1] * lab.shape[2]))
+        return np.bincount(which, minlength=mask.shape[0])
+
+    one = regions(above) == 1
     # a region with holes (the troughs of a honeycomb of ridges) is no field: pad with empty
-    # maps so that the first and last maps' bins are not on the stack's border
+    # maps so that the first and last maps' bins are not on the stack's border; unvisited
+    # (NaN) bins make no hole
     pad = np.pad(above, ((1, 1), (0, 0), (0, 0)))
     filled = ndimage.binary_fill_holes(pad, structure)[1:-1]
-    holes = (filled & ~above & fin).any(axis=(1, 2))  # unvisited (NaN) bins make no hole
+    holes = regions(filled & ~above & fin) > 0
     return one & ~holes
 
 
@@ -676,4 +694,5 @@ WAVES = Kernel(_plane_waves_block, (
     "plane_wave_lattice_phase_tol_deg": LATTICE_PHASE_TOL,
     "plane_wave_nonnegative_rtol": NONNEGATIVE_RTOL,
     "plane_wave_single_field_level": SINGLE_FIELD_LEVEL,
+    "plane_wave_single_field_min_bins": SINGLE_FIELD_MIN_BINS,
 }, sizes={WAVE_DIM: MAX_WAVES})
