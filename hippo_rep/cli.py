@@ -352,7 +352,7 @@ def cmd_analyse(args) -> int:
 
 def cmd_controls(args) -> int:
     from hippo_rep.analysis import plane_waves
-    from hippo_rep.analysis.controls import control_maps, controls_recording
+    from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
     from hippo_rep.recording import check_output, write_netcdf
 
     out = Path(args.out)
@@ -360,7 +360,7 @@ def cmd_controls(args) -> int:
         raise OutputError(f"--out {str(out)!r} must end in .nc")
     check_output(out, args.overwrite)
     check_output_path(out, "--out")
-    _count(args.units, "--units")
+    _count(args.units, "--units", MAX_UNITS)
     _count(args.seed, "--seed", low=0)
     t0 = time.perf_counter()
     maps = control_maps(args.units, seed=args.seed)
@@ -784,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "and their negatives) as a recording to analyse")
     co.add_argument("--out", required=True, help="output RECORDING.nc")
     co.add_argument("--units", type=int, default=32,
-                    help="maps per control (default: %(default)s)")
+                    help="maps per control, at most 1024 (default: %(default)s)")
     co.add_argument("--seed", type=int, default=0, help="seed of the maps and walks "
                                                         "(default: 0)")
     co.add_argument("--overwrite", action="store_true", help="replace an existing output")

@@ -85,6 +85,9 @@ N_LINEAR_MODES = 24
 #: Maps grown per control by default.
 N_UNITS = 32
 
+#: Most maps per control ``hippo-rep controls`` grows (about 2.5 MB of recording each).
+MAX_UNITS = 1024
+
 #: The controls, in order: (name, box, nonlinearity ("linear": :func:`linear_eigenmodes`),
 #: surround weight).
 CONTROLS: tuple[tuple[str, str, str, float], ...] = (

@@ -177,3 +177,11 @@ def test_cli_controls(tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
     assert main(["controls", "--out", str(tmp_path / "c.zarr")]) == 2
     assert main(["controls", "--out", str(tmp_path / "d.nc"), "--units", "0"]) == 2
+    assert main(["controls", "--out", str(tmp_path / "d.nc"), "--units", "100000"]) == 2
+    assert main(["controls", "--out", str(tmp_path / "d.nc"), "--seed", "-1"]) == 2
+    (tmp_path / "folder.nc").mkdir()
+    assert main(["controls", "--out", str(tmp_path / "folder.nc")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 5 and "Traceback" not in err
+    assert "--units" in err and "--seed" in err
+    assert not (tmp_path / "d.nc").exists()
