@@ -383,7 +383,8 @@ RATE_MAP = "rate_map"
 
 # ------------------------------------------------------------------ cell classes ((env, unit) bool)
 #: Grid cell: a hexagonal plane-wave pattern (three waves of near-equal length ~60 degrees
-#: apart) whose gridness-60 beats its own shuffle null (see ``analysis.classify``).
+#: apart forming a lattice: their triad phase near 0, or near 180 for a signed map) whose
+#: gridness-60 beats its own shuffle null (see ``analysis.classify``).
 IS_GRID = "is_grid"
 #: The field's rule of thumb alone (gridness-60 > 0.3): NOT a grid classification (two
 #: plane waves 55-75 degrees apart pass it); kept to show what the rule of thumb calls a grid.

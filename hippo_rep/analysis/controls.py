@@ -349,8 +349,9 @@ def control_maps(
     xarray.DataArray, dims ("control", "unit", "y", "x")
         The maps, on a raster of the larger box (rows, columns of either), NaN outside a
         control's own box (its rows and columns from 0). Coords ``control`` (names),
-        ``box`` (control: "periodic" or "square"), ``nonlinearity`` (control). Attrs: every
-        parameter and the seed.
+        ``box`` (control: "periodic" or "square"), ``nonlinearity`` (control: "relu",
+        "tanh" or "linear"), ``surround_weight`` (control). Attrs: every other parameter
+        and the seed.
 
     Raises
     ------
@@ -387,11 +388,11 @@ def control_maps(
         coords={CONTROL_DIM: list(names), "unit": np.arange(int(n_units)),
                 "y": np.arange(ny), "x": np.arange(nx),
                 "box": (CONTROL_DIM, [spec[n][1] for n in names]),
-                "nonlinearity": (CONTROL_DIM, [spec[n][2] for n in names])},
+                "nonlinearity": (CONTROL_DIM, [spec[n][2] for n in names]),
+                "surround_weight": (CONTROL_DIM, [float(spec[n][3]) for n in names])},
         attrs={"long_name": "model-grown control maps (NaN outside the control's box)",
                "units": "1", "seed": int(seed), "place_sigma_bins": float(place_sigma),
                "surround_scale": float(surround_scale),
-               "surround_weight": float(SURROUND_WEIGHT),
                "learning_rate": LEARNING_RATE, "n_iterations": int(n_iterations),
                "periodic_box": list(boxes["periodic"]), "square_box": list(boxes["square"]),
                "n_linear_modes": N_LINEAR_MODES,
