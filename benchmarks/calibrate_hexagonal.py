@@ -3,7 +3,8 @@
 For each control of :mod:`hippo_rep.analysis.controls` (and, as sheared lattices, relu pattern
 formation in a periodic *square* box, which cannot hold an unsheared hexagonal lattice), prints
 how many maps have three waves, how many of those form a lattice of peaks, the largest angle
-deviation from 60 degrees and wavelength ratio among them, and the hexagonal count with the
+deviation from 60 degrees, wavelength ratio and triad closure among them, and the hexagonal
+count with the
 module's tolerances (:data:`~hippo_rep.analysis.planewaves.HEXAGONAL_ANGLE_TOL`,
 :data:`~hippo_rep.analysis.planewaves.HEXAGONAL_WAVELENGTH_RATIO`) and with the earlier ones
 (10 degrees, 1.2). Then the fraction of random-phase superpositions of an exact hexagonal triad
@@ -37,6 +38,7 @@ def row(name: str, pw: xr.Dataset) -> str:
     peaks = n3 & (pw["lattice"].values == "peaks")
     dev = pw["hexagonal_angle_deviation"].values[peaks]
     ratio = pw["wave_length_ratio"].values[peaks]
+    closure = pw["triad_closure"].values[peaks]
     old = peaks & (pw["hexagonal_angle_deviation"].values <= OLD_TOLERANCES[0]) & (
         pw["wave_length_ratio"].values <= OLD_TOLERANCES[1])
     n = pw["n_waves"].size
@@ -45,7 +47,8 @@ def row(name: str, pw: xr.Dataset) -> str:
         return f"{np.max(a):{f}}" if a.size else "-"
 
     return (f"{name:26s}{n:5d}{n3.sum():7d}{peaks.sum():7d}{fmt(dev, '8.1f'):>8s}"
-            f"{fmt(ratio, '7.2f'):>7s}{int(pw['hexagonal'].sum()):6d}{int(old.sum()):6d}")
+            f"{fmt(ratio, '7.2f'):>7s}{fmt(closure, '8.3f'):>8s}"
+            f"{int(pw['hexagonal'].sum()):6d}{int(old.sum()):6d}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"tolerances: {P.HEXAGONAL_ANGLE_TOL:g} degrees, ratio "
           f"{P.HEXAGONAL_WAVELENGTH_RATIO:g} (old: {OLD_TOLERANCES[0]:g}, {OLD_TOLERANCES[1]:g})")
     print(f"{'maps':26s}{'n':>5s}{'3 waves':>7s}{'peaks':>7s}{'dev max':>8s}{'ratio':>7s}"
-          f"{'hex':>6s}{'old':>6s}")
+          f"{'closure':>8s}{'hex':>6s}{'old':>6s}")
     maps = control_maps(args.units, seed=args.seed)
     pw = plane_waves(maps)
     for c in maps["control"].values:

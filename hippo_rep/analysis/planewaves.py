@@ -162,9 +162,9 @@ HEXAGONAL_WAVELENGTH_RATIO = 1.35
 #: to 0 whatever its shear; the rest give a NaN triad phase with reason "not a triad").
 #: psi is taken about the map's centre: for a closure c it would change by up to
 #: c |k| r radians about a point r bins away. Measured on the controls' lattices of peaks
-#: (``benchmarks/calibrate_hexagonal.py``): closure at most 0.018 (periodic √3/2 box) and
-#: 0.12 (square box); frustrated lattices in a periodic square box whose three strongest
-#: waves come from two triads reach 0.23-0.72.
+#: (``benchmarks/calibrate_hexagonal.py``): closure at most 0.018 (periodic √3/2 box),
+#: 0.123 (square box), 0.113 (periodic 30 x 30); frustrated lattices there whose strongest
+#: three waves come from two triads reach 0.23-0.72 (not a triad).
 TRIAD_CLOSURE_TOL = 0.2
 
 #: A lattice of peaks has a triad phase within this many degrees of 0, of troughs within it
