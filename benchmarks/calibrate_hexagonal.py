@@ -4,8 +4,7 @@ For each control of :mod:`hippo_rep.analysis.controls` (and, as sheared lattices
 formation in a periodic *square* box, which cannot hold an unsheared hexagonal lattice), prints
 how many maps have three waves, how many of those form a lattice of peaks, the largest angle
 deviation from 60 degrees, wavelength ratio and triad closure among them, and the hexagonal
-count with the
-module's tolerances (:data:`~hippo_rep.analysis.planewaves.HEXAGONAL_ANGLE_TOL`,
+count with the module's tolerances (:data:`~hippo_rep.analysis.planewaves.HEXAGONAL_ANGLE_TOL`,
 :data:`~hippo_rep.analysis.planewaves.HEXAGONAL_WAVELENGTH_RATIO`) and with the earlier ones
 (10 degrees, 1.2). Then the fraction of random-phase superpositions of an exact hexagonal triad
 called hexagonal (signed, and shifted to be non-negative).
