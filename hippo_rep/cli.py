@@ -350,6 +350,36 @@ def cmd_analyse(args) -> int:
     return 0
 
 
+def cmd_controls(args) -> int:
+    from hippo_rep.analysis import plane_waves
+    from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
+    from hippo_rep.recording import check_output, write_netcdf
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".nc":
+        raise OutputError(f"--out {str(out)!r} must end in .nc")
+    check_output(out, args.overwrite)
+    check_output_path(out, "--out")
+    _count(args.units, "--units", MAX_UNITS)
+    _count(args.seed, "--seed", low=0)
+    t0 = time.perf_counter()
+    maps = control_maps(args.units, seed=args.seed)
+    seconds = time.perf_counter() - t0
+    pw = plane_waves(maps)
+    write_netcdf(controls_recording(maps, seed=args.seed), out, overwrite=args.overwrite)
+    print(f"grew {args.units} maps per control in {seconds:.1f} s (seed {args.seed}); "
+          "plane_waves on the maps:")
+    for c in maps["control"].values:
+        one = pw.sel(control=c)
+        n = int(one.sizes["unit"])
+        print(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
+              f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
+              f"{int(one['single_field'].sum())}/{n}")
+    print(f"wrote {out} (one environment per control); next: hippo-rep analyse {out} "
+          "--out ANALYSIS.nc, then hippo-rep figures ANALYSIS.nc --only controls")
+    return 0
+
+
 def _int_list(text: str, flag: str) -> list[int]:
     from hippo_rep.tasks.passkey import PassKeyError
 
@@ -749,6 +779,16 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--no-reuse", action="store_true",
                     help="retrain runs whose eval.json already matches")
     pw.set_defaults(func=cmd_passkey_sweep)
+
+    co = sub.add_parser("controls", help="model-grown controls (pattern-formation lattices "
+                                         "and their negatives) as a recording to analyse")
+    co.add_argument("--out", required=True, help="output RECORDING.nc")
+    co.add_argument("--units", type=int, default=32,
+                    help="maps per control, at most 1024 (default: %(default)s)")
+    co.add_argument("--seed", type=int, default=0, help="seed of the maps and walks "
+                                                        "(default: 0)")
+    co.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    co.set_defaults(func=cmd_controls)
 
     f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
     f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")

@@ -417,6 +417,58 @@ def grid_cells_figure(inputs: FigureInputs):
     return fig
 
 
+#: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure.
+N_CONTROL_MAPS = 3
+
+
+@register("controls")
+def controls_figure(inputs: FigureInputs):
+    """The model-grown controls (``hippo-rep controls``, analysed): per control, the first
+    units' rate maps with their autocorrelograms and plane-wave verdicts; the fraction of
+    each control's units per class; every unit's triad phase."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.analysis.controls import CONTROL_DIM, control_fractions
+    from hippo_rep.analysis.planewaves import LATTICE_PHASE_TOL
+    from hippo_rep.plotting.controls import triad_phases
+
+    full = inputs.need("analysis", "rate_map", "hexagonal", "triad_phase", "n_waves")
+    if CONTROL_DIM not in full.coords:
+        raise MissingInput("the analysis is not of a controls recording (no 'control' coord; "
+                           "make one with hippo-rep controls)")
+    ds = full.hippo.population(G)
+    names = [str(c) for c in ds[CONTROL_DIM].values]
+    n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.05 * len(names) + 3.2))
+    grid = fig.add_gridspec(len(names) + 1, 2 * N_CONTROL_MAPS,
+                            height_ratios=[1.0] * len(names) + [3.0])
+    for i, env in enumerate(ds["env"].values):
+        one = ds.sel(env=env)
+        for j, u in enumerate(one["unit"].values[:n_show]):
+            m = one["rate_map"].sel(unit=u)
+            m = m.isel(y=m.notnull().any("x").values, x=m.notnull().any("y").values)
+            v = one.sel(unit=u)
+            psi = float(v["triad_phase"])
+            verdict = ("hexagonal" if bool(v["hexagonal"]) else f"{int(v['n_waves'])} waves")
+            ax = fig.add_subplot(grid[i, 2 * j])
+            rate_map(m, ax=ax, title=(f"{names[i]}, unit {int(v['unit_index'])}\n{verdict}"
+                                      + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
+            autocorrelogram(sac_of(m), ax=fig.add_subplot(grid[i, 2 * j + 1]),
+                            title="autocorrelogram")
+    bars = fig.add_subplot(grid[len(names), : N_CONTROL_MAPS + 1])
+    class_fraction_bars(control_fractions(full), ax=bars,
+                        title="fraction of each control's units (g)")
+    bars.legend(fontsize=5, loc="lower right")
+    psi_ax = fig.add_subplot(grid[len(names), N_CONTROL_MAPS + 2:])
+    triad_phases(ds["triad_phase"].swap_dims(env=CONTROL_DIM).drop_vars("env"),
+                 ax=psi_ax, tol=LATTICE_PHASE_TOL,
+                 title="triad phase (shaded: lattice of peaks / of troughs)")
+    fig.suptitle("model-grown controls: pattern formation (relu, periodic √3/2 and square box) "
+                 "and its negatives (tanh, no surround, linear eigenmodes)", fontsize=8, y=1.0)
+    fig.subplots_adjust(hspace=0.7, wspace=0.35)
+    return fig
+
+
 @register("place_cells")
 def place_cells_figure(inputs: FigureInputs):
     """Memory-neuron rate maps with their fields outlined (most place-like per environment),

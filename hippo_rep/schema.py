@@ -383,7 +383,8 @@ RATE_MAP = "rate_map"
 
 # ------------------------------------------------------------------ cell classes ((env, unit) bool)
 #: Grid cell: a hexagonal plane-wave pattern (three waves of near-equal length ~60 degrees
-#: apart) whose gridness-60 beats its own shuffle null (see ``analysis.classify``).
+#: apart forming a lattice: their triad phase near 0, or near 180 for a signed map) whose
+#: gridness-60 beats its own shuffle null (see ``analysis.classify``).
 IS_GRID = "is_grid"
 #: The field's rule of thumb alone (gridness-60 > 0.3): NOT a grid classification (two
 #: plane waves 55-75 degrees apart pass it); kept to show what the rule of thumb calls a grid.
@@ -441,6 +442,15 @@ ANALYSIS_OPTIONAL = {
     "spatial_info_null_q": (("quantile", ENV, UNIT), "f"),
     "remap_corr": ((UNIT, "env_pair"), "f"),
     "pv_corr": ((POPULATION_DIM, "env_pair"), "f"),
+    # plane_waves' lattice outputs (absent from analyses written before them)
+    "triad_phase": ((ENV, UNIT), "f"),
+    "lattice": ((ENV, UNIT), "UOT"),
+    "triad_phase_reason": ((ENV, UNIT), "UOT"),
+    "triad_closure": ((ENV, UNIT), "f"),
+    "hexagonal_angle_deviation": ((ENV, UNIT), "f"),
+    "wave_length_ratio": ((ENV, UNIT), "f"),
+    "nonnegative": ((ENV, UNIT), "b"),
+    "single_field": ((ENV, UNIT), "b"),
 }
 
 

@@ -7,7 +7,9 @@ from +x towards +y; unvisited bins are NaN, never 0.
 Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
 :func:`smooth`, :func:`autocorrelogram`, :func:`grid_scores`, :func:`band_scores`,
 :func:`place_fields`, :func:`place_score`, :func:`spatial_information`, :func:`sparsity`,
-:func:`selectivity`, :func:`plane_waves` (how many plane waves, hexagonal or not).
+:func:`selectivity`, :func:`plane_waves` (how many plane waves, their triad phase, hexagonal
+lattice or not). Controls: :func:`control_maps` (lattices grown by pattern formation and
+their negatives, :mod:`~hippo_rep.analysis.controls`) and :func:`controls_recording`.
 Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
 :func:`class_fractions` (the one definition of every reported fraction, from
 :mod:`hippo_rep.schema`, which also names the cell classes and the analysis outputs),
@@ -20,6 +22,7 @@ from hippo_rep.schema import CLASSES, class_fractions
 from .autocorr import autocorrelogram
 from .bandscore import band_scores
 from .classify import classify
+from .controls import control_maps, controls_recording
 from .fields import place_fields, place_score
 from .gridscore import grid_scores
 from .pipeline import analyse, open_analysis, write_analysis
@@ -42,6 +45,8 @@ __all__ = [
     "band_scores",
     "class_fractions",
     "classify",
+    "control_maps",
+    "controls_recording",
     "grid_scores",
     "hex_grid_map",
     "open_analysis",

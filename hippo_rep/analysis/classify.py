@@ -90,7 +90,8 @@ def classify(
         the rule of thumb, not a grid classification), ``is_band`` (one plane wave),
         ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
         ~90 degrees apart), each of the three with a plane-wave share > its null's
-        ``wave_quantile``; ``is_place`` (spatial information > its null's ``place_quantile``
+        ``wave_quantile`` and, when ``single_field`` is given, not a single field;
+        ``is_place`` (spatial information > its null's ``place_quantile``
         and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``). A NaN score or threshold
         gives False. Attrs record the rules.
 
@@ -142,11 +143,13 @@ def classify(
             share > threshold("plane_wave_share", wave_quantile)).fillna(False)
         n = scores["n_waves"]
         square = scores["square"].fillna(False).astype(bool)
+        if "single_field" in have:  # a single field is not a wave pattern
+            sig = sig & ~scores["single_field"].fillna(False).astype(bool)
         out[IS_BAND] = sig & (n == 1)
         out[IS_TWO_WAVE] = sig & (n == 2) & ~square
         out[IS_SQUARE] = sig & (n == 2) & square
-        rule = (f"plane_wave_share above the {wave_quantile:g} quantile of its shuffle null "
-                "and")
+        rule = (f"plane_wave_share above the {wave_quantile:g} quantile of its shuffle null"
+                + (", not a single field," if "single_field" in have else "") + " and")
         out[IS_BAND].attrs = {"long_name": f"band cell: {rule} one plane wave"}
         out[IS_TWO_WAVE].attrs = {"long_name": f"two-wave (oblique plane-wave) pattern: {rule} "
                                   "two plane waves, not square"}

@@ -132,6 +132,7 @@ PROVENANCE_ATTRS = (
     "model_config",
     "world_config",
     "recording_config",
+    "controls_config",
 )
 
 
@@ -235,7 +236,10 @@ def analyse(
         ``sparsity``, ``selectivity`` (per node), the plane-wave decomposition
         (:func:`~hippo_rep.analysis.plane_waves`: ``n_waves``, ``hexagonal``, ``square``,
         ``plane_wave_share``, ``plane_wave_explained``, ``plane_wave_reason`` and
-        ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave)),
+        ``wave_length``, ``wave_angle``, ``wave_share`` (env, unit, wave), and the lattice
+        outputs ``triad_phase``, ``lattice``, ``triad_phase_reason``, ``triad_closure``,
+        ``hexagonal_angle_deviation``, ``wave_length_ratio``, ``nonnegative``,
+        ``single_field``),
         ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
         (quantile, env, unit), ``*_percentile``, the classes of
         :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
@@ -354,6 +358,9 @@ def analyse(
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
     out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
+    # the recording's labels of its environments (e.g. ``control`` of a controls recording)
+    out = out.assign_coords({k: c for k, c in recording.coords.items()
+                             if c.dims == ("env",) and k != "env"})
     out["spacing_nodes"] = out["spacing"] * res
     out["spacing_nodes"].attrs = {
         "long_name": "grid spacing in node spacings (spacing x resolution)",

@@ -36,10 +36,27 @@ Science) decomposed entorhinal rate maps into plane waves: per map,
    a hexagonal grid, and ``k_1 + k_2`` at sqrt(2) of a square one, are not.) At most
    :data:`MAX_WAVES` are counted.
 
+The three strongest counted waves' *triad phase* ``psi = phi_1 + phi_2 + phi_3`` (each wave
+``A_i cos(k_i . (p - c) - phi_i)`` about the map's centre ``c``, its wave vector in [0, 180)
+degrees, then taken as ``s_i k_i`` with the signs ``s_i`` (``s_1 = +1``) that make
+``sum s_i k_i ~ 0`` and ``psi = sum s_i phi_i``) does not depend on where the pattern sits:
+the three waves form a lattice of peaks (all in phase at the nodes of a lattice, as in a
+rectified grid) when psi is near 0, and a lattice of troughs when it is near 180 degrees;
+random phases spread psi uniformly. psi is NaN (``triad_phase_reason``) for fewer than three
+waves, or three whose signed sum is more than :data:`TRIAD_CLOSURE_TOL` of their wave number
+("not a triad").
+
 A map is ``hexagonal`` when it has three counted waves whose wavelengths differ by at most a
-factor :data:`EQUAL_WAVELENGTH_RATIO` and whose directions are pairwise
-60 ± :data:`HEXAGONAL_ANGLE_TOL` degrees apart; ``square`` when it has two such waves
-90 ± :data:`SQUARE_ANGLE_TOL` degrees apart.
+factor :data:`HEXAGONAL_WAVELENGTH_RATIO`, whose directions are pairwise
+60 ± :data:`HEXAGONAL_ANGLE_TOL` degrees apart (both calibrated on the model-grown lattices
+of :mod:`~hippo_rep.analysis.controls`, sheared ones included), and which form a lattice:
+``|psi| <`` :data:`LATTICE_PHASE_TOL` for a non-negative map, within it of 0 or 180 degrees
+for a signed one (``lattice`` says which); ``square`` when it has two waves of wavelengths
+within :data:`EQUAL_WAVELENGTH_RATIO` 90 ± :data:`SQUARE_ANGLE_TOL` degrees apart. Neither
+is a map with a single field (``single_field``: its bins above :data:`SINGLE_FIELD_LEVEL` of
+its range form one connected region without holes), however many waves it is fitted with.
+The largest angle deviation from 60 degrees and the wavelength ratio are reported beside the
+boolean.
 
 Conventions: maps ``[row = y, col = x]``; position (x, y) = (col, row) index; wavelengths in
 bins (the plane wave's period, not the peak-to-peak spacing of a grid, which for a hexagonal
@@ -53,7 +70,7 @@ import functools
 
 import numpy as np
 import xarray as xr
-from scipy import fft
+from scipy import fft, ndimage
 
 from .kernels import Kernel, Output
 
@@ -125,7 +142,49 @@ HARMONIC_MAX_ORDER = 2
 EQUAL_WAVELENGTH_RATIO = 1.2
 
 #: Hexagonal: every pair of the three waves is 60 degrees apart within this tolerance.
-HEXAGONAL_ANGLE_TOL = 10.0
+#: Calibrated on the model-grown lattices of :mod:`~hippo_rep.analysis.controls`
+#: (``benchmarks/calibrate_hexagonal.py``, 32 maps each, seed 0): the lattices of peaks
+#: deviate by at most 7.9 degrees (periodic √3/2 box) and 8.4 (square box with walls), with
+#: wavelength ratios up to 1.14 and 1.07; in a periodic 30 x 30 box, which cannot hold an
+#: unsheared lattice, by up to 18.2 degrees and 1.25 (place sigma 0.99 bins) and 15.9 and
+#: 1.30 (sigma 1.2). The tanh and linear negatives form no lattice of peaks. The
+#: triad-phase (lattice) rule, not these tolerances, rejects superpositions of three waves
+#: that form no lattice. (Before it: 10 degrees and 1.2.)
+HEXAGONAL_ANGLE_TOL = 20.0
+
+#: Hexagonal: the three waves' wavelengths are within this ratio (longest / shortest).
+#: Calibrated on the model-grown controls (:mod:`~hippo_rep.analysis.controls`): see
+#: :data:`HEXAGONAL_ANGLE_TOL`.
+HEXAGONAL_WAVELENGTH_RATIO = 1.35
+
+#: A triad: the three waves' wave vectors, each taken with the sign that makes their sum
+#: smallest, sum to at most this fraction of their mean wave number (waves of a lattice sum
+#: to 0 whatever its shear; the rest give a NaN triad phase with reason "not a triad").
+#: psi is taken about the map's centre: for a closure c it would change by up to
+#: c |k| r radians about a point r bins away. Measured on the controls' lattices of peaks
+#: (``benchmarks/calibrate_hexagonal.py``): closure at most 0.018 (periodic √3/2 box),
+#: 0.123 (square box), 0.113 (periodic 30 x 30); frustrated lattices there whose strongest
+#: three waves come from two triads reach 0.23-0.72 (not a triad).
+TRIAD_CLOSURE_TOL = 0.2
+
+#: A lattice of peaks has a triad phase within this many degrees of 0, of troughs within it
+#: of 180 (a rectified grid's waves have psi = 0; the random phases of three superposed
+#: waves spread psi uniformly).
+LATTICE_PHASE_TOL = 45.0
+
+#: A map is non-negative when its smallest finite bin is at least ``-NONNEGATIVE_RTOL`` times
+#: its largest absolute value; it is hexagonal only as a lattice of peaks (a signed map also
+#: as a lattice of troughs).
+NONNEGATIVE_RTOL = 1e-6
+
+#: A map is a single field (not a wave pattern: never hexagonal or square, and
+#: :func:`~hippo_rep.analysis.classify` gives it no band, two-wave or square class) when its
+#: finite bins above this fraction of its range (from its minimum) form one connected region.
+SINGLE_FIELD_LEVEL = 0.5
+
+#: ... counting regions (and holes in them) of at least this many bins: noise of 5% of the
+#: peak makes islands and dips of 1-2 bins at the level of a single Gaussian field.
+SINGLE_FIELD_MIN_BINS = 3
 
 #: Square: the two waves are 90 degrees apart within this tolerance.
 SQUARE_ANGLE_TOL = 10.0
@@ -142,6 +201,13 @@ CONSTANT_RTOL = 1e-10
 
 #: Why a map's decomposition is NaN/0 (index = the ``plane_wave_reason`` code).
 REASONS = ("", "too small", "all NaN", "too few finite bins", "constant")
+
+#: What the three waves form (index = the ``lattice`` code): '' none (psi more than
+#: :data:`LATTICE_PHASE_TOL` from 0 and 180, or NaN), a lattice of peaks, of troughs.
+LATTICE_KINDS = ("", "peaks", "troughs")
+
+#: Why the triad phase is NaN (index = the ``triad_phase_reason`` code).
+TRIAD_REASONS = ("", "decomposition failed", "fewer than three waves", "not a triad")
 
 #: The dim of the per-wave outputs.
 WAVE_DIM = "wave"
@@ -312,6 +378,79 @@ def _count(kx, ky, share, k_min, floor):
     return counted
 
 
+def _single_field(maps: np.ndarray) -> np.ndarray:
+    """Whether each (B, ny, nx) map's bins above :data:`SINGLE_FIELD_LEVEL` of its range
+    (finite bins) form one connected region (4-connectivity) without holes (enclosed finite
+    bins below the level; enclosed NaN bins are no hole), counting only regions and holes of
+    at least :data:`SINGLE_FIELD_MIN_BINS` bins (noise at the level makes smaller ones)."""
+    fin = np.isfinite(maps)
+    lo = np.where(fin, maps, np.inf).min(axis=(1, 2))[:, None, None]
+    hi = np.where(fin, maps, -np.inf).max(axis=(1, 2))[:, None, None]
+    above = fin & (np.where(fin, maps, -np.inf) > lo + SINGLE_FIELD_LEVEL * (hi - lo))
+    structure = np.zeros((3, 3, 3), dtype=bool)
+    structure[1] = ndimage.generate_binary_structure(2, 1)
+    def regions(mask):
+        """Regions of at least SINGLE_FIELD_MIN_BINS bins per map (B,)."""
+        lab, n = ndimage.label(mask, structure)
+        size = np.bincount(lab.ravel(), minlength=n + 1)
+        big = size >= SINGLE_FIELD_MIN_BINS
+        big[0] = False
+        idx = np.flatnonzero(big)
+        if idx.size == 0:
+            return np.zeros(mask.shape[0], dtype=np.int64)
+        # the map of each big region: where its first bin lies
+        first = ndimage.minimum(np.arange(lab.size).reshape(lab.shape), lab, idx)
+        which = (np.asarray(first, dtype=np.int64) // (lab.shape[1] * lab.shape[2]))
+        return np.bincount(which, minlength=mask.shape[0])
+
+    one = regions(above) == 1
+    # a region with holes (the troughs of a honeycomb of ridges) is no field: pad with empty
+    # maps so that the first and last maps' bins are not on the stack's border; unvisited
+    # (NaN) bins make no hole
+    pad = np.pad(above, ((1, 1), (0, 0), (0, 0)))
+    filled = ndimage.binary_fill_holes(pad, structure)[1:-1]
+    holes = regions(filled & ~above & fin) > 0
+    return one & ~holes
+
+
+def _triad_phase(kx, ky, amp, n, ny, nx):
+    """Triad phase psi (degrees), closure and reason code of the three counted waves.
+
+    ``kx``, ``ky`` (B, 3), ``amp`` (B, 3, 2) cos/sin amplitudes of the counted waves (first
+    ``n`` (B,) of them). Each wave is ``A cos(k . (p - c) - phi)`` about the map's centre
+    ``c``, its wave vector in [0, 180) degrees; the signs ``s`` (s_1 = +1) minimising
+    ``|sum s_i k_i|`` orient the triad so that ``sum s_i k_i ~ 0``, and
+    psi = ``sum s_i phi_i``, wrapped to (-180, 180].
+    """
+    b = kx.shape[0]
+    psi, closure = np.full((2, b), np.nan)
+    reason = np.where(n < 3, TRIAD_REASONS.index("fewer than three waves"), 0)
+    three = n >= 3
+    if three.any():
+        cx, cy = (nx - 1) / 2.0, (ny - 1) / 2.0
+        k = np.stack([kx[:, :3], ky[:, :3]], -1)  # (B, 3, 2)
+        phi = np.arctan2(amp[:, :3, 1], amp[:, :3, 0]) - (k[..., 0] * cx + k[..., 1] * cy)
+        # each wave vector taken in [0, 180) degrees, as wave_angle reports it (A cos(k.p -
+        # phi) = A cos(-k.p + phi)): fixes the sign of psi given the waves' order
+        ang = np.mod(np.arctan2(k[..., 1], k[..., 0]), 2 * np.pi)
+        flip = np.where((ang >= np.pi - 1e-12) & (ang < 2 * np.pi - 1e-12), -1.0, 1.0)
+        k, phi = k * flip[..., None], phi * flip
+        signs = np.array([[1, 1, 1], [1, 1, -1], [1, -1, 1], [1, -1, -1]], dtype=np.float64)
+        tot = np.einsum("sw,bwd->bsd", signs, k)  # (B, 4, 2)
+        mag = np.linalg.norm(k, axis=-1).mean(-1)  # (B,)
+        best = np.argmin(np.nan_to_num(np.linalg.norm(tot, axis=-1), nan=np.inf), axis=1)
+        s = signs[best]  # (B, 3)
+        close = np.linalg.norm(np.take_along_axis(tot, best[:, None, None], 1)[:, 0], axis=-1)
+        close = close / mag
+        ps = np.rad2deg(np.angle(np.exp(1j * (s * phi).sum(-1))))
+        ps = np.where(ps <= -180.0 + 1e-9, 180.0, ps)
+        triad = three & (close <= TRIAD_CLOSURE_TOL)
+        closure = np.where(three, close, np.nan)
+        psi = np.where(triad, ps, np.nan)
+        reason = np.where(three & ~triad, TRIAD_REASONS.index("not a triad"), reason)
+    return psi, closure, reason
+
+
 def _fold(d):
     """Angle differences (degrees, mod 180) folded into [0, 90]."""
     d = np.mod(d, 180.0)
@@ -327,6 +466,10 @@ def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
     out_hex, out_sq = np.zeros((2, b), dtype=bool)
     out_share, out_expl = np.full((2, b), np.nan)
     out_len, out_ang, out_wshare = np.full((3, b, MAX_WAVES), np.nan)
+    out_psi, out_dev, out_ratio, out_closure = np.full((4, b), np.nan)
+    out_lattice = np.zeros(b, dtype=np.int64)
+    out_nonneg, out_single = np.zeros((2, b), dtype=bool)
+    out_treason = np.full(b, TRIAD_REASONS.index("decomposition failed"), dtype=np.int64)
     good = np.flatnonzero(code == 0)
     if good.size:
         x, y, p, search = _geometry(ny, nx)
@@ -384,6 +527,8 @@ def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
         rank = np.argsort(~counted, axis=1, kind="stable")[:, :MAX_WAVES]
         sel = np.take_along_axis(counted, rank, 1)
         kxs, kys, shs = (np.take_along_axis(a, rank, 1) for a in (kx, ky, share))
+        amps = np.take_along_axis(np.take_along_axis(amp, order[..., None], 1),
+                                  rank[..., None], 1)
         lam = 2 * np.pi / np.hypot(kxs, kys)
         ang = np.mod(np.rad2deg(np.arctan2(kys, kxs)), 180.0)
         ang = np.where(ang >= 180.0 - 1e-9, 0.0, ang)
@@ -400,11 +545,29 @@ def _plane_waves_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
         equal = np.isfinite(ratio) & (ratio <= EQUAL_WAVELENGTH_RATIO)
         a = out_ang[good]
         d01, d02, d12 = (_fold(a[:, i] - a[:, j]) for i, j in ((0, 1), (0, 2), (1, 2)))
-        hex_ang = ((np.abs(d01 - 60) <= HEXAGONAL_ANGLE_TOL) & (np.abs(d02 - 60)
-                   <= HEXAGONAL_ANGLE_TOL) & (np.abs(d12 - 60) <= HEXAGONAL_ANGLE_TOL))
-        out_hex[good] = (n == 3) & equal & hex_ang
-        out_sq[good] = (n == 2) & equal & (np.abs(d01 - 90) <= SQUARE_ANGLE_TOL)
-    return out_n, out_hex, out_sq, out_share, out_expl, code, out_len, out_ang, out_wshare
+        single = _single_field(maps[good])
+        psi, closure, treason = _triad_phase(kxs, kys, amps, n, ny, nx)
+        fin = np.where(np.isfinite(maps[good]), maps[good], np.nan)
+        lo = np.nanmin(fin, axis=(1, 2))
+        nonneg = lo >= -NONNEGATIVE_RTOL * np.nanmax(np.abs(fin), axis=(1, 2))
+        peaks = np.abs(psi) < LATTICE_PHASE_TOL
+        troughs = np.abs(psi) > 180.0 - LATTICE_PHASE_TOL
+        lattice = np.where(peaks, LATTICE_KINDS.index("peaks"),
+                           np.where(troughs, LATTICE_KINDS.index("troughs"), 0))
+        is_lattice = peaks | (troughs & ~nonneg)
+        dev = np.maximum.reduce([np.abs(d01 - 60), np.abs(d02 - 60), np.abs(d12 - 60)])
+        hex_ang = dev <= HEXAGONAL_ANGLE_TOL
+        hex_equal = np.isfinite(ratio) & (ratio <= HEXAGONAL_WAVELENGTH_RATIO)
+        out_hex[good] = (n == 3) & hex_equal & hex_ang & is_lattice & ~single
+        out_sq[good] = (n == 2) & equal & (np.abs(d01 - 90) <= SQUARE_ANGLE_TOL) & ~single
+        out_psi[good], out_closure[good], out_treason[good] = psi, closure, treason
+        out_lattice[good] = lattice
+        out_dev[good] = np.where(n == 3, dev, np.nan)
+        out_ratio[good] = np.where(n >= 2, ratio, np.nan)
+        out_nonneg[good], out_single[good] = nonneg, single
+    return (out_n, out_hex, out_sq, out_share, out_expl, code, out_len, out_ang, out_wshare,
+            out_psi, out_lattice, out_treason, out_closure, out_dev, out_ratio, out_nonneg,
+            out_single)
 
 
 def plane_waves(maps: xr.DataArray) -> xr.Dataset:
@@ -427,8 +590,10 @@ def plane_waves(maps: xr.DataArray) -> xr.Dataset:
         decreasing share, NaN where fewer):
 
         - ``n_waves`` (...) int: counted fundamental plane waves, 0-3;
-        - ``hexagonal`` (...) bool: three waves of near-equal length pairwise ~60 deg apart;
-        - ``square`` (...) bool: two waves of near-equal length ~90 deg apart;
+        - ``hexagonal`` (...) bool: three waves of near-equal length pairwise ~60 deg apart
+          forming a lattice (see ``lattice``), not a single field;
+        - ``square`` (...) bool: two waves of near-equal length ~90 deg apart, not a single
+          field;
         - ``plane_wave_share`` (...) float: variance share of the counted waves together
           (0 when none; NaN with a reason);
         - ``plane_wave_explained`` (...) float: variance share of all
@@ -437,7 +602,19 @@ def plane_waves(maps: xr.DataArray) -> xr.Dataset:
         - ``wave_length`` (..., wave) float, bins: the wave's period;
         - ``wave_angle`` (..., wave) float, degrees in [0, 180): direction of the wave
           vector from +x towards +y;
-        - ``wave_share`` (..., wave) float: the wave's share of the map's variance.
+        - ``wave_share`` (..., wave) float: the wave's share of the map's variance;
+        - ``triad_phase`` (...) float, degrees in (-180, 180]: psi of the three waves (NaN
+          with ``triad_phase_reason`` (...) str when there is no triad);
+        - ``lattice`` (...) str: "peaks" (|psi| < :data:`LATTICE_PHASE_TOL`), "troughs"
+          (|psi| > 180 - it) or "";
+        - ``triad_closure`` (...) float: ``|sum s_i k_i| / mean |k_i|`` (NaN without three
+          waves);
+        - ``hexagonal_angle_deviation`` (...) float, degrees: the largest deviation of the
+          three waves' pairwise angles from 60 (NaN without three waves);
+        - ``wave_length_ratio`` (...) float: longest / shortest counted wavelength (NaN
+          with fewer than two waves);
+        - ``nonnegative`` (...) bool: no negative bin;
+        - ``single_field`` (...) bool: one connected region above half the range.
 
         Attrs record every threshold.
 
@@ -475,6 +652,29 @@ WAVES = Kernel(_plane_waves_block, (
         "units": "degrees"}),
     Output("wave_share", (WAVE_DIM,), attrs={
         "long_name": "share of the map's variance explained by the wave", "units": "1"}),
+    Output("triad_phase", attrs={
+        "long_name": "triad phase psi = phi_1 + phi_2 + phi_3 of the three waves (signs with "
+                     "k_1 + k_2 + k_3 ~ 0): 0 = lattice of peaks, 180 = of troughs",
+        "units": "degrees"}),
+    Output("lattice", (), np.int64, {
+        "long_name": "what the three waves form: 'peaks' (|psi| < tol), 'troughs' "
+                     "(|psi| > 180 - tol), '' neither"}, LATTICE_KINDS),
+    Output("triad_phase_reason", (), np.int64, {
+        "long_name": "why triad_phase is NaN ('' = defined)"}, TRIAD_REASONS),
+    Output("triad_closure", attrs={
+        "long_name": "|k_1 +- k_2 +- k_3| / mean |k| of the three waves (0 for a lattice)",
+        "units": "1"}),
+    Output("hexagonal_angle_deviation", attrs={
+        "long_name": "largest deviation of the three waves' pairwise angles from 60 degrees",
+        "units": "degrees"}),
+    Output("wave_length_ratio", attrs={
+        "long_name": "longest / shortest wavelength of the counted waves (two or more)",
+        "units": "1"}),
+    Output("nonnegative", (), bool, {
+        "long_name": "the map has no negative bin (hexagonal only as a lattice of peaks)"}),
+    Output("single_field", (), bool, {
+        "long_name": "the map's bins above half its range form one connected region: a "
+                     "single field, not a wave pattern"}),
 ), {
     "plane_wave_method": "matching pursuit on the zero-padded 2D power spectrum of the "
                          "mean-subtracted map, least-squares (Gauss-Newton) refinement on "
@@ -495,4 +695,10 @@ WAVES = Kernel(_plane_waves_block, (
     "plane_wave_equal_wavelength_ratio": EQUAL_WAVELENGTH_RATIO,
     "plane_wave_hexagonal_angle_tol_deg": HEXAGONAL_ANGLE_TOL,
     "plane_wave_square_angle_tol_deg": SQUARE_ANGLE_TOL,
+    "plane_wave_hexagonal_wavelength_ratio": HEXAGONAL_WAVELENGTH_RATIO,
+    "plane_wave_triad_closure_tol": TRIAD_CLOSURE_TOL,
+    "plane_wave_lattice_phase_tol_deg": LATTICE_PHASE_TOL,
+    "plane_wave_nonnegative_rtol": NONNEGATIVE_RTOL,
+    "plane_wave_single_field_level": SINGLE_FIELD_LEVEL,
+    "plane_wave_single_field_min_bins": SINGLE_FIELD_MIN_BINS,
 }, sizes={WAVE_DIM: MAX_WAVES})
