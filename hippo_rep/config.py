@@ -181,6 +181,23 @@ class ModelConfig(TypedConfig):
     fam_update: str = choice("soft", ("soft", "hard", "keep"))
     # Per-step decay of the Hebbian memory matrix (1 = no forgetting; TEM's lambda).
     hebbian_decay: float = setting(1.0, Rule(low=0, high=1, low_open=True))
+    # The positional population that is recorded, analysed and keys the prediction: "g" (the
+    # recurrent encoding itself), or "readout": cells r = σ_c(A g + b) with a free linear A
+    # (n_cells x n_g) and a per-cell offset b (Dorrell, Latham, Behrens & Whittington, ICLR
+    # 2023: a group representation mixed into non-negative, energy-limited cells). The
+    # prediction's keys are then r W_e (no z-score: the cells' scale is what the energy cost
+    # trades against the task), so the task needs r to tell places apart; the landmark
+    # retrieval and the write test stay on g. A rotation of g's units cannot select a
+    # hexagonal mixing of its waves; non-negativity and energy on r can.
+    cells: str = choice("g", ("g", "readout"))
+    # Cells r of model.cells = "readout".
+    n_cells: int = setting(64, _size("MAX_WIDTH"))
+    # σ_c of the read-out cells: "relu" (non-negative by construction) or "none" (signed;
+    # train.loss_cells_neg then penalises negative rates).
+    cells_activation: str = choice("relu", ("relu", "none"))
+    # Initial per-cell offset b: a positive start keeps ReLU cells active (a cell at r = 0
+    # everywhere gets no gradient).
+    cells_bias_init: float = setting(0.5, _ANY)
     # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
     # highest frequency. Abstract-location units per frequency module (torch_tem default
     # n_g = 3 x n_g_subsampled).
@@ -210,6 +227,12 @@ class ModelConfig(TypedConfig):
         if self.memory == "fam" and self.fam_slots < 1:
             raise ConfigError(f"model.memory = \"fam\" needs model.fam_slots ≥ 1; got "
                               f"{self.fam_slots}")
+        if self.cells == "readout" and (self.kind != "temt"
+                                        or self.memory not in ("full", "window")):
+            raise ConfigError("model.cells = \"readout\" needs model.kind = \"temt\" and "
+                              "model.memory = \"full\" or \"window\" (FAM slots and the "
+                              "Hebbian memory key on g); got kind = "
+                              f"{self.kind!r}, memory = {self.memory!r}")
         if self.memory != "full" and self.kind != "temt":
             raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
         self._check_tem()
@@ -283,6 +306,23 @@ class TrainConfig(TypedConfig):
     # recognises the node (the rule of Whittington, Warren & Behrens 2022, appendix A.2) instead of
     # writing a duplicate memory.
     loss_inverse: float = setting(0.0, _NON_NEGATIVE)
+    # Energy cost of the read-out cells (model.cells = "readout"): mean r² over cells and
+    # steps (the activity cost of Whittington, Dorrell, Ganguli & Behrens, ICLR 2023).
+    loss_cells_energy: float = setting(0.0, _NON_NEGATIVE)
+    # Non-negativity of the read-out cells: mean relu(-r)² (for model.cells_activation =
+    # "none"; ReLU cells are non-negative already).
+    loss_cells_neg: float = setting(0.0, _NON_NEGATIVE)
+    # Walk-constant power of g: per environment ||mean_t g_t||² / mean_t ||g_t||² over the
+    # chunk (0 for a zero-mean code, 1 for a constant one). A recurrence with an eigenvalue-1
+    # subspace can carry an offset in g itself, which crowds out the spatial code under
+    # unit-RMS g; penalised, an offset can come only through the cells' b.
+    loss_g_const: float = setting(0.0, _NON_NEGATIVE)
+    # The cell constraints (loss_cells_energy, loss_cells_neg, loss_g_const) come in after path
+    # integration is learned: weight 0 before this iteration, then a linear ramp...
+    cells_ramp_start: int = setting(300, _size("MAX_ITERATIONS", low=0))
+    # ... to full weight over this many iterations (0 = a step).
+    cells_ramp: int = setting(200, _size("MAX_ITERATIONS", low=0))
+
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = setting(100, _DIVIDES)
     # Log to metrics.csv every this many iterations.

@@ -372,7 +372,8 @@ def transitions_figure(inputs: FigureInputs):
     fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.5),
                              gridspec_kw={"width_ratios": [1, 1.3, 0.9], "wspace": 0.45})
     label, first = next(iter(evals.items()))
-    wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label)
+    wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label,
+                      walk_constant=(first.get("walk_constant_power") or {}).get("g"))
     loop_return_panel(evals, ax=axes[1], colors=colors)
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})

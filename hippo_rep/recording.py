@@ -258,8 +258,11 @@ class Recorder:
     def chunks(self) -> Iterator[Chunk]:
         """Run the model chunk after chunk (carrying its memory) and yield the activity."""
         for s, e, out, state in self._model_chunks(return_activity=True):
-            common = dict(start=s, stop=e, g=out.g.float().cpu().numpy(),
-                          g_pi=out.g_pi.float().cpu().numpy(),
+            # Read-out cells (model.cells = "readout") are the positional population.
+            g, g_pi = ((out.g, out.g_pi) if getattr(out, "cells", None) is None
+                       else (out.cells, out.cells_pi))
+            common = dict(start=s, stop=e, g=g.float().cpu().numpy(),
+                          g_pi=g_pi.float().cpu().numpy(),
                           prediction=out.logits_pi.argmax(-1).cpu().numpy().astype(np.int64))
             if self.tem:  # TEM: p, no memory slots
                 yield Chunk(**common, activity=None, memory_time=None, memory_observation=None,
@@ -310,6 +313,12 @@ class Recorder:
         coords = {n: v for n, v in variables.items() if n in S.COORDS}
         if p is not None:
             self._add_tem(data, coords, p)
+        if getattr(self.config.model, "cells", "g") == "readout":
+            act = self.config.model.cells_activation
+            for name, of in ((S.G, "g_t"), (S.G_PI, "g_pi")):
+                data[name].attrs["long_name"] = (
+                    f"read-out cells r = {'relu' if act == 'relu' else 'identity'}(A {of} + b) "
+                    "(model.cells = \"readout\"; g_unit indexes cells)")
         if fam_activity is not None:
             data[S.FAM_ACTIVITY] = _optional(S.FAM_ACTIVITY, fam_activity)
             coords[S.FAM_SLOT] = xr.Variable(

@@ -130,6 +130,8 @@ class Output:
     gate: torch.Tensor | None = None  # (B, L, d) landmark gate
     activity: torch.Tensor | None = None  # (B, L, M) memory-neuron activity in slot order
     fam_activity: torch.Tensor | None = None  # (B, L, F) prediction attention on FAM slots
+    cells: torch.Tensor | None = None  # (B, L, n_cells) read-out cells r(g) (cells="readout")
+    cells_pi: torch.Tensor | None = None  # (B, L, n_cells) read-out cells of g_pi
 
 
 class _ConstBmm(torch.autograd.Function):
@@ -300,7 +302,9 @@ class TEMt(nn.Module):
             w += torch.eye(d)
         self.W_a = nn.Parameter(w)
         self.g_init = nn.Parameter(torch.randn(d))
-        self.W_e = nn.Linear(d, config.d_key, bias=False)  # keys = queries = z(g) W_e
+        # keys = queries = z(g) W_e, or r W_e for read-out cells r (model.cells = "readout")
+        n_key_in = config.n_cells if config.cells == "readout" else d
+        self.W_e = nn.Linear(n_key_in, config.d_key, bias=False)
         self.W_x = nn.Embedding(n_obs, config.d_value)  # values = x W_x (x one-hot)
         self.readout = _mlp(config.d_value, config.hidden, n_obs)
         self.beta_raw = nn.Parameter(torch.tensor(_inv_softplus(config.beta_init)))
@@ -319,6 +323,28 @@ class TEMt(nn.Module):
             self.gate_mlp[-1].bias.fill_(config.gate_bias_init)
         self.memory = MEMORY_VARIANTS[config.memory](config)  # the memory variant's strategy
         self.memory.add_parameters(self)
+        # Created last, so that every other weight matches a cells = "g" model of the same seed.
+        self.cell_readout = None
+        if config.cells == "readout":
+            self.cell_readout = nn.Linear(d, config.n_cells)
+            with torch.no_grad():
+                self.cell_readout.bias.fill_(config.cells_bias_init)
+
+    # ------------------------------------------------------------------ cells
+    def cell_activity(self, g: torch.Tensor) -> torch.Tensor:
+        """Read-out cells r = σ_c(A g + b) of positional encodings ``g`` (..., n_g) →
+        (..., n_cells); ``model.cells = "readout"`` only."""
+        if self.cell_readout is None:
+            raise ValueError("cell_activity needs model.cells = \"readout\"")
+        r = self.cell_readout(g)
+        return torch.relu(r) if self.config.cells_activation == "relu" else r
+
+    def _keys(self, g: torch.Tensor) -> torch.Tensor:
+        """Prediction keys (= queries) of positional encodings g: z(g) W_e, or r(g) W_e for
+        read-out cells (not z-scored: their scale is theirs to pay for)."""
+        if self.cell_readout is None:
+            return self.W_e(_z(g))
+        return self.W_e(self.cell_activity(g))
 
     # ------------------------------------------------------------------ state
     def initial_state(self, batch_size: int, capacity: int = _INITIAL_CAPACITY) -> MemoryState:
@@ -453,6 +479,8 @@ class TEMt(nn.Module):
         if return_activity:
             activity = self._to_slots(act, count0, slot, state.capacity, s0)
         out = Output(logits_pi, logits_g, g, g_pi, written, slot, gate, activity, act_fam)
+        if self.cell_readout is not None:
+            out.cells, out.cells_pi = self.cell_activity(g), self.cell_activity(g_pi)
         new_state = replace(state, g=g[:, -1].detach(), t=state.t + L)
         return out, new_state
 
@@ -687,9 +715,11 @@ class TEMt(nn.Module):
         B, L = obs.shape
         m0 = int(count0.max())
         dev = obs.device
-        zk = torch.cat([state.ZG[:, s0:m0], _z(chunk_g)], 1)
-        K = self.W_e(zk)  # (B, m0 - s0 + L, d_key)
-        Q = self.W_e(_z(query_g))  # (B, L, d_key)
+        if self.cell_readout is None:
+            K = self.W_e(torch.cat([state.ZG[:, s0:m0], _z(chunk_g)], 1))  # (B, m0-s0+L, d_key)
+        else:  # the stored (detached) g through today's read-out: A and b learn from them too
+            K = self._keys(torch.cat([state.G[:, s0:m0], chunk_g], 1))
+        Q = self._keys(query_g)  # (B, L, d_key)
         x_mem = torch.cat([state.X[:, s0:m0].clamp(min=0), obs], 1)
         V = self.W_x(x_mem)
         old_valid = (torch.arange(s0, m0, device=dev) < count0[:, None])[:, None, :]
@@ -703,7 +733,7 @@ class TEMt(nn.Module):
         sim = Q @ K.transpose(1, 2) / math.sqrt(cfg.d_key)
         if fam is not None:
             # keys once per slot state, then each step's state: (B, L, F, d_key)
-            K_fam = self.W_e(_z(fam.g))[:, fam.idx]
+            K_fam = self._keys(fam.g)[:, fam.idx]
             sim = torch.cat([sim, (Q[:, :, None, :] * K_fam).sum(-1) / math.sqrt(cfg.d_key)],
                             -1)
             n_slots = fam.g.shape[2]

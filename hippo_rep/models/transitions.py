@@ -30,6 +30,13 @@ SAME_WAVE = 1e-3
 #: Weight of W_2 in the generic combination W_1 + c·W_2 whose eigenvectors are the joint
 #: eigenvectors of commuting W_1, W_2 (an irrational c splits W_1's degenerate eigenvalues).
 _MIX = 0.6180339887
+#: A hexagonal triad: three waves whose lengths |k| are within this ratio (max / min) ...
+TRIAD_LENGTH_RATIO = 1.1
+#: ... and whose directions are 60° apart (axial angles) within this many degrees.
+TRIAD_ANGLE_TOL = 6.0
+#: Waves searched for a triad: the strongest this many (the rest are negligible under
+#: g_norm = "rms", which keeps the waves of largest modulus).
+TRIAD_WAVES = 24
 
 
 def _unit_vectors(kind: str) -> np.ndarray:
@@ -164,13 +171,58 @@ def wave_vectors(model, kind: str) -> dict:
     return {"commutator": comm, "waves": waves, "n_constant": int(constant.sum())}
 
 
+def hexagonal_triad(waves: list[dict], length_ratio: float = TRIAD_LENGTH_RATIO,
+                    angle_tol: float = TRIAD_ANGLE_TOL, n_waves: int = TRIAD_WAVES) -> dict:
+    """Whether a set of plane waves holds an equal-length triad 60° apart, the wave vectors of
+    a hexagonal lattice. Without one, no mixing of the units (a read-out A g) can be a
+    hexagonal grid: the units' maps are sums of these waves only.
+
+    Parameters
+    ----------
+    waves : list of dict
+        ``wavelength`` (nodes) and ``angle`` (deg, axial in [0, 180)) per wave, strongest
+        first (:func:`wave_vectors`' ``waves``).
+    length_ratio, angle_tol, n_waves
+        See :data:`TRIAD_LENGTH_RATIO`, :data:`TRIAD_ANGLE_TOL`, :data:`TRIAD_WAVES`.
+
+    Returns
+    -------
+    dict
+        ``found``; and for the best triad among the strongest ``n_waves`` (smallest angle
+        deviation, then length ratio; None without three waves): ``waves`` (their indices),
+        ``wavelengths``, ``angles``, ``max_angle_deviation`` (deg from 60° spacing) and
+        ``length_ratio`` (longest / shortest wavelength).
+    """
+    best = None
+    top = waves[:n_waves]
+    for i in range(len(top)):
+        for j in range(i + 1, len(top)):
+            for k in range(j + 1, len(top)):
+                lam = [top[n]["wavelength"] for n in (i, j, k)]
+                ang = sorted(top[n]["angle"] for n in (i, j, k))
+                gaps = [ang[1] - ang[0], ang[2] - ang[1], 180.0 - ang[2] + ang[0]]
+                dev = max(abs(gp - 60.0) for gp in gaps)
+                ratio = max(lam) / min(lam)
+                key = (dev, ratio)
+                if best is None or key < best[0]:
+                    best = (key, (i, j, k), lam, ang)
+    if best is None:
+        return {"found": False, "waves": None, "wavelengths": None, "angles": None,
+                "max_angle_deviation": None, "length_ratio": None}
+    (dev, ratio), idx, lam, ang = best
+    return {"found": bool(dev <= angle_tol and ratio <= length_ratio), "waves": list(idx),
+            "wavelengths": lam, "angles": ang, "max_angle_deviation": float(dev),
+            "length_ratio": float(ratio)}
+
+
 @torch.no_grad()
 def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
     """Everything above for one model, as plain JSON-ready data.
 
     ``inverse_error`` (per opposite pair ||W_a W_ā − I||_F / √d, of the linear part),
     ``loop_returns`` (:func:`loop_returns`), and for a linear σ ``wave_vectors``
-    (:func:`wave_vectors`; None for a nonlinear σ, whose states are not sums of waves).
+    (:func:`wave_vectors`) and ``hexagonal_triad`` (:func:`hexagonal_triad` of its waves;
+    both None for a nonlinear σ, whose states are not sums of waves).
     """
     if not model.recurrent:
         return {"recurrent": False}
@@ -179,9 +231,11 @@ def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
     inv = {f"{a},{b}": float(torch.linalg.norm(W[a] @ W[b] - eye) / math.sqrt(W.shape[-1]))
            for a, b in model.move_pairs()}
     linear = model.config.transition_activation == "linear"
+    waves = wave_vectors(model, kind) if linear else None
     return {"recurrent": True, "inverse_error": inv,
             "loop_returns": loop_returns(model, kind, seed),
-            "wave_vectors": wave_vectors(model, kind) if linear else None,
+            "wave_vectors": waves,
+            "hexagonal_triad": hexagonal_triad(waves["waves"]) if linear else None,
             "transition_activation": model.config.transition_activation,
             "transition_param": model.config.transition_param,
             "g_norm": model.config.g_norm}

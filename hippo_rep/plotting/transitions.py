@@ -11,14 +11,20 @@ from hippo_rep.plotting.axes import get_ax
 MAX_WAVES = 12
 
 
-def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None = None):
+def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None = None,
+                      walk_constant: float | None = None):
     """Wave vectors of a linear recurrence in k-space (rad per node), both signs of each wave,
     marker area ∝ modulus^8 so that the components that survive repeated steps stand out.
+    The best equal-length 60° triad (``hexagonal_triad``) is ringed, and the title says
+    whether it is one (without one, no mixing of the units can be a hexagonal grid).
 
     Parameters
     ----------
     diagnostics : dict
         One model's ``transitions`` entry; a nonlinear σ (no ``wave_vectors``) draws a note.
+    walk_constant : float, optional
+        Share of g's power constant along held-out walks (``walk_constant_power``), shown in
+        the title.
     """
     ax = get_ax(ax)
     waves = (diagnostics.get("wave_vectors") or {}).get("waves")
@@ -43,8 +49,18 @@ def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None 
     ax.set_xlabel("k$_x$ (rad / node)")
     ax.set_ylabel("k$_y$ (rad / node)")
     comm = diagnostics["wave_vectors"].get("commutator")
-    if comm is not None:
-        ax.set_title(f"W_a waves ([W_1, W_2] {comm:.1g})", fontsize=7)
+    lines = [f"W_a waves ([W_1, W_2] {comm:.1g})" if comm is not None else "W_a waves"]
+    triad = diagnostics.get("hexagonal_triad") or {}
+    if triad.get("waves") is not None and all(i < len(waves) for i in triad["waves"]):
+        idx = triad["waves"]
+        ax.scatter(np.r_[kx[idx], -kx[idx]], np.r_[ky[idx], -ky[idx]], s=90, facecolor="none",
+                   edgecolor="k" if triad["found"] else "0.6", lw=0.8)
+        lines.append(("60° triad" if triad["found"] else "no 60° triad; best")
+                     + f" {triad['max_angle_deviation']:.0f}° off, "
+                     f"×{triad['length_ratio']:.2f}")
+    if walk_constant is not None:
+        lines.append(f"walk-constant power {walk_constant:.2f}")
+    ax.set_title("\n".join(lines), fontsize=7)
     return ax
 
 

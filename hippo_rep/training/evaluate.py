@@ -121,7 +121,10 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
         ``model``, ``node_agent``, ``edge_agent``: accuracy (fraction in [0, 1]) for each of
         :data:`REPORTED`; ``curve``: accuracy against the proportion of nodes visited;
         ``counts``: number of steps of each type; ``memory``: memories written per distinct
-        node visited (mean and max over walks, :func:`memories_per_node`).
+        node visited (mean and max over walks, :func:`memories_per_node`);
+        ``walk_constant_power``: for ``g`` and (read-out models) ``cells``, the mean over
+        walks of the share of the population's power constant along the walk (None where
+        the model has no such population).
     """
     if n_envs < 1 or n_steps < 2:
         raise ValueError(f"need n_envs ≥ 1 and n_steps ≥ 2; got {n_envs}, {n_steps}")
@@ -129,11 +132,19 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
     acc: dict[str, list] = {a: [] for a in AGENTS}
     kinds: dict[str, list] = {k: [] for k in REPORTED if k != "all"}
     visited, per_node = [], []
+    constant: dict[str, list] = {"g": [], "cells": []}
     model.eval()
     for start in range(0, n_envs, batch_size):
         b = min(batch_size, n_envs - start)
         ep = sample_episodes(worlds, b, n_steps, n_obs, rng, keep_heading, stay_prob)
-        pred, written = predictions(model, ep.observations, ep.actions, return_written=True)
+        outs = run_model(model, ep.observations, ep.actions)
+        pred = torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
+        written = torch.cat([o.written for o in outs], 1).cpu().numpy()
+        for name in constant:
+            x = torch.cat([getattr(o, name) for o in outs], 1) \
+                if getattr(outs[0], name, None) is not None else None
+            if x is not None:
+                constant[name].append(walk_constant_power(x.double()).numpy())
         per_node.append(memories_per_node(written, ep.nodes))
         for i in range(b):
             types = step_types(ep.nodes[i], ep.actions[i])
@@ -153,7 +164,16 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
     result["memory"] = None if per_node.max() == 0 else {
         "memories_per_node": float(per_node.mean()),
         "memories_per_node_max": float(per_node.max()), "steps": int(n_steps)}
+    result["walk_constant_power"] = {k: float(np.concatenate(v).mean()) if v else None
+                                     for k, v in constant.items()}
     return result
+
+
+def walk_constant_power(x: torch.Tensor) -> torch.Tensor:
+    """Per walk, the share of a population's power that is constant along the walk,
+    ||mean_t x_t||² / mean_t ||x_t||²: x (B, T, n) → (B,) in [0, 1] (0: zero-mean over the
+    walk, 1: constant). Differentiable (``train.loss_g_const``)."""
+    return x.mean(1).pow(2).sum(-1) / x.pow(2).sum(-1).mean(1).clamp_min(1e-12)
 
 
 def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,

@@ -22,7 +22,7 @@ from hippo_rep.training.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from hippo_rep.training.evaluate import evaluate
+from hippo_rep.training.evaluate import evaluate, walk_constant_power
 from hippo_rep.worlds import (
     WorldError,
     home_region,
@@ -43,9 +43,18 @@ TEM_METRIC_FIELDS = ("tem_p_g", "tem_p_x", "tem_x_gen", "tem_x_g", "tem_x_p", "t
                      "tem_reg_g", "tem_reg_p")
 
 
+#: Extra metrics of runs with read-out cells or a walk-constant penalty (:func:`cell_losses`).
+CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
+
+
+def _has_cell_terms(config: Config) -> bool:
+    return config.model.cells == "readout" or config.train.loss_g_const > 0
+
+
 def metric_fields(config: Config) -> tuple[str, ...]:
-    """Columns of metrics.csv for this run's model kind."""
-    return METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
+    """Columns of metrics.csv for this run's model kind (and cell terms, when it has them)."""
+    return (METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
+            + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ()))
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
@@ -113,6 +122,36 @@ def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tenso
         total = total + tc.loss_g * ce_g + tc.loss_g_pi * g_pi_err + tc.loss_l2_g * l2_g
     return {"loss": total, "loss_pi": ce_pi, "loss_g": ce_g, "loss_g_pi": g_pi_err,
             "loss_l2_g": l2_g}
+
+
+def cells_weight(cfg: Config, iteration: int) -> float:
+    """Weight of the cell constraints at ``iteration``: 0 before ``train.cells_ramp_start``,
+    then linear to 1 over ``train.cells_ramp`` iterations."""
+    tc = cfg.train
+    if iteration < tc.cells_ramp_start:
+        return 0.0
+    if tc.cells_ramp == 0:
+        return 1.0
+    return min(1.0, (iteration - tc.cells_ramp_start + 1) / tc.cells_ramp)
+
+
+def cell_losses(out: Output, cfg: Config, weight: float) -> dict[str, torch.Tensor]:
+    """The cell constraints for one chunk, unweighted (``loss_cells_energy``: mean r²;
+    ``loss_cells_neg``: mean relu(−r)²; ``loss_g_const``: the mean over environments of
+    :func:`~hippo_rep.training.evaluate.walk_constant_power` of g over the chunk), and
+    ``loss``: their sum with the ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`).
+    """
+    tc = cfg.train
+    zero = out.g.new_zeros(())
+    parts = {"loss_cells_energy": zero, "loss_cells_neg": zero,
+             "loss_g_const": walk_constant_power(out.g).mean()}
+    if out.cells is not None:
+        parts["loss_cells_energy"] = out.cells.pow(2).mean()
+        parts["loss_cells_neg"] = torch.relu(-out.cells).pow(2).mean()
+    parts["loss"] = weight * (tc.loss_cells_energy * parts["loss_cells_energy"]
+                              + tc.loss_cells_neg * parts["loss_cells_neg"]
+                              + tc.loss_g_const * parts["loss_g_const"])
+    return parts
 
 
 def updates_per_walk(cfg: Config) -> int:
@@ -317,6 +356,12 @@ class Trainer:
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
             parts = (own_losses(out, update, tc, revisit=revisit[:, s:s + chunk])
                      if own_losses is not None else losses(out, obs[:, s:s + chunk], cfg))
+            if own_losses is None and _has_cell_terms(cfg):
+                w = cells_weight(cfg, iteration)
+                cells = cell_losses(out, cfg, w)
+                parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
+                         "loss": parts["loss"] + cells["loss"],
+                         "cells_weight": torch.tensor(w)}
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "

@@ -1,0 +1,230 @@
+"""Read-out cells (model.cells = "readout"), their constraints, and the diagnostics of whether
+a model can carry hexagonal cells at all (the wave triad of W_a, walk-constant power)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hippo_rep.config import ConfigError, load_config
+from hippo_rep.models.temt import build_model
+from hippo_rep.models.transitions import hexagonal_triad, transition_diagnostics
+from hippo_rep.recording import record_checkpoint
+from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint
+from hippo_rep.training.evaluate import evaluate, walk_constant_power
+from hippo_rep.training.trainer import (
+    CELL_METRIC_FIELDS,
+    Trainer,
+    cell_losses,
+    cells_weight,
+    metric_fields,
+)
+from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes
+
+READOUT = ["model.cells=readout", "model.n_cells=20"]
+
+
+def _model(sets=(), seed=0):
+    cfg = load_config("tiny", list(sets))
+    return build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=seed), cfg
+
+
+def _batch(cfg, n=3, steps=30, seed=1):
+    ep = sample_episodes([parse_world(cfg.world.worlds[0])], n, steps, cfg.world.n_obs,
+                         np.random.default_rng(seed))
+    return torch.as_tensor(ep.observations), torch.as_tensor(ep.actions)
+
+
+def test_readout_cells_key_the_prediction_and_are_non_negative():
+    m, cfg = _model(READOUT)
+    obs, act = _batch(cfg)
+    out, _ = m(obs, act)
+    assert out.cells.shape == (*obs.shape, 20) and out.cells_pi.shape == (*obs.shape, 20)
+    assert float(out.cells.detach().min()) >= 0.0
+    torch.testing.assert_close(out.cells, m.cell_activity(out.g))
+    # A different read-out leaves g alone but changes what the memory predicts: the keys
+    # come from the cells.
+    with torch.no_grad():
+        m.cell_readout.weight.mul_(-2.0)
+    out2, _ = m(obs, act)
+    torch.testing.assert_close(out2.g, out.g)
+    assert not torch.allclose(out2.logits_pi, out.logits_pi)
+
+
+def test_signed_cells_go_negative_and_the_penalty_lifts_them():
+    m, cfg = _model([*READOUT, "model.cells_activation=none", "model.cells_bias_init=0",
+                     "train.loss_cells_neg=1"])
+    obs, act = _batch(cfg)
+    out, _ = m(obs, act)
+    assert float(out.cells.detach().min()) < 0
+    before = cell_losses(out, cfg, 1.0)
+    assert float(before["loss_cells_neg"]) > 0
+    before["loss"].backward()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.grad is not None:
+                p -= 0.5 * p.grad
+    after = cell_losses(m(obs, act)[0], cfg, 1.0)
+    assert float(after["loss_cells_neg"]) < float(before["loss_cells_neg"])
+
+
+def test_energy_cost_shrinks_the_cells():
+    m, cfg = _model([*READOUT, "train.loss_cells_energy=1"])
+    obs, act = _batch(cfg)
+    before = cell_losses(m(obs, act)[0], cfg, 1.0)
+    before["loss"].backward()
+    assert m.cell_readout.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.grad is not None:
+                p -= 0.1 * p.grad
+    after = cell_losses(m(obs, act)[0], cfg, 1.0)
+    assert float(after["loss_cells_energy"]) < float(before["loss_cells_energy"])
+
+
+def test_walk_constant_power_of_known_populations():
+    t = torch.arange(40, dtype=torch.float64)
+    wave = torch.stack([torch.cos(2 * math.pi * t / 20), torch.sin(2 * math.pi * t / 20)], -1)
+    const = torch.ones(40, 2, dtype=torch.float64)
+    x = torch.stack([const, wave, wave + 1.0])  # (3, 40, 2)
+    # constant: 1; two full periods of a rotation: 0; offset 1 on each of 2 units beside a
+    # unit-norm rotation: ||c||² / (||c||² + 1) = 2 / 3
+    np.testing.assert_allclose(walk_constant_power(x).numpy(), [1.0, 0.0, 2 / 3], atol=1e-12)
+
+
+def test_constraints_ramp_in_after_their_start():
+    cfg = load_config("tiny", ["train.cells_ramp_start=10", "train.cells_ramp=4"])
+    assert [cells_weight(cfg, i) for i in (0, 9, 10, 11, 13, 100)] == [0, 0, .25, .5, 1, 1]
+    step = load_config("tiny", ["train.cells_ramp_start=3", "train.cells_ramp=0"])
+    assert [cells_weight(step, i) for i in (2, 3)] == [0, 1]
+
+
+def _weights_after(sets, iterations, tmp_path, name):
+    cfg = load_config("tiny", [*sets, f"train.iterations={iterations}"])
+    tr = Trainer(cfg, tmp_path / name, progress=False)
+    rows = [tr.step(i) for i in range(iterations)]
+    return {k: v.detach().clone() for k, v in tr.model.state_dict().items()}, rows
+
+
+def test_constraints_train_only_once_ramped_in(tmp_path):
+    base = [*READOUT, "train.loss_cells_energy=0", "train.loss_g_const=0"]
+    on = [*READOUT, "train.loss_cells_energy=1", "train.loss_g_const=1"]
+    w0, _ = _weights_after([*base, "train.cells_ramp_start=2"], 2, tmp_path, "a")
+    w1, rows = _weights_after([*on, "train.cells_ramp_start=2"], 2, tmp_path, "b")
+    for k in w0:  # weight 0 before the ramp: the same run
+        torch.testing.assert_close(w0[k], w1[k], rtol=0, atol=0)
+    assert [r["cells_weight"] for r in rows] == [0.0, 0.0]
+    w2, rows = _weights_after([*on, "train.cells_ramp_start=0", "train.cells_ramp=0"], 2,
+                              tmp_path, "c")
+    assert rows[0]["cells_weight"] == 1.0 and rows[0]["loss_g_const"] > 0
+    assert any(not torch.equal(w0[k], w2[k]) for k in w0)
+
+
+def test_walk_constant_penalty_alone_changes_a_g_model(tmp_path):
+    w0, _ = _weights_after([], 2, tmp_path, "a")
+    w1, rows = _weights_after(["train.loss_g_const=1", "train.cells_ramp_start=0"], 2,
+                              tmp_path, "b")
+    assert set(CELL_METRIC_FIELDS) <= set(rows[0])
+    assert not torch.equal(w0["W_a"], w1["W_a"])
+
+
+def test_metric_columns_only_with_cell_terms():
+    assert not set(CELL_METRIC_FIELDS) & set(metric_fields(load_config("tiny")))
+    assert set(CELL_METRIC_FIELDS) <= set(metric_fields(load_config("tiny", READOUT)))
+
+
+@pytest.mark.parametrize("memory", ["fam", "hebbian"])
+def test_readout_refuses_memories_that_key_on_g(memory):
+    with pytest.raises(ConfigError, match="model.cells"):
+        load_config("tiny", [*READOUT, f"model.memory={memory}"])
+
+
+def test_g_models_have_no_readout_and_old_checkpoints_load_unchanged(tmp_path):
+    m, cfg = _model()
+    assert m.cell_readout is None and not any("cell" in k for k in m.state_dict())
+    with pytest.raises(ValueError, match="readout"):
+        m.cell_activity(torch.zeros(1, cfg.model.n_g))
+    # the shipped checkpoint predates the options: same weights, cells = "g"
+    model, old, _ = load_checkpoint("data/temt_paper.pt")
+    assert old.model.cells == "g" and model.cell_readout is None
+    raw = torch.load("data/temt_paper.pt", map_location="cpu", weights_only=False)
+    assert set(raw["model_state"]) == set(model.state_dict())
+
+
+def test_recording_of_a_readout_model_records_the_cells(tmp_path):
+    m, cfg = _model(READOUT)
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, m, cfg, 0)
+    ds = record_checkpoint(path, n_envs=2, n_steps=24)
+    assert ds.sizes["g_unit"] == 20 and float(ds.g.min()) >= 0
+    assert "read-out cells" in ds.g.attrs["long_name"]
+    out, _ = m(torch.as_tensor(ds.observation.values), torch.as_tensor(ds.action.values))
+    np.testing.assert_allclose(ds.g.values, out.cells.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_evaluate_reports_walk_constant_power():
+    for sets, cells in (([], False), (READOUT, True)):
+        m, cfg = _model(sets)
+        res = evaluate(m, [parse_world("square:4")], 3, 40, cfg.world.n_obs, seed=2)
+        wcp = res["walk_constant_power"]
+        assert 0 <= wcp["g"] <= 1
+        assert (wcp["cells"] is not None) == cells
+
+
+def _rotation_model(waves):
+    """TEM-t on a square lattice whose W_a rotate 2D blocks by k_j·u_a: unit pairs are plane
+    waves with the given wave vectors (wavelength in nodes, angle in degrees)."""
+    m, _ = _model(["model.n_g=24", "model.d_key=24", "model.landmark=false"])
+    units = [(1, 0), (0, 1), (-1, 0), (0, -1)]  # actions 1-4 (hippo_rep.worlds.DIRECTIONS)
+    A = torch.zeros(5, 24, 24)
+    for j, (lam, ang) in enumerate(waves):
+        k = 2 * math.pi / lam * np.array([math.cos(math.radians(ang)),
+                                          math.sin(math.radians(ang))])
+        for a, u in enumerate(units, start=1):
+            th = float(k @ np.array(u))
+            A[a, 2 * j, 2 * j + 1], A[a, 2 * j + 1, 2 * j] = th, -th
+    with torch.no_grad():
+        m.W_a.copy_(A / 2)  # orthogonal parametrisation: W_a = exp(S - S^T) = exp(A)
+    return m
+
+
+def test_triad_found_in_a_hexagonal_spectrum_only():
+    others = [(3.0 * 1.2 ** i, 17.0 * i) for i in range(9)]
+    hexa = _rotation_model([(7.0, 0.0), (7.0, 60.0), (7.0, 120.0), *others])
+    res = transition_diagnostics(hexa, "square")["hexagonal_triad"]
+    assert res["found"] and res["max_angle_deviation"] < 1e-3
+    np.testing.assert_allclose(sorted(res["wavelengths"]), [7.0] * 3, rtol=1e-4)
+    np.testing.assert_allclose(res["angles"], [0.0, 60.0, 120.0], atol=1e-3)
+    # square lattice waves (0°, 90°) and lengths 15% apart: no triad
+    square = _rotation_model([(3.0 * 1.15 ** i, 90.0 * (i % 2)) for i in range(12)])
+    assert not transition_diagnostics(square, "square")["hexagonal_triad"]["found"]
+
+
+def test_triad_rules_on_listed_waves():
+    w = [{"wavelength": 6.0, "angle": a} for a in (10.0, 70.0, 130.0)]
+    assert hexagonal_triad(w)["found"]
+    assert not hexagonal_triad(w[:2])["found"] and hexagonal_triad(w[:2])["waves"] is None
+    stretched = [dict(w[0], wavelength=7.0), *w[1:]]  # ratio 7/6 > 1.1
+    res = hexagonal_triad(stretched)
+    assert not res["found"] and res["length_ratio"] == pytest.approx(7 / 6)
+    bent = [w[0], w[1], dict(w[2], angle=140.0)]  # 10° off
+    assert not hexagonal_triad(bent)["found"]
+
+
+def test_wave_panel_rings_the_triad_and_says_what_it_is():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from hippo_rep.plotting.transitions import wave_vector_panel
+
+    others = [(3.0 * 1.2 ** i, 17.0 * i) for i in range(5)]
+    hexa = transition_diagnostics(_rotation_model([(7.0, 0.0), (7.0, 60.0), (7.0, 120.0),
+                                                    *others]), "square")
+    ax = wave_vector_panel(hexa, walk_constant=0.25)
+    title = ax.get_title()
+    assert "60° triad 0° off" in title and "walk-constant power 0.25" in title
+    assert len(ax.collections) == 2  # the waves and the ring on the triad
+    square = transition_diagnostics(
+        _rotation_model([(3.0 * 1.15 ** i, 90.0 * (i % 2)) for i in range(12)]), "square")
+    assert "no 60° triad" in wave_vector_panel(square).get_title()
