@@ -188,8 +188,9 @@ def hexagonal_triad(waves: list[dict], length_ratio: float = TRIAD_LENGTH_RATIO,
     Returns
     -------
     dict
-        ``found``; and for the best triad among the strongest ``n_waves`` (smallest angle
-        deviation, then length ratio; None without three waves): ``waves`` (their indices),
+        ``found``; and for the best triad among the strongest ``n_waves`` (the one nearest to
+        passing both tests: smallest max(angle deviation / ``angle_tol``, log length ratio /
+        log ``length_ratio``); None without three waves): ``waves`` (their indices),
         ``wavelengths``, ``angles``, ``max_angle_deviation`` (deg from 60° spacing) and
         ``length_ratio`` (longest / shortest wavelength).
     """
@@ -203,13 +204,15 @@ def hexagonal_triad(waves: list[dict], length_ratio: float = TRIAD_LENGTH_RATIO,
                 gaps = [ang[1] - ang[0], ang[2] - ang[1], 180.0 - ang[2] + ang[0]]
                 dev = max(abs(gp - 60.0) for gp in gaps)
                 ratio = max(lam) / min(lam)
-                key = (dev, ratio)
+                key = (max(dev / angle_tol, math.log(ratio) / math.log(length_ratio)), dev)
                 if best is None or key < best[0]:
                     best = (key, (i, j, k), lam, ang)
     if best is None:
         return {"found": False, "waves": None, "wavelengths": None, "angles": None,
                 "max_angle_deviation": None, "length_ratio": None}
-    (dev, ratio), idx, lam, ang = best
+    _, idx, lam, ang = best
+    dev = max(abs(gp - 60.0) for gp in np.diff([*ang, ang[0] + 180.0]))
+    ratio = max(lam) / min(lam)
     return {"found": bool(dev <= angle_tol and ratio <= length_ratio), "waves": list(idx),
             "wavelengths": lam, "angles": ang, "max_angle_deviation": float(dev),
             "length_ratio": float(ratio)}
