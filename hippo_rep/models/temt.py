@@ -35,6 +35,7 @@ time-indexed g_t themselves, so gradients reach past positional encodings within
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
@@ -43,6 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hippo_rep.config import ModelConfig
+from hippo_rep.models import fused
 
 #: Added to denominators of normalisations (g rescaling, relu/power activations).
 _EPS = 1e-6
@@ -276,6 +278,10 @@ MEMORY_VARIANTS = {"full": FullMemory, "window": WindowMemory, "fam": FAMMemory,
                    "hebbian": HebbianMemory}
 
 
+class FastStepFallback(UserWarning):
+    """The fused time loop does not cover this model; it runs the eager loop (same numbers)."""
+
+
 class TEMt(nn.Module):
     """TEM-t (``config.kind == "temt"``) or its sinusoidal baseline (``"sinusoidal"``).
 
@@ -286,7 +292,17 @@ class TEMt(nn.Module):
         Size of the action set (stay + moves); action 0 is stay.
     n_obs : int
         Number of sensory categories.
+
+    Attributes
+    ----------
+    fast_step : bool
+        Run the time loop fused (:mod:`hippo_rep.models.fused`: same outputs, hand-written
+        backward) where it covers the model; the trainer sets it from ``train.fast_step``.
+        False: the eager loop, the oracle.
     """
+
+    #: Default for models built outside the trainer (evaluation, recording, calibration).
+    fast_step = True
 
     def __init__(self, config: ModelConfig, n_actions: int, n_obs: int):
         super().__init__()
@@ -460,7 +476,16 @@ class TEMt(nn.Module):
         """Sequential part: path integration, landmark correction, memory writes.
 
         Writes into ``state``'s buffers in place (they are fresh copies, see ``grow``).
+        With :attr:`fast_step` on, the covered variants run :func:`fused.fused_loop`.
         """
+        if self.fast_step:
+            why = fused.unsupported(self)
+            if why is None:
+                return fused.fused_loop(self, obs, actions, state, context, fresh, s0)
+            if not getattr(self, "_fallback_said", False):
+                self._fallback_said = True
+                warnings.warn(f"fast step: {why}; this model runs the eager time loop",
+                              FastStepFallback, stacklevel=2)
         cfg = self.config
         B, L = obs.shape
         d = cfg.n_g
