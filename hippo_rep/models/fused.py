@@ -36,13 +36,19 @@ _LN_EPS = 1e-5
 _LEAKY = 0.1
 
 
+class FastStepFallback(UserWarning):
+    """``train.fast_step`` is on but the model has no fused step: it trains eagerly (the same
+    numbers as ``train.fast_step = false``)."""
+
+
 def unsupported(model) -> str | None:
-    """Why ``model``'s time loop cannot run fused (None when it can)."""
+    """Why ``model`` has no fused time loop (None when it has, and for the sinusoidal
+    baseline, which has no time loop to fuse)."""
     cfg = model.config
-    if not getattr(model, "recurrent", False):
-        return f"model.kind = {cfg.kind!r} has no recurrent time loop"
-    if cfg.memory not in ("full", "window"):
-        return f"model.memory = {cfg.memory!r} is not covered by the fused loop"
+    if cfg.kind == "tem":
+        return "model.kind = \"tem\" (TEM) has no fused step"
+    if cfg.kind == "temt" and cfg.memory not in ("full", "window"):
+        return f"model.memory = {cfg.memory!r} is not covered by the fused step"
     return None
 
 

@@ -35,7 +35,6 @@ time-indexed g_t themselves, so gradients reach past positional encodings within
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
@@ -278,10 +277,6 @@ MEMORY_VARIANTS = {"full": FullMemory, "window": WindowMemory, "fam": FAMMemory,
                    "hebbian": HebbianMemory}
 
 
-class FastStepFallback(UserWarning):
-    """The fused time loop does not cover this model; it runs the eager loop (same numbers)."""
-
-
 class TEMt(nn.Module):
     """TEM-t (``config.kind == "temt"``) or its sinusoidal baseline (``"sinusoidal"``).
 
@@ -297,8 +292,9 @@ class TEMt(nn.Module):
     ----------
     fast_step : bool
         Run the time loop fused (:mod:`hippo_rep.models.fused`: same outputs, hand-written
-        backward) where it covers the model; the trainer sets it from ``train.fast_step``.
-        False: the eager loop, the oracle.
+        backward) where it covers the model (:func:`fused.unsupported`; elsewhere the eager
+        loop runs, the same numbers); the trainer sets it from ``train.fast_step``. False:
+        the eager loop, the oracle.
     """
 
     #: Default for models built outside the trainer (evaluation, recording, calibration).
@@ -478,14 +474,8 @@ class TEMt(nn.Module):
         Writes into ``state``'s buffers in place (they are fresh copies, see ``grow``).
         With :attr:`fast_step` on, the covered variants run :func:`fused.fused_loop`.
         """
-        if self.fast_step:
-            why = fused.unsupported(self)
-            if why is None:
-                return fused.fused_loop(self, obs, actions, state, context, fresh, s0)
-            if not getattr(self, "_fallback_said", False):
-                self._fallback_said = True
-                warnings.warn(f"fast step: {why}; this model runs the eager time loop",
-                              FastStepFallback, stacklevel=2)
+        if self.fast_step and fused.unsupported(self) is None:
+            return fused.fused_loop(self, obs, actions, state, context, fresh, s0)
         cfg = self.config
         B, L = obs.shape
         d = cfg.n_g
