@@ -92,6 +92,12 @@ def _activation(kind: str, h):
     return h
 
 
+def _action_columns(actions, d: int):
+    """(L, B, d) long: the columns of action a_t's block in a (B, A·d) product with every
+    action's matrix side by side (one matmul for all actions, then a gather)."""
+    return (actions.t() * d)[:, :, None] + torch.arange(d, device=actions.device)
+
+
 class _Step:
     """What backward needs of one step (attributes set only where used)."""
 
@@ -110,7 +116,6 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     cfg = model.config
     B, L = obs.shape
     d = cfg.n_g
-    A = W.shape[0]
     dev = obs.device
     act_kind, rms = cfg.transition_activation, cfg.g_norm == "rms"
     window = cfg.memory == "window"
@@ -118,7 +123,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     thr = cfg.write_threshold
     # One matmul against all actions, then pick (as TEMt.transition).
     Wcat = W.transpose(0, 1).reshape(d, -1)
-    aidx = actions.t()[:, :, None, None].expand(L, B, 1, d)
+    aidx = _action_columns(actions, d)
     cap = state.capacity
     slots = torch.arange(cap, device=dev)
     flat = torch.arange(B, device=dev) * cap  # row offsets into the flattened buffers
@@ -130,7 +135,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     W1g, b1g, W2g, b2g = wg
     g_prev = state.g
     gs, gpis, gates, steps = [], [], [], []
-    written = torch.zeros(B, L, dtype=torch.bool, device=dev)
+    news = []
     count = state.count
     zero_gate = None
     for t in range(L):
@@ -141,7 +146,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             if save:
                 rec.g_prev = None
         else:
-            h = (g_prev @ Wcat).view(B, A, d).gather(1, aidx[t]).squeeze(1)
+            h = (g_prev @ Wcat).gather(1, aidx[t])
             u = _activation(act_kind, h)
             if rms:
                 g_pi, r_pi = _rms(u)
@@ -151,23 +156,25 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
                 rec.g_prev, rec.h, rec.u, rec.r_pi, rec.g_pi = g_prev, h, u, r_pi, g_pi
         m = int(count.max())
         if m > s0:
-            X = state.X[:, s0:m]
-            same_x = X == obs[:, t, None]
+            ZGt = state.ZG[:, s0:m].transpose(1, 2)
+            same_x = state.X[:, s0:m] == obs[:, t, None]
             if use_c:
                 same_x = same_x & (state.C[:, s0:m] == context[:, t, None])
             valid = slots[s0:m] < count[:, None]
             if window:
                 valid = valid & (state.T[:, s0:m] >= model.memory.window_start(tg))
+            invalid = ~valid
         if cfg.landmark and m > s0:
             n_vis = valid.sum(1)
             zq, mean_q, rstd_q = torch.native_layer_norm(g_pi, (d,), None, None, _LN_EPS)
-            sim = torch.bmm(zq[:, None], state.ZG[:, s0:m].transpose(1, 2))[:, 0] / d
+            sim = torch.bmm(zq[:, None], ZGt)[:, 0] / d
             sx = same_x.float()
             conj = sim * sx if multiplicative else sim + sx
             logn = torch.log(n_vis.clamp(min=1).float())[:, None]
             beta = rbeta * logn
-            e = torch.softmax((beta * conj).masked_fill(~valid, -1e30), dim=-1)
-            w = e * valid
+            # memory_activation(..., "softmax"); zeroing by masked_fill_ = multiplying by valid
+            w = torch.softmax((beta * conj).masked_fill(invalid, -1e30), dim=-1)
+            w.masked_fill_(invalid, 0.0)
             x_raw = torch.bmm(w[:, None], state.G[:, s0:m])[:, 0]
             conf, amax = w.max(-1, keepdim=True)
             has = (n_vis > 0).float()[:, None]
@@ -212,16 +219,17 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             # (B, 1, d) @ (B, d, m): the eager loop's (B, m, d) @ (B, d, 1) takes ~5x as long
             # here; the same dot products, summed in another order (last-bit differences,
             # which matter only for a similarity within ~1e-7 of the threshold).
-            sim_t = torch.bmm(zt[:, None], state.ZG[:, s0:m].transpose(1, 2))[:, 0] / d
+            sim_t = torch.bmm(zt[:, None], ZGt)[:, 0] / d
             new = ~((sim_t > thr) & same_x & valid).any(1)
         else:
             new = torch.ones(B, dtype=torch.bool, device=dev)
-        written[:, t] = new
+        news.append(new)
         fi = flat + count
         Gf.index_copy_(0, fi, g_t)
         ZGf.index_copy_(0, fi, zt)
         Xf.index_copy_(0, fi, obs[:, t])
-        Cf.index_copy_(0, fi, context[:, t])
+        if use_c:  # else C is 0 everywhere and stays so
+            Cf.index_copy_(0, fi, context[:, t])
         Tf.index_fill_(0, fi, tg)
         count = count + new.long()
         gs.append(g_t)
@@ -240,7 +248,8 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         Cf.index_fill_(0, fi, 0)
         Tf.index_fill_(0, fi, -1)
     state.count = count
-    return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1), written, steps)
+    return (torch.stack(gs, 1), torch.stack(gpis, 1), torch.stack(gates, 1),
+            torch.stack(news, 1), steps)
 
 
 def _linear_grads(dout, x):
@@ -296,7 +305,7 @@ class FusedLoop(torch.autograd.Function):
 
         # (carry) @ W[a]^T for every action at once, then pick each environment's.
         WTcat = W.transpose(1, 2).transpose(0, 1).reshape(d, -1)
-        aidx = ctx.actions.t()[:, :, None, None].expand(L, B, 1, d)
+        aidx = _action_columns(ctx.actions, d)
         G, ZG, s0 = ctx.G, ctx.ZG, ctx.s0
         mul = ctx.multiplicative
         carry = None
@@ -365,7 +374,7 @@ class FusedLoop(torch.autograd.Function):
             tr_in.append(s.g_prev)
             tr_dh.append(dh)
             tr_t.append(t)
-            carry = (dh @ WTcat).view(B, A, d).gather(1, aidx[t]).squeeze(1)
+            carry = (dh @ WTcat).gather(1, aidx[t])
         if d_start is None:
             d_start = carry
         dW = torch.zeros_like(W) if ctx.needs_input_grad[0] else None
