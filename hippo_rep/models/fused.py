@@ -57,10 +57,18 @@ def unsupported(model) -> str | None:
     return None
 
 
-def _rms(u):
-    """Unit-RMS rescaling exactly as ``temt._rescale``; returns (u * r, r), r (B, 1)."""
-    r = torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + _EPS)
+def _rms(u, k):
+    """Unit-RMS rescaling, bit-for-bit ``temt._rescale`` (pow(2) is u·u, and mean is sum / d
+    on the CPU); ``k`` holds the constants as 0-dim tensors (:func:`_constants`), which spare
+    the conversion a Python scalar costs per operation. Returns (u * r, r), r (B, 1)."""
+    r = torch.rsqrt((u * u).sum(-1, keepdim=True) / k["d"] + k["eps"])
     return u * r, r
+
+
+def _constants(like, d: int) -> dict:
+    """d, the normalisation's eps and 1 as 0-dim tensors of ``like``'s dtype and device."""
+    return {k: torch.tensor(v, dtype=like.dtype, device=like.device)
+            for k, v in (("d", float(d)), ("eps", _EPS), ("one", 1.0))}
 
 
 def _rms_backward(dy, y, r):
@@ -124,7 +132,9 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     act_kind, rms = cfg.transition_activation, cfg.g_norm == "rms"
     window = cfg.memory == "window"
     multiplicative = cfg.conjunction == "multiplicative"
-    thr = cfg.write_threshold
+    thr = torch.tensor(cfg.write_threshold, dtype=state.G.dtype, device=dev)  # as eager's cast
+    # Steps first, contiguous: a step's observations index_copy_ without a copy.
+    obs_t, ctx_t = obs.t().contiguous(), context.t().contiguous()
     # One matmul against all actions, then pick (as TEMt.transition).
     Wcat = W.transpose(0, 1).reshape(d, -1)
     aidx = _action_columns(actions, d)
@@ -135,6 +145,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     Xf, Cf, Tf = state.X.view(-1), state.C.view(-1), state.T.view(-1)
     # Contexts are compared only when some context is set (zeros everywhere otherwise).
     use_c = bool(context.any()) or bool(state.C.any())
+    k = _constants(state.G, d)
     W1r, b1r, W2r, b2r = wr
     W1g, b1g, W2g, b2g = wg
     g_prev = state.g
@@ -153,7 +164,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             h = (g_prev @ Wcat).gather(1, aidx[t])
             u = _activation(act_kind, h)
             if rms:
-                g_pi, r_pi = _rms(u)
+                g_pi, r_pi = _rms(u, k)
             else:
                 g_pi, r_pi = u, None
             if save:
@@ -161,9 +172,9 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         m = int(count.max())
         if m > s0:
             ZGt = state.ZG[:, s0:m].transpose(1, 2)
-            same_x = state.X[:, s0:m] == obs[:, t, None]
+            same_x = state.X[:, s0:m] == obs_t[t, :, None]
             if use_c:
-                same_x = same_x & (state.C[:, s0:m] == context[:, t, None])
+                same_x = same_x & (state.C[:, s0:m] == ctx_t[t, :, None])
             valid = slots[s0:m] < count[:, None]
             if window:
                 valid = valid & (state.T[:, s0:m] >= model.memory.window_start(tg))
@@ -171,7 +182,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         if cfg.landmark and m > s0:
             n_vis = valid.sum(1)
             zq, mean_q, rstd_q = torch.native_layer_norm(g_pi, (d,), None, None, _LN_EPS)
-            sim = torch.bmm(zq[:, None], ZGt)[:, 0] / d
+            sim = torch.bmm(zq[:, None], ZGt)[:, 0] / k["d"]
             sx = same_x.float()
             conj = sim * sx if multiplicative else sim + sx
             logn = torch.log(n_vis.clamp(min=1).float())[:, None]
@@ -187,11 +198,11 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             hid_r = torch.relu(pre_r)
             v = x_raw + F.linear(hid_r, W2r, b2r)
             if rms:
-                g_ret, r_ret = _rms(v)
+                g_ret, r_ret = _rms(v, k)
             else:
                 g_ret, r_ret = v, None
             zr, mean_r, rstd_r = torch.native_layer_norm(x_raw, (d,), None, None, _LN_EPS)
-            agree = (zr * zq).mean(-1, keepdim=True)
+            agree = (zr * zq).sum(-1, keepdim=True) / k["d"]  # the mean
             feats = torch.cat([g_ret, g_pi, agree, conf], -1)
             pre_g = F.linear(feats, W1g, b1g)
             hid_g = torch.relu(pre_g)
@@ -207,7 +218,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
                 rec.g_ret, rec.r_ret, rec.zr, rec.feats = g_ret, r_ret, zr, feats
                 rec.mean_r, rec.rstd_r = mean_r, rstd_r
                 rec.hid_g, rec.gate, rec.diff = hid_g, gate, diff
-                rec.dsig = has * sig * (1 - sig)
+                rec.dsig = has * sig * (k["one"] - sig)
         else:
             g_t = g_pi
             if zero_gate is None:
@@ -223,7 +234,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             # (B, 1, d) @ (B, d, m): the eager loop's (B, m, d) @ (B, d, 1) takes ~5x as long
             # here; the same dot products, summed in another order (last-bit differences,
             # which matter only for a similarity within ~1e-7 of the threshold).
-            sim_t = torch.bmm(zt[:, None], ZGt)[:, 0] / d
+            sim_t = torch.bmm(zt[:, None], ZGt)[:, 0] / k["d"]
             new = ~((sim_t > thr) & same_x & valid).any(1)
         else:
             new = torch.ones(B, dtype=torch.bool, device=dev)
@@ -231,9 +242,9 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         fi = flat + count
         Gf.index_copy_(0, fi, g_t)
         ZGf.index_copy_(0, fi, zt)
-        Xf.index_copy_(0, fi, obs[:, t])
+        Xf.index_copy_(0, fi, obs_t[t])
         if use_c:  # else C is 0 everywhere and stays so
-            Cf.index_copy_(0, fi, context[:, t])
+            Cf.index_copy_(0, fi, ctx_t[t])
         Tf.index_fill_(0, fi, tg)
         count = count + new.long()
         gs.append(g_t)
@@ -311,6 +322,7 @@ class FusedLoop(torch.autograd.Function):
         WTcat = W.transpose(1, 2).transpose(0, 1).reshape(d, -1)
         aidx = _action_columns(ctx.actions, d)
         G, ZG, s0 = ctx.G, ctx.ZG, ctx.s0
+        k = _constants(G, d)
         mul = ctx.multiplicative
         carry = None
         rb_rows, rb_logn = [], []  # the landmark inverse temperature's gradient, per step
@@ -349,8 +361,8 @@ class FusedLoop(torch.autograd.Function):
                 ret_dpre.append(dpre_r)
                 # agree = mean(z(x_raw) * zq)
                 dx = torch.addmm(dv, dpre_r, W1r)
-                dx = dx + _ln_bw(dagree * s.zq / d, s.x_raw, (d,), s.mean_r, s.rstd_r, None, None,
-                                 _IN_ONLY)[0]
+                dx = dx + _ln_bw(dagree * s.zq / k["d"], s.x_raw, (d,), s.mean_r, s.rstd_r,
+                                 None, None, _IN_ONLY)[0]
                 m = s.m
                 dw = torch.bmm(dx[:, None], G[:, s0:m].transpose(1, 2))[:, 0]
                 dw = dw.scatter_add(1, s.amax, dconf)
@@ -362,7 +374,7 @@ class FusedLoop(torch.autograd.Function):
                 if mul:
                     dsim = dsim * s.sx
                 dzq = torch.baddbmm((dagree * s.zr)[:, None], dsim[:, None], ZG[:, s0:m])[:, 0]
-                dzq = dzq / d
+                dzq = dzq / k["d"]
                 dpi = dpi + _ln_bw(dzq, s.g_pi, (d,), s.mean_q, s.rstd_q, None, None,
                                    _IN_ONLY)[0]
             else:
