@@ -180,19 +180,21 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
                 valid = valid & (state.T[:, s0:m] >= model.memory.window_start(tg))
             invalid = ~valid
         if cfg.landmark and m > s0:
-            n_vis = valid.sum(1)
+            # Memories visible, as float32 like the eager loop's log(n.clamp(min=1).float()) and
+            # (n > 0).float() (small integers: the same values, fewer conversions).
+            n_vis = valid.sum(1, dtype=torch.float32)
             zq, mean_q, rstd_q = torch.native_layer_norm(g_pi, (d,), None, None, _LN_EPS)
             sim = torch.bmm(zq[:, None], ZGt)[:, 0] / k["d"]
             sx = same_x.float()
             conj = sim * sx if multiplicative else sim + sx
-            logn = torch.log(n_vis.clamp(min=1).float())[:, None]
+            logn = torch.log(n_vis.clamp(min=1))[:, None]
             beta = rbeta * logn
             # memory_activation(..., "softmax"); zeroing by masked_fill_ = multiplying by valid
             w = torch.softmax((beta * conj).masked_fill(invalid, -1e30), dim=-1)
             w.masked_fill_(invalid, 0.0)
             x_raw = torch.bmm(w[:, None], state.G[:, s0:m])[:, 0]
             conf, amax = w.max(-1, keepdim=True)
-            has = (n_vis > 0).float()[:, None]
+            has = n_vis.clamp(max=1)[:, None]  # 1 with a visible memory, else 0
             # TEMt._correct
             pre_r = F.linear(x_raw, W1r, b1r)
             hid_r = torch.relu(pre_r)
@@ -218,7 +220,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
                 rec.g_ret, rec.r_ret, rec.zr, rec.feats = g_ret, r_ret, zr, feats
                 rec.mean_r, rec.rstd_r = mean_r, rstd_r
                 rec.hid_g, rec.gate, rec.diff = hid_g, gate, diff
-                rec.dsig = has * sig * (k["one"] - sig)
+                rec.dsig = (has, sig)  # made has·σ'(s) for all steps at once after the loop
         else:
             g_t = g_pi
             if zero_gate is None:
@@ -253,6 +255,12 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         if save:
             steps.append(rec)
         g_prev = g_t
+    if save:
+        lm = [rec for rec in steps if rec.landmark]
+        if lm:
+            has, sig = (torch.stack(x) for x in zip(*(rec.dsig for rec in lm), strict=True))
+            for rec, ds in zip(lm, has * sig * (k["one"] - sig), strict=True):
+                rec.dsig = ds
     # Reset the free slot each environment may have left a non-new row in.
     free = count < cap
     if bool(free.any()):
