@@ -10,13 +10,24 @@ loop closure first reaches ``--target``, and the final held-out accuracies.
 
 ``--settings`` trains each named setting of ``benchmarks/grid_settings.py`` (issue 11's
 comparison) instead of the plain preset, beside the baseline.
+
+``--compare-fast`` measures the fused step (``train.fast_step``, hippo_rep.models.fused)
+against the eager step instead: both trainers run the same iterations, interleaved (eager
+then fast per iteration, so that load on the machine hits both alike), on one thread, at
+each batch size of ``--batches``; it prints iterations/s, environment-steps/s, their ratio
+and the largest relative difference of the two losses (they compute the same function):
+
+    python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
+
+import torch
 
 from hippo_rep.config import load_config
 from hippo_rep.training.evaluate import evaluate
@@ -54,6 +65,38 @@ def run(preset: str, kind: str, target: float, eval_every: int, max_minutes: flo
             "final": last}
 
 
+def compare_fast(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
+    """Eager vs fused step, interleaved per iteration, one thread (see the module docstring).
+    The first iteration of each is a warm-up and not timed; there is no compilation."""
+    torch.set_num_threads(1)
+    print(f"preset {preset}; one thread; {iterations} timed iterations per batch size "
+          "(after one warm-up), eager and fast interleaved; no compilation (0 s)")
+    print(f"{'batch':>6s}{'eager it/s':>12s}{'fast it/s':>11s}{'eager env-steps/s':>19s}"
+          f"{'fast env-steps/s':>18s}{'fast/eager':>12s}{'max loss rel diff':>19s}")
+    for batch in batches:
+        times = {False: [], True: []}
+        loss = {False: [], True: []}
+        with tempfile.TemporaryDirectory() as tmp:
+            trainers = {}
+            for fast in (False, True):
+                cfg = load_config(preset, [f"train.batch_size={batch}", "train.eval_every=0",
+                                           "train.threads=1",
+                                           f"train.fast_step={str(fast).lower()}", *overrides])
+                trainers[fast] = Trainer(cfg, f"{tmp}/{fast}", progress=False)
+            for it in range(iterations + 1):
+                for fast, tr in trainers.items():
+                    t0 = time.perf_counter()
+                    row = tr.step(it)
+                    if it > 0:
+                        times[fast].append(time.perf_counter() - t0)
+                    loss[fast].append(row["loss"])
+        steps = cfg.world.walk_steps * batch
+        e, f = (statistics.median(times[k]) for k in (False, True))
+        diff = max(abs(a - b) / abs(a) for a, b in zip(loss[False], loss[True], strict=True))
+        print(f"{batch:6d}{1 / e:12.2f}{1 / f:11.2f}{steps / e:19.0f}{steps / f:18.0f}"
+              f"{e / f:12.2f}{diff:19.1e}", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="small")
@@ -63,7 +106,16 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], help="config override")
     p.add_argument("--settings", default="",
                    help="comma-separated settings of benchmarks/grid_settings.py")
+    p.add_argument("--compare-fast", action="store_true",
+                   help="time the fused step against the eager one instead of training")
+    p.add_argument("--batches", default="16,64,256", help="batch sizes of --compare-fast")
+    p.add_argument("--iterations", type=int, default=5,
+                   help="timed iterations per batch size of --compare-fast")
     args = p.parse_args()
+    if args.compare_fast:
+        compare_fast(args.preset, [int(b) for b in args.batches.split(",")], args.iterations,
+                     args.set)
+        return
     if args.settings:
         from grid_settings import SETTINGS
 

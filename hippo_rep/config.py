@@ -342,6 +342,12 @@ class TrainConfig(TypedConfig):
     device: str = "auto"
     # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.
     threads: int = setting(0, _size("MAX_THREADS", low=0))
+    # TEM-t's time loop fused (hippo_rep.models.fused): the eager loop's forward without an
+    # autograd graph and a hand-written backward with weight gradients batched over steps;
+    # the same losses, gradients and weights as false (the eager step, kept as its oracle).
+    # Not covered: model.memory "fam"/"hebbian", model.kind "tem"; they train eagerly and
+    # the trainer says so once.
+    fast_step: bool = True
     # --- model.kind = "tem": loss weights and annealing (torch_tem parameters.py defaults;
     # see hippo_rep.models.tem.tem_schedule). Weights of the p losses (p_g, p_x), the three
     # x cross-entropies and the g loss (torch_tem loss_weights_p/x/g).

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hippo_rep.config import ModelConfig
+from hippo_rep.models import fused
 
 #: Added to denominators of normalisations (g rescaling, relu/power activations).
 _EPS = 1e-6
@@ -288,7 +289,18 @@ class TEMt(nn.Module):
         Size of the action set (stay + moves); action 0 is stay.
     n_obs : int
         Number of sensory categories.
+
+    Attributes
+    ----------
+    fast_step : bool
+        Run the time loop fused (:mod:`hippo_rep.models.fused`: same outputs, hand-written
+        backward) where it covers the model (:func:`fused.unsupported`; elsewhere the eager
+        loop runs, the same numbers); the trainer sets it from ``train.fast_step``. False:
+        the eager loop, the oracle.
     """
+
+    #: Default for models built outside the trainer (evaluation, recording, calibration).
+    fast_step = True
 
     def __init__(self, config: ModelConfig, n_actions: int, n_obs: int):
         super().__init__()
@@ -488,7 +500,10 @@ class TEMt(nn.Module):
         """Sequential part: path integration, landmark correction, memory writes.
 
         Writes into ``state``'s buffers in place (they are fresh copies, see ``grow``).
+        With :attr:`fast_step` on, the covered variants run :func:`fused.fused_loop`.
         """
+        if self.fast_step and fused.unsupported(self) is None:
+            return fused.fused_loop(self, obs, actions, state, context, fresh, s0)
         cfg = self.config
         B, L = obs.shape
         d = cfg.n_g

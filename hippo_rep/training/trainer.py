@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 
 from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
 from hippo_rep.fileio import atomic_write, remove_path
+from hippo_rep.models import fused
 from hippo_rep.models.temt import Output, build_model, load_across_memory
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
@@ -62,7 +64,8 @@ def metric_fields(config: Config) -> tuple[str, ...]:
 _MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_beta_init",
                 "fam_update", "hebbian_decay")
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
-                      "train.eval_every", "train.eval_envs", "train.device", "train.threads"}
+                      "train.eval_every", "train.eval_envs", "train.device", "train.threads",
+                      "train.fast_step"}
 
 #: Keys naming where a run's weights come from (they may differ from the source's).
 _INIT_KEYS = {"train.init_from", "train.init_continue"}
@@ -226,7 +229,19 @@ class Trainer:
             atomic_write(self.out / "config.toml",
                          lambda tmp: Path(tmp).write_text(config.to_toml()))
             _write_metrics(self.metrics_path, metric_fields(config))
+        self._set_fast_step()
         self.tb = _tensorboard(self.out)
+
+    def _set_fast_step(self) -> None:
+        """``train.fast_step``: the model's fused loop on or off; a model without one trains
+        eagerly, said once (a warning)."""
+        fast = self.cfg.train.fast_step
+        if hasattr(self.model, "fast_step"):
+            self.model.fast_step = fast
+        why = fused.unsupported(self.model)
+        if fast and why is not None:
+            warnings.warn(f"train.fast_step: {why}; this run trains with the eager step",
+                          fused.FastStepFallback, stacklevel=3)
 
     def _restore_state(self, payload: dict) -> None:
         """Optimizer and torch RNG state of a checkpoint being resumed, checked first."""
