@@ -36,6 +36,15 @@ def _batch(cfg, n=3, steps=30, seed=1):
     return torch.as_tensor(ep.observations), torch.as_tensor(ep.actions)
 
 
+def _descend(m, loss, lr):
+    """One plain gradient step of ``m``'s weights on ``loss`` (gradients kept)."""
+    loss.backward()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+
+
 def test_readout_cells_key_the_prediction_and_are_non_negative():
     m, cfg = _model(READOUT)
     obs, act = _batch(cfg)
@@ -60,11 +69,7 @@ def test_signed_cells_go_negative_and_the_penalty_lifts_them():
     assert float(out.cells.detach().min()) < 0
     before = cell_losses(out, cfg, 1.0)
     assert float(before["loss_cells_neg"]) > 0
-    before["loss"].backward()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.grad is not None:
-                p -= 0.5 * p.grad
+    _descend(m, before["loss"], 0.5)
     after = cell_losses(m(obs, act)[0], cfg, 1.0)
     assert float(after["loss_cells_neg"]) < float(before["loss_cells_neg"])
 
@@ -73,12 +78,8 @@ def test_energy_cost_shrinks_the_cells():
     m, cfg = _model([*READOUT, "train.loss_cells_energy=1"])
     obs, act = _batch(cfg)
     before = cell_losses(m(obs, act)[0], cfg, 1.0)
-    before["loss"].backward()
+    _descend(m, before["loss"], 0.1)
     assert m.cell_readout.weight.grad.abs().sum() > 0
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.grad is not None:
-                p -= 0.1 * p.grad
     after = cell_losses(m(obs, act)[0], cfg, 1.0)
     assert float(after["loss_cells_energy"]) < float(before["loss_cells_energy"])
 

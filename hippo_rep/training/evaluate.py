@@ -62,11 +62,15 @@ def predictions(model, obs, actions, chunk: int = EVAL_CHUNK,
                 return_written: bool = False):
     """Predicted observation (argmax of the g_pi prediction) at every step, (B, T); with
     ``return_written`` also whether each step wrote a new memory, (B, T) bool."""
-    outs = run_model(model, obs, actions, chunk)
-    pred = torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
-    if not return_written:
-        return pred
-    return pred, torch.cat([o.written for o in outs], 1).cpu().numpy()
+    pred, written = _predicted(run_model(model, obs, actions, chunk))
+    return (pred, written) if return_written else pred
+
+
+def _predicted(outs) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted observation and whether a memory was written, (B, T) each, of the per-chunk
+    outputs of :func:`run_model`."""
+    return (torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy(),
+            torch.cat([o.written for o in outs], 1).cpu().numpy())
 
 
 def memories_per_node(written: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -138,13 +142,11 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
         b = min(batch_size, n_envs - start)
         ep = sample_episodes(worlds, b, n_steps, n_obs, rng, keep_heading, stay_prob)
         outs = run_model(model, ep.observations, ep.actions)
-        pred = torch.cat([o.logits_pi.argmax(-1) for o in outs], 1).cpu().numpy()
-        written = torch.cat([o.written for o in outs], 1).cpu().numpy()
+        pred, written = _predicted(outs)
         for name in constant:
-            x = torch.cat([getattr(o, name) for o in outs], 1) \
-                if getattr(outs[0], name, None) is not None else None
-            if x is not None:
-                constant[name].append(walk_constant_power(x.double()).numpy())
+            if getattr(outs[0], name, None) is not None:
+                x = torch.cat([getattr(o, name) for o in outs], 1).double()
+                constant[name].append(walk_constant_power(x).numpy())
         per_node.append(memories_per_node(written, ep.nodes))
         for i in range(b):
             types = step_types(ep.nodes[i], ep.actions[i])
