@@ -440,9 +440,9 @@ def controls_figure(inputs: FigureInputs):
     ds = full.hippo.population(G)
     names = [str(c) for c in ds[CONTROL_DIM].values]
     n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
-    fig = plt.figure(figsize=(FULL_WIDTH, 1.05 * len(names) + 3.2))
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.05 * len(names) + 5.0))
     grid = fig.add_gridspec(len(names) + 1, 2 * N_CONTROL_MAPS,
-                            height_ratios=[1.0] * len(names) + [3.0])
+                            height_ratios=[1.0] * len(names) + [5.0])
     for i, env in enumerate(ds["env"].values):
         one = ds.sel(env=env)
         for j, u in enumerate(one["unit"].values[:n_show]):
@@ -450,16 +450,19 @@ def controls_figure(inputs: FigureInputs):
             m = m.isel(y=m.notnull().any("x").values, x=m.notnull().any("y").values)
             v = one.sel(unit=u)
             psi = float(v["triad_phase"])
-            verdict = ("hexagonal" if bool(v["hexagonal"]) else f"{int(v['n_waves'])} waves")
+            single = "single_field" in v and bool(v["single_field"])
+            verdict = ("hexagonal" if bool(v["hexagonal"]) else "single field" if single
+                       else f"{int(v['n_waves'])} waves")
             ax = fig.add_subplot(grid[i, 2 * j])
             rate_map(m, ax=ax, title=(f"{names[i]}, unit {int(v['unit_index'])}\n{verdict}"
                                       + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
+            fig.colorbar(ax.collections[0], ax=ax, shrink=0.8, pad=0.03).ax.tick_params(
+                labelsize=4, length=1.5)
             autocorrelogram(sac_of(m), ax=fig.add_subplot(grid[i, 2 * j + 1]),
                             title="autocorrelogram")
     bars = fig.add_subplot(grid[len(names), : N_CONTROL_MAPS + 1])
     class_fraction_bars(control_fractions(full), ax=bars,
                         title="fraction of each control's units (g)")
-    bars.legend(fontsize=5, loc="lower right")
     psi_ax = fig.add_subplot(grid[len(names), N_CONTROL_MAPS + 2:])
     triad_phases(ds["triad_phase"].swap_dims(env=CONTROL_DIM).drop_vars("env"),
                  ax=psi_ax, tol=LATTICE_PHASE_TOL,
