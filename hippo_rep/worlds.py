@@ -245,23 +245,41 @@ def random_walk(world: World, n_steps: int, rng: np.random.Generator,
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be ≥ 1; got {n_steps}")
-    nodes = np.empty(n_steps, dtype=np.int64)
-    actions = np.zeros(n_steps, dtype=np.int64)
     node = int(rng.integers(world.n_nodes)) if start is None else int(start)
-    nodes[0] = node
-    prev = 0
     u = rng.random((n_steps, 3))
+    nodes, actions = _walks(world.transitions, np.array([node]), u[None], keep_heading,
+                            stay_prob)
+    return nodes[0], actions[0]
+
+
+def _walks(transitions: np.ndarray, starts: np.ndarray, u: np.ndarray, keep_heading: float,
+           stay_prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`random_walk`'s rule for a batch of walks at once, given their random numbers.
+
+    ``transitions`` (n_nodes, n_actions) may stack several worlds (node indices offset per
+    world, -1 off the graph); ``starts`` (B,) are start nodes; ``u`` (B, n_steps, 3) uniform
+    draws: column 0 decides a stay, 1 keeping the heading, 2 which available move. Every
+    decision is the scalar rule's on the same numbers, so a batch equals its walks one by one.
+    """
+    B, n_steps = u.shape[:2]
+    nodes = np.empty((B, n_steps), dtype=np.int64)
+    actions = np.zeros((B, n_steps), dtype=np.int64)
+    node = np.asarray(starts, dtype=np.int64)
+    nodes[:, 0] = node
+    prev = np.zeros(B, dtype=np.int64)
+    moves = transitions[:, 1:] >= 0  # (n_nodes, n_actions - 1) available moves
     for t in range(1, n_steps):
-        avail = np.flatnonzero(world.transitions[node, 1:] >= 0) + 1
-        if u[t, 0] < stay_prob or len(avail) == 0:
-            a = 0
-        elif prev > 0 and u[t, 1] < keep_heading and world.transitions[node, prev] >= 0:
-            a = prev
-        else:
-            a = int(avail[int(u[t, 2] * len(avail))])
-        node = int(world.transitions[node, a])
-        nodes[t], actions[t] = node, a
-        prev = a if a > 0 else prev
+        avail = moves[node]
+        n_avail = avail.sum(1)
+        stay = (u[:, t, 0] < stay_prob) | (n_avail == 0)
+        keep = (prev > 0) & (u[:, t, 1] < keep_heading) & (transitions[node, prev] >= 0)
+        # the k-th available move (k = floor(u·n), as int() truncates the non-negative product)
+        k = (u[:, t, 2] * n_avail).astype(np.int64)
+        pick = np.argmax(np.cumsum(avail, 1) > k[:, None], axis=1) + 1
+        a = np.where(stay, 0, np.where(keep, prev, pick))
+        node = transitions[node, a]
+        nodes[:, t], actions[:, t] = node, a
+        prev = np.where(a > 0, a, prev)
     return nodes, actions
 
 
@@ -378,18 +396,34 @@ def sample_episodes(worlds, batch_size: int, n_steps: int, n_obs: int,
     worlds = [worlds] if isinstance(worlds, World) else list(worlds)
     if not worlds:
         raise ValueError("sample_episodes needs at least one world")
-    picked, maps = [], []
-    nodes = np.empty((batch_size, n_steps), dtype=np.int64)
-    actions = np.empty_like(nodes)
-    obs = np.empty_like(nodes)
+    picked, maps, starts = [], [], []
+    u = np.empty((batch_size, n_steps, 3))
+    # The draws in random_walk's order, environment by environment (the same walks as one
+    # random_walk call each); the walks themselves then run as one batch.
     for b in range(batch_size):
         w = worlds[int(rng.integers(len(worlds)))] if len(worlds) > 1 else worlds[0]
         m = (observation_maps[b] if observation_maps is not None
              else random_observations(w, n_obs, rng))
-        nodes[b], actions[b] = random_walk(w, n_steps, rng, keep_heading, stay_prob)
-        obs[b] = m[nodes[b]]
+        starts.append(int(rng.integers(w.n_nodes)))
+        u[b] = rng.random((n_steps, 3))
         picked.append(w)
         maps.append(m)
+    # One transition table for every picked world, node indices offset per distinct world.
+    tables, offset = {}, 0
+    for w in picked:
+        if id(w) not in tables:
+            tables[id(w)] = (offset, w)
+            offset += w.n_nodes
+    # Action sets of other sizes (square beside hex) padded with unavailable (-1) columns.
+    width = max(w.n_actions for w in picked)
+    table = np.full((offset, width), -1, dtype=np.int64)
+    for off, w in tables.values():
+        table[off:off + w.n_nodes, :w.n_actions] = np.where(w.transitions >= 0,
+                                                            w.transitions + off, -1)
+    offsets = np.array([tables[id(w)][0] for w in picked])
+    nodes, actions = _walks(table, np.array(starts) + offsets, u, keep_heading, stay_prob)
+    nodes -= offsets[:, None]
+    obs = np.stack([m[n] for m, n in zip(maps, nodes, strict=True)])
     return Episodes(picked, nodes, actions, obs, maps)
 
 

@@ -138,3 +138,44 @@ def test_observations_fresh_per_environment_and_in_range():
         np.testing.assert_array_equal(ep.observations[b], ep.observation_maps[b][ep.nodes[b]])
     assert not np.array_equal(ep.observation_maps[0][:25], ep.observation_maps[1][:25])
     assert {wd.n_nodes for wd in ep.worlds} <= {64, 25}
+
+
+def _scalar_walk(world, n_steps, rng, keep_heading, stay_prob):
+    """random_walk's rule written out step by step, the batch walker's oracle."""
+    node = int(rng.integers(world.n_nodes))
+    u = rng.random((n_steps, 3))
+    nodes, actions, prev = [node], [0], 0
+    for t in range(1, n_steps):
+        avail = np.flatnonzero(world.transitions[node, 1:] >= 0) + 1
+        if u[t, 0] < stay_prob or len(avail) == 0:
+            a = 0
+        elif prev > 0 and u[t, 1] < keep_heading and world.transitions[node, prev] >= 0:
+            a = prev
+        else:
+            a = int(avail[int(u[t, 2] * len(avail))])
+        node = int(world.transitions[node, a])
+        nodes.append(node)
+        actions.append(a)
+        prev = a if a > 0 else prev
+    return np.array(nodes), np.array(actions)
+
+
+@pytest.mark.parametrize("specs,keep,stay", [(["square:8"], 0.9, 0.0),
+                                             (["square:6:holes=2,2;3,3", "square:9"], 0.5, 0.2),
+                                             (["hex:7", "hex:4"], 0.0, 0.1),
+                                             (["square:5", "hex:5"], 0.7, 0.1)])
+def test_batched_walks_equal_the_step_by_step_rule(specs, keep, stay):
+    """sample_episodes walks all environments at once; each walk must be the one the scalar
+    rule makes from the same draws (world, observations, start, then the walk's numbers)."""
+    worlds = [W.parse_world(s) for s in specs]
+    ep = W.sample_episodes(worlds, 12, 150, 45, np.random.default_rng(4), keep, stay)
+    rng = np.random.default_rng(4)
+    for b in range(12):
+        w = worlds[int(rng.integers(len(worlds)))] if len(worlds) > 1 else worlds[0]
+        obs_map = W.random_observations(w, 45, rng)
+        nodes, actions = _scalar_walk(w, 150, rng, keep, stay)
+        assert ep.worlds[b] is w
+        np.testing.assert_array_equal(ep.nodes[b], nodes)
+        np.testing.assert_array_equal(ep.actions[b], actions)
+        np.testing.assert_array_equal(ep.observations[b], obs_map[nodes])
+
