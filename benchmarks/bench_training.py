@@ -18,6 +18,12 @@ each batch size of ``--batches``; it prints iterations/s, environment-steps/s, t
 and the largest relative difference of the two losses (they compute the same function):
 
     python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
+
+``--runs`` trains one labelled TEM-t run per comma-separated override group instead (time to
+a trained model at other batch sizes and learning rates; no baseline), e.g.
+
+    python benchmarks/bench_training.py --runs train.batch_size=16 \
+        train.batch_size=64,train.lr=2e-3,train.iterations=200
 """
 
 from __future__ import annotations
@@ -109,6 +115,8 @@ def main() -> None:
     p.add_argument("--compare-fast", action="store_true",
                    help="time the fused step against the eager one instead of training")
     p.add_argument("--batches", default="16,64,256", help="batch sizes of --compare-fast")
+    p.add_argument("--runs", nargs="+", default=[],
+                   help="one TEM-t run per comma-separated override group (no baseline)")
     p.add_argument("--iterations", type=int, default=5,
                    help="timed iterations per batch size of --compare-fast")
     args = p.parse_args()
@@ -116,18 +124,22 @@ def main() -> None:
         compare_fast(args.preset, [int(b) for b in args.batches.split(",")], args.iterations,
                      args.set)
         return
-    if args.settings:
+    if args.runs:
+        runs = [("temt", [*args.set, *group.split(",")], group) for group in args.runs]
+    elif args.settings:
         from grid_settings import SETTINGS
 
         runs = [("temt", [*SETTINGS[n], *args.set], n) for n in args.settings.split(",")]
     else:
         runs = [("temt", args.set, "temt")]
-    runs.append(("sinusoidal", args.set, "sinusoidal"))
+    if not args.runs:
+        runs.append(("sinusoidal", args.set, "sinusoidal"))
     rows = [run(args.preset, kind, args.target, args.eval_every, args.max_minutes, sets, label)
             for kind, sets, label in runs]
     print(f"\npreset {args.preset}; held-out: {EVAL_ENVS} envs; target loop closure "
           f"{args.target}")
-    head = (f"{'model':16s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
+    w = max(16, *(len(r["kind"]) + 2 for r in rows))
+    head = (f"{'model':{w}s}{'it/s':>7s}{'its':>7s}{'to target (it / train s / wall s)':>36s}"
             f"{'revisit':>9s}{'new edge':>9s}{'unseen':>8s}{'edge agent (new)':>18s}")
     print(head)
     base = rows[0]["it_per_s"]
@@ -135,7 +147,7 @@ def main() -> None:
         f = r["final"]
         tgt = ("not reached" if r["reached"] is None else
                f"{r['reached'][0]} / {r['reached'][1]:.0f} / {r['reached'][2]:.0f}")
-        print(f"{r['kind']:16s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
+        print(f"{r['kind']:{w}s}{r['it_per_s']:7.2f}{r['iterations']:7d}{tgt:>36s}"
               f"{f['model']['revisit']:9.3f}{f['model']['revisit_new_edge']:9.3f}"
               f"{f['model']['revisit_unseen_edge']:8.3f}"
               f"{f['edge_agent']['revisit_new_edge']:18.3f}")

@@ -38,6 +38,13 @@ def _quiet_fallback():
         yield
 
 
+def missing_reader(path, err: ImportError) -> str:
+    """The one-line error for a file whose reader package is not installed (h5py, netCDF4,
+    zarr): the import failure itself, not the file, is what the user must fix."""
+    return (f"{str(Path(path))!r} cannot be opened: {err} (a package hippo_rep reads files "
+            "with is missing; reinstall it with `pip install -e .`)")
+
+
 def open_raw(path, chunks=None) -> xr.Dataset:
     """Open a netCDF file or zarr store without checking it (zarr: dask-backed)."""
     path = Path(path)
@@ -54,6 +61,8 @@ def open_raw(path, chunks=None) -> xr.Dataset:
                                  f"({type(err).__name__}: {err})") from None
     try:
         return xr.open_dataset(path, chunks=chunks)
+    except ImportError as err:
+        raise RecordingError(missing_reader(path, err)) from None
     except (ValueError, OSError, KeyError, TypeError) as err:
         raise RecordingError(f"{str(path)!r} is not a netCDF file or zarr store "
                              f"({type(err).__name__})") from None

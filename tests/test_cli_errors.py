@@ -1,6 +1,7 @@
 """One error boundary in the CLI; outputs checked before work starts."""
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -130,3 +131,26 @@ def test_random_bytes_as_toml_name_the_file(capsys, tmp_path):
     rc, err = run(capsys, "train", "--config", bad, "--out", tmp_path / "r")
     assert rc == 2 and "bad.toml" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["figures", "analyse"])
+def test_a_missing_reader_package_is_named_not_blamed_on_the_file(capsys, monkeypatch, command):
+    """A plain install once lacked h5py: the error must say so, not call the file unreadable."""
+    import xarray as xr
+
+    from hippo_rep.analysis import pipeline
+
+    def no_h5py(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'h5py'")
+
+    monkeypatch.setattr(xr, "open_dataset", no_h5py)
+    monkeypatch.setattr(pipeline.xr, "open_dataset", no_h5py)
+    data = Path(__file__).resolve().parents[1] / "data"
+    src = str(data / ("analysis.nc" if command == "figures" else "recording.nc"))
+    args = [command, src, "--out", "/nonexistent_dir_for_test/out"]
+    if command == "analyse":
+        args[-1] = "/nonexistent_dir_for_test/out.nc"
+    assert cli.main(args) != 0
+    err = capsys.readouterr().err
+    assert "No module named 'h5py'" in err and "pip install" in err
+    assert len(err.strip().splitlines()) == 1

@@ -36,7 +36,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
-from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked
+from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked, missing_reader
 from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES, NETCDF_COMPLEVEL
 from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
@@ -753,6 +753,8 @@ def open_analysis(path: str | os.PathLike) -> xr.Dataset:
                 opened = xr.open_zarr(path)
     except AnalysisError:
         raise
+    except ImportError as err:
+        raise AnalysisError(missing_reader(path, err)) from None
     except Exception as err:  # h5py/zarr raise many types for damaged files
         raise AnalysisError(f"analysis {str(path)!r} is not a readable netCDF file or zarr "
                             f"store ({type(err).__name__})") from None

@@ -1,0 +1,184 @@
+"""Issue 28's screen of read-out cells (``model.cells=readout``), rerunnable and resumable.
+
+For each world family × seed a base run learns path integration first (the ``small`` preset
+with read-out cells, 400 iterations on 8×8); each screened setting then continues from that
+base (``train.init_from``) for 2,000 iterations on 10×10 worlds with 300-step walks, the cell
+constraints ramped in over iterations 200–500. Every run is evaluated on held-out worlds
+(loop closure, zero-shot, memories per node, the W_a triad, walk-constant power), recorded on
+held-out 16×16 worlds of its family and analysed with the lattice-aware classifier.
+
+    python benchmarks/readout_screen.py run OUT [--seeds 0 1] [--only NAME ...] [--worlds ...]
+    python benchmarks/readout_screen.py table OUT
+
+A finished stage (its output file exists) is skipped, so ``run`` continues after an
+interruption. Each command is printed before it runs; every stage is a ``hippo-rep`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: Base run (path integration learned before the constraints), on the ``small`` preset.
+BASE = ["model.cells=readout"]
+#: Base training world per family (the small preset's size).
+BASE_WORLD = {"square": "square:8", "hex": "hex:8"}
+#: Screened training world per family (issue 28: at least 10×10).
+SCREEN_WORLD = {"square": "square:10", "hex": "hex:10"}
+#: Held-out evaluation and recording worlds per family (recordings at least 16×16).
+EVAL_WORLD = {"square": "square:11", "hex": "hex:11"}
+RECORD_WORLD = {"square": "square:16", "hex": "hex:16"}
+#: Held-out evaluation: environments × steps.
+EVAL_ENVS, EVAL_STEPS = 8, 1500
+#: Recording: environments × steps (each environment's maps are (unit, environment) pairs).
+RECORD_ENVS, RECORD_STEPS = 4, 1500
+#: Shuffles of the analysis' nulls.
+SHUFFLES = 20
+#: Every screened run: longer walks, a smaller learning rate, clipped gradients, 2,000
+#: iterations, the cell constraints ramped in from iteration 200 over 300 iterations.
+COMMON = ["model.cells=readout", "world.walk_steps=300", "train.lr=5e-4",
+          "train.grad_clip=1.0", "train.iterations=2000", "train.cells_ramp_start=200",
+          "train.cells_ramp=300", "train.threads=1"]
+#: Setting name → overrides on top of COMMON.
+SETTINGS = {
+    # no cell constraints, W_a at a tenth of the learning rate (the control)
+    "plain": ["train.transition_lr_scale=0.1"],
+    # energy on the cells and walk-constant power of g penalised, W_a at a tenth
+    "constrained": ["train.transition_lr_scale=0.1", "train.loss_cells_energy=0.3",
+                    "train.loss_g_const=1.0"],
+    # the same constraints with W_a at the full learning rate, so that the pressure on the
+    # cells can reshape W_a's spectrum (the 0.1× runs kept their arena-scale waves)
+    "constrained_wa": ["train.transition_lr_scale=1.0", "train.loss_cells_energy=0.3",
+                       "train.loss_g_const=1.0"],
+}
+
+
+def _hippo(args: list[str], log: Path) -> None:
+    cmd = ["hippo-rep", *args]
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.perf_counter()
+    with open(log, "a") as fh:
+        subprocess.run(cmd, check=True, stdout=fh, stderr=subprocess.STDOUT)
+    print(f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def _sets(overrides: list[str]) -> list[str]:
+    return [a for o in overrides for a in ("--set", o)]
+
+
+def _train(run: Path, overrides: list[str], log: Path) -> None:
+    if (run / "trained").is_file():
+        return
+    # a run folder with a checkpoint but no marker was interrupted: resume it
+    resume = ["--resume"] if (run / "checkpoint.pt").is_file() else []
+    _hippo(["train", "--config", "small", *_sets(overrides), "--out", str(run),
+            "--no-progress", *resume], log)
+    (run / "trained").touch()
+
+
+def _stages(run: Path, family: str, seed: int, log: Path) -> None:
+    ckpt = str(run / "checkpoint.pt")
+    if not (run / "eval.json").is_file():
+        _hippo(["evaluate", ckpt, "--world", EVAL_WORLD[family], "--envs", str(EVAL_ENVS),
+                "--steps", str(EVAL_STEPS), "--seed", str(1000 + seed), "--json",
+                str(run / "eval.json")], log)
+    if not (run / "recording.nc").is_file():
+        _hippo(["record", ckpt, "--out", str(run / "recording.nc"), "--world",
+                RECORD_WORLD[family], "--envs", str(RECORD_ENVS), "--steps",
+                str(RECORD_STEPS), "--seed", str(2000 + seed)], log)
+    if not (run / "analysis.nc").is_file():
+        _hippo(["analyse", str(run / "recording.nc"), "--out", str(run / "analysis.nc"),
+                "--shuffles", str(SHUFFLES), "--seed", str(seed)], log)
+
+
+def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "screen.log"
+    for seed in seeds:
+        for family in families:
+            base = out / f"base_{family}_s{seed}"
+            _train(base, [*BASE, f"world.worlds=[\"{BASE_WORLD[family]}\"]",
+                          f"train.seed={seed}", "train.threads=1"], log)
+            for name in names:
+                run_dir = out / f"{name}_{family}_s{seed}"
+                t0 = time.perf_counter()
+                fresh = not (run_dir / "trained").is_file()
+                _train(run_dir, [*COMMON, *SETTINGS[name], f"train.seed={seed}",
+                                 f"world.worlds=[\"{SCREEN_WORLD[family]}\"]",
+                                 f"train.init_from={base / 'checkpoint.pt'}"], log)
+                if fresh:
+                    (run_dir / "train_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
+                _stages(run_dir, family, seed, log)
+
+
+def _row(run_dir: Path) -> dict:
+    """One run's line: held-out accuracy, memories per node, W_a's best triad, walk-constant
+    power, and the fractions of (environment, unit) maps of the recorded cells (population
+    ``g``) per class, with the median |ψ| of the maps holding three waves."""
+    import xarray as xr
+
+    ev = json.loads((run_dir / "eval.json").read_text())
+    row = {"run": run_dir.name,
+           "loop_closure": ev["model"]["revisit_new_edge"]["accuracy"],
+           "zero_shot": ev["model"]["revisit_unseen_edge"]["accuracy"],
+           "mem_per_node": ev["memory"]["memories_per_node"]}
+    triad = (ev["transitions"] or {}).get("hexagonal_triad") or {}
+    row["triad_found"] = float(triad.get("found", np.nan))
+    row["triad_angle_dev"] = triad.get("max_angle_deviation", np.nan)
+    row["triad_len_ratio"] = triad.get("length_ratio", np.nan)
+    row["wcp_g"] = (ev.get("walk_constant_power") or {}).get("g", np.nan)
+    with xr.open_dataset(run_dir / "analysis.nc") as an:
+        g = an.sel(population="g") if "population" in an["is_grid"].dims else an
+        unit_g = an["variable"] == "g" if "variable" in an.coords else True
+        for head, var in (("hexagonal", "is_grid"), ("two_wave", "is_two_wave"),
+                          ("band", "is_band"), ("square", "is_square")):
+            row[head] = float(g[var].where(unit_g).mean())
+        if "triad_phase" in an:
+            psi = np.abs(an["triad_phase"].where(unit_g).values.ravel())
+            row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
+        mem = an["variable"] == "memory_activity" if "variable" in an.coords else None
+        if mem is not None and bool(mem.any()):
+            row["place"] = float(an["is_place"].where(mem).mean())
+    secs = run_dir / "train_seconds"
+    if secs.is_file():
+        row["it_per_s"] = 2000 / float(secs.read_text())
+    return row
+
+
+def table(out: Path) -> None:
+    rows = [_row(d) for d in sorted(out.iterdir())
+            if d.is_dir() and (d / "analysis.nc").is_file()]
+    if not rows:
+        sys.exit(f"{out}: no finished run (analysis.nc) yet")
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print("  ".join(f"{k:>16}" for k in keys))
+    for r in rows:
+        print("  ".join(f"{r.get(k, np.nan):>16.3f}" if not isinstance(r.get(k), str)
+                        else f"{r[k]:>16}" for k in keys))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("out", type=Path)
+    r.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    r.add_argument("--only", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
+    r.add_argument("--worlds", nargs="+", choices=sorted(BASE_WORLD), default=["square", "hex"])
+    t = sub.add_parser("table")
+    t.add_argument("out", type=Path)
+    a = p.parse_args()
+    if a.cmd == "run":
+        run(a.out, a.seeds, a.only, a.worlds)
+    else:
+        table(a.out)
+
+
+if __name__ == "__main__":
+    main()
