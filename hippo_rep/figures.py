@@ -31,6 +31,7 @@ from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
+from hippo_rep.plotting.axes import panel_letter
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
@@ -158,9 +159,9 @@ def register(name: str):
 
 
 def _label_panels(axes) -> None:
+    """Panel letters a, b, ... left of each panel's labels, level with its title's top."""
     for letter, ax in zip("abcdefghijklmnop", axes, strict=False):
-        ax.text(-0.12, 1.04, letter, transform=ax.transAxes, fontweight="bold", fontsize=10,
-                va="bottom", ha="right")
+        panel_letter(ax, letter)
 
 
 @register("learning")
@@ -661,11 +662,14 @@ def remapping_figure(inputs: FigureInputs):
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
     pair = ds[pair_vars]
     pair_structure_test(pair, ax=axes[0, 0])
-    axes[0, 0].set_title("cell-pair structure kept across environments?", fontsize=7)
+    axes[0, 0].set_title("cell-pair structure kept?", fontsize=7)
     if "pair_shift_match" in pair:
         pair_structure_test(pair, ax=axes[0, 1], stat="pair_shift")
-        axes[0, 1].set_title("shift-tolerant: pair offsets kept?", fontsize=7)
+        axes[0, 1].set_title("pair offsets kept?\n(shift-tolerant)", fontsize=7)
     else:
+        axes[0, 1].text(0.5, 0.5, "no shift-tolerant test\n(the analysis has no\n"
+                        "pair_shift_match)", transform=axes[0, 1].transAxes, ha="center",
+                        va="center", fontsize=7)
         axes[0, 1].set_axis_off()
     for v in (grid_var, mem_var):
         if v in np.asarray(ds["population"].values).tolist():
@@ -673,15 +677,15 @@ def remapping_figure(inputs: FigureInputs):
             pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
                          ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
     remap_by_population(ds["remap_corr"], ax=axes[1, 0])
-    axes[1, 0].set_title(textwrap.fill(f"per-unit correlation (secondary): {PER_UNIT_NOTE}",
-                                       60), fontsize=5.5)
+    axes[1, 0].set_title("per-unit correlation\n(secondary; see note)", fontsize=7)
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
-    axes[1, 1].set_title("population vectors (secondary)", fontsize=7)
+    axes[1, 1].set_title("population vectors\n(secondary)", fontsize=7)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
-    axes[1, 2].set_title(f"TEM test ({grid_var} at {mem_var} peaks)", fontsize=7)
+    axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=7)
     title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
-             f"Memory-neuron identity across environments: {MEMORY_IDENTITY}")
+             f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
+             f"Note on d: {PER_UNIT_NOTE}.")
     fig.suptitle(textwrap.fill(title, 150), fontsize=6.5)
     _label_panels(axes.ravel())
     return fig
@@ -695,7 +699,7 @@ def passkey_figure(inputs: FigureInputs):
     from hippo_rep.tasks.passkey import CHANCE
 
     rows = inputs.need_passkey()
-    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.8), layout="constrained",
+    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.2), layout="constrained",
                              gridspec_kw={"width_ratios": [1.6, 1]})
     passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)

@@ -123,6 +123,6 @@ def passkey_long_filler(rows: list[dict], ax=None, min_filler: int = LONG_FILLER
     ax.set_xticks(np.arange(len(names)), names, rotation=60, ha="right")
     ax.set_ylim(0, 1.02)
     span = f"{long[0]}" if len(long) == 1 else f"{long[0]}–{long[-1]}"
-    ax.set_ylabel(f"mean accuracy, fillers {span} tokens\n(fraction correct)")
+    ax.set_ylabel(f"mean accuracy (fraction correct)\nfillers {span} tokens")
     ax.set_xlabel("variant")
     return ax

@@ -7,8 +7,9 @@ import numpy as np
 from hippo_rep.plotting.axes import get_ax
 from hippo_rep.schema import FAM_ACTIVITY, G_PI, MEMORY_ACTIVITY, G, P
 
-#: Display names of the populations (recording variables).
-POPULATION_LABELS = {G: "positional\ng", G_PI: "path-integr.\ng_pi",
+#: Display names of the populations (recording variables), two short lines each (tick labels
+#: of three populations side by side in a third of a page stay apart).
+POPULATION_LABELS = {G: "positional\ng", G_PI: "path int.\ng_pi",
                      MEMORY_ACTIVITY: "memory\nneurons", FAM_ACTIVITY: "FAM\nslots",
                      P: "TEM\np"}
 
@@ -37,6 +38,13 @@ SCATTER_ALPHA = (0.7, 0.2)
 #: Number of points beyond which :func:`pair_scatter` draws them fainter.
 DENSE_POINTS = 2000
 
+#: Font size of the population tick labels, points.
+TICK_FONTSIZE = 6
+
+
+def _population_ticks(ax, labels) -> None:
+    ax.set_xticks(range(len(labels)), labels, fontsize=TICK_FONTSIZE)
+
 
 def _label(v: str) -> str:
     return POPULATION_LABELS.get(v, v)
@@ -55,7 +63,8 @@ def remap_by_population(remap_corr, ax=None):
     Returns
     -------
     matplotlib Axes
-        Y axis: Pearson r (unitless); the median of each population written above it.
+        Y axis: Pearson r (unitless); each population's count and median in its tick
+        label.
     """
     ax = get_ax(ax)
     rng = np.random.default_rng(JITTER_SEED)
@@ -66,18 +75,16 @@ def remap_by_population(remap_corr, ax=None):
                           dtype=float).ravel()
         vals = vals[np.isfinite(vals)]
         data.append(vals)
-        labels.append(f"{_label(v)}\n(n = {vals.size})")
+        med = f"{float(np.median(vals)):.2f}" if vals.size else "–"
+        labels.append(f"{_label(v)}\nn = {vals.size}\nmedian\n{med}")
         color = POPULATION_COLORS.get(v)
         ax.scatter(i + rng.uniform(-JITTER, JITTER, vals.size), vals, s=3, alpha=0.5,
                    color=color, lw=0, rasterized=True)
-        if vals.size:
-            med = float(np.median(vals))
-            ax.text(i, 1.06, f"median {med:.2f}", ha="center", va="bottom", fontsize=6)
     ax.boxplot([d if d.size else [np.nan] for d in data], positions=range(len(data)),
                widths=0.5, showfliers=False, medianprops=dict(color="k"))
     ax.axhline(0, color="0.5", lw=0.6)
-    ax.set_xticks(range(len(labels)), labels)
-    ax.set_ylim(-1.05, 1.2)
+    _population_ticks(ax, labels)
+    ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("spatial correlation across envs\n(Pearson r, unitless)")
     return ax
 
@@ -101,7 +108,7 @@ def pv_by_population(pv_corr, ax=None):
         ax.bar(i, mean, width=0.6, color=POPULATION_COLORS.get(v, "0.6"), alpha=0.8)
         ax.scatter(np.full(fin.size, i), fin, s=6, color="k", zorder=3)
     ax.axhline(0, color="0.5", lw=0.6)
-    ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
+    _population_ticks(ax, [_label(v) for v in pops])
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("population-vector correlation\n(Pearson r, unitless)")
     return ax
@@ -204,7 +211,7 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
         pf = p[np.isfinite(p)]
         ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
                 ha="center", va="bottom", fontsize=5)
-    ax.set_xticks(range(len(pops)), [_label(v) for v in pops])
+    _population_ticks(ax, [_label(v) for v in pops])
     ax.set_xlim(-0.6, len(pops) - 0.4)
     if stat == "pair_structure":
         ax.set_ylim(-0.3, 1.25)

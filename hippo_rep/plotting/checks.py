@@ -1,0 +1,260 @@
+"""Checks of a rendered figure that a reviewer would otherwise make by eye.
+
+Pure functions of a :class:`matplotlib.figure.Figure`; each draws the figure once (Agg or
+whatever canvas it has) and returns a list of :class:`Problem`, empty when the figure passes:
+
+- :func:`overlapping_texts`: pairs of drawn, non-empty text artists (titles, panel
+  letters, tick labels, axis labels, annotations, legend texts, suptitle, colour-bar labels)
+  whose rendered boxes overlap (by more than :data:`OVERLAP_TOLERANCE_PT` in height), or sit
+  side by side closer than :data:`MIN_GAP_PT` (they read as one string); tick labels count
+  like any other text (two tick labels printed over each other are unreadable); rotated
+  texts are compared as rotated rectangles, not their axis-aligned boxes.
+- :func:`empty_axes`: visible axes that draw no data (no line, image, collection, patch
+  beyond the background, container or table) and carry no visible text saying why.
+- :func:`images_without_colorbar`: axes showing a map (an ``AxesImage`` or ``QuadMesh``)
+  whose mappable has no colour bar in the figure.
+
+:func:`check_figure` runs all three. Nothing is saved and the figure is not changed (other
+than being drawn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Overlap (points) that the height of the intersection of two text boxes must exceed for
+#: the pair to be reported: boxes of two lines that merely touch are not.
+OVERLAP_TOLERANCE_PT = 0.75
+
+#: Smallest horizontal gap (points) between two texts side by side on one line: closer, they
+#: read as one string ("spacing 9.0g60 0.67"), so the pair is reported as an overlap too.
+MIN_GAP_PT = 1.5
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect found: its ``rule`` ("overlap", "empty", "colorbar") and what, in words."""
+
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.detail}"
+
+
+def _renderer(fig):
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
+def _drawn_texts(fig) -> tuple[list, object]:
+    """(every Text the figure draws with something written in it, the renderer), found by
+    drawing the figure with :meth:`matplotlib.text.Text.draw` recorded: what a hidden axes,
+    legend or a tick outside the view holds is not drawn and not listed."""
+    from matplotlib.text import Text
+
+    drawn: dict[int, object] = {}
+    original = Text.draw
+
+    def record(self, renderer):
+        if self.get_visible() and self.get_text().strip():
+            drawn[id(self)] = self
+        return original(self, renderer)
+
+    Text.draw = record
+    try:
+        renderer = _renderer(fig)
+    finally:
+        Text.draw = original
+    return list(drawn.values()), renderer
+
+
+def _name(t) -> str:
+    text = t.get_text().replace("\n", " / ")
+    if len(text) > 50:
+        text = text[:47] + "..."
+    where = ""
+    if t.axes is not None:
+        title = t.axes.get_title() or t.axes.get_label() or ""
+        where = f" in axes {title[:30]!r}" if title else " in an axes"
+    return f"{text!r}{where}"
+
+
+def overlapping_texts(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
+                      min_gap: float = MIN_GAP_PT) -> list[Problem]:
+    """Pairs of drawn texts whose rendered boxes overlap: their intersection is taller than
+    ``tolerance`` points and wider than ``-min_gap`` points (texts on one line closer than
+    ``min_gap`` run together)."""
+    texts, renderer = _drawn_texts(fig)
+    px = fig.dpi / 72.0
+    tolerance, min_gap = tolerance * px, min_gap * px
+    boxes = []
+    for t in texts:
+        bb = t.get_window_extent(renderer)
+        if bb.width > 0 and bb.height > 0:
+            boxes.append((t, bb, _corners(t, bb, renderer)))
+    problems = []
+    for i in range(len(boxes)):
+        ti, bi, ci = boxes[i]
+        for j in range(i + 1, len(boxes)):
+            tj, bj, cj = boxes[j]
+            w = min(bi.x1, bj.x1) - max(bi.x0, bj.x0)
+            h = min(bi.y1, bj.y1) - max(bi.y0, bj.y0)
+            if not (w > -min_gap and h > tolerance):
+                continue
+            if (ci is not None or cj is not None) and not _rectangles_meet(
+                    ci if ci is not None else _box_corners(bi),
+                    cj if cj is not None else _box_corners(bj), tolerance):
+                continue  # rotated texts whose boxes meet but whose letters do not
+            problems.append(Problem("overlap", f"{_name(ti)} overlaps {_name(tj)} "
+                                               f"({w:.0f} x {h:.0f} px)"))
+    return problems
+
+
+def _box_corners(bb):
+    import numpy as np
+
+    return np.array([[bb.x0, bb.y0], [bb.x1, bb.y0], [bb.x1, bb.y1], [bb.x0, bb.y1]])
+
+
+def _corners(t, bb, renderer):
+    """The four corners (pixels) of a rotated text's own rectangle (None: not rotated).
+
+    The window extent of a rotated text is the axis-aligned box around it, much larger than
+    its letters; the text's rectangle has the size of the unrotated text and the same
+    centre as that box, turned by the rotation."""
+    import numpy as np
+
+    angle = t.get_rotation() % 180
+    if angle in (0, 90):
+        return None
+    t.set_rotation(0)
+    try:
+        flat = t.get_window_extent(renderer)
+    finally:
+        t.set_rotation(angle)
+    half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [flat.width / 2, flat.height / 2]
+    a = np.deg2rad(angle)
+    rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    centre = np.array([(bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2])
+    return centre + half @ rot.T
+
+
+def _rectangles_meet(a, b, tolerance: float) -> bool:
+    """Whether two convex quadrilaterals (4 x 2 corners) overlap by more than ``tolerance``
+    along every separating direction (the separating-axis test)."""
+    import numpy as np
+
+    for poly in (a, b):
+        for k in range(4):
+            edge = poly[(k + 1) % 4] - poly[k]
+            normal = np.array([-edge[1], edge[0]])
+            norm = np.hypot(*normal)
+            if norm == 0:
+                continue
+            pa, pb = a @ normal / norm, b @ normal / norm
+            if min(pa.max(), pb.max()) - max(pa.min(), pb.min()) <= tolerance:
+                return False
+    return True
+
+
+def _is_colorbar_axes(ax) -> bool:
+    return getattr(ax, "_colorbar", None) is not None or ax.get_label() == "<colorbar>"
+
+
+def _has_data(ax) -> bool:
+    """Whether ``ax`` draws data: a line in data coordinates (``axhline``/``axvline``, in
+    axes coordinates along one side, are reference lines, not data), an image, a
+    collection, a patch other than the background, or a table."""
+    lines = [ln for ln in ax.lines if ln.get_visible() and ln.get_transform() is ax.transData]
+    others = [a for a in (*ax.images, *ax.collections, *ax.patches, *ax.tables)
+              if a.get_visible()]
+    return bool(lines or others)
+
+
+def _own_texts(ax) -> list:
+    """Visible, non-empty texts that belong to ``ax``: its texts, title and annotations."""
+    texts = [*ax.texts, ax.title, ax._left_title, ax._right_title]
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+def _notes_inside(ax, renderer) -> list:
+    """Visible, non-empty texts of ``ax`` whose centre lies inside the axes box."""
+    box = ax.get_window_extent(renderer)
+    out = []
+    for t in ax.texts:
+        if t.get_visible() and t.get_text().strip():
+            bb = t.get_window_extent(renderer)
+            if box.contains((bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2):
+                out.append(t)
+    return out
+
+
+def empty_axes(fig) -> list[Problem]:
+    """Visible axes (colour bars aside) with no data artist and no visible text of their
+    own inside it (``ax.text`` or an annotation within the axes box: a title, or a panel
+    letter outside the box, does not say why it is empty)."""
+    renderer = _renderer(fig)
+    problems = []
+    for ax in fig.axes:
+        if not ax.get_visible() or _is_colorbar_axes(ax) or _has_data(ax):
+            continue
+        if not ax.axison and not _own_texts(ax):
+            continue  # switched off and blank: a deliberate gap in a grid of panels
+        if _notes_inside(ax, renderer):
+            continue  # it says why (a note written in the axes)
+        what = ax.get_title() or ax.get_label() or "untitled"
+        problems.append(Problem("empty", f"axes {what[:50]!r} draws nothing and says why "
+                                         "nowhere (add a visible note, or drop the axes)"))
+    return problems
+
+
+def _mappables(ax) -> list:
+    from matplotlib.collections import QuadMesh
+    from matplotlib.image import AxesImage
+
+    return [a for a in (*ax.images, *ax.collections)
+            if isinstance(a, AxesImage | QuadMesh) and a.get_visible()]
+
+
+def _scale(mappable) -> tuple:
+    """(colour map name, norm type, vmin, vmax): two maps with the same colour map and
+    limits are read from the same colour bar."""
+    norm = mappable.norm
+    return (mappable.get_cmap().name, type(norm).__name__, norm.vmin, norm.vmax)
+
+
+def images_without_colorbar(fig) -> list[Problem]:
+    """Axes showing a map (AxesImage or QuadMesh) none of whose maps is read by a colour bar
+    in the figure: the map's own (its ``colorbar`` attribute, that bar's axes in the figure),
+    or the bar of another map on the same colour map, norm and limits (a shared bar)."""
+    _renderer(fig)
+    cbar_axes = {id(ax) for ax in fig.axes if _is_colorbar_axes(ax)}
+    # the colour scales a colour bar in the figure reads: its mappable's own, and any other
+    # map drawn on exactly that scale (one bar shared by a row of autocorrelograms)
+    shared = {_scale(m) for ax in fig.axes for m in _mappables(ax)
+              if getattr(m, "colorbar", None) is not None and id(m.colorbar.ax) in cbar_axes}
+    problems = []
+    for ax in fig.axes:
+        if not ax.get_visible() or id(ax) in cbar_axes:
+            continue
+        maps = _mappables(ax)
+        if not maps:
+            continue
+        ok = any(_scale(m) in shared for m in maps)
+        if not ok:
+            what = ax.get_title() or ax.get_label() or "untitled"
+            problems.append(Problem("colorbar", f"axes {what[:50]!r} shows a map without a "
+                                                "colour bar"))
+    return problems
+
+
+def check_figure(fig) -> list[Problem]:
+    """Every problem :func:`overlapping_texts`, :func:`empty_axes` and
+    :func:`images_without_colorbar` find (empty: the figure passes)."""
+    return [*overlapping_texts(fig), *empty_axes(fig), *images_without_colorbar(fig)]
+
+
+def report(problems) -> str:
+    """The problems one per line (for an assertion message)."""
+    return "\n".join(str(p) for p in problems) or "no problem"
