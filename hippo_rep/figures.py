@@ -28,14 +28,14 @@ from hippo_rep.analysis.classify import (
 )
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
-from hippo_rep.defaults import GRID_THRESHOLD
+from hippo_rep.defaults import GRID_THRESHOLD, PLACE_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
 from hippo_rep.plotting.axes import panel_letter
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
-from hippo_rep.plotting.maps import autocorrelogram, rate_map
+from hippo_rep.plotting.maps import UNVISITED_GREY, autocorrelogram, rate_map
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import field_count_by_population, place_score_by_population
 from hippo_rep.plotting.remapping import (
@@ -158,6 +158,15 @@ def register(name: str):
     return deco
 
 
+#: Characters per line of a figure-wide title at 7 pt on a :data:`FULL_WIDTH` figure.
+TITLE_CHARS = 125
+
+
+def _wrap(text: str, width: int = TITLE_CHARS) -> str:
+    """A long figure title in lines that fit the page width (its own line breaks kept)."""
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
 def _label_panels(axes) -> None:
     """Panel letters a, b, ... left of each panel's labels, level with its title's top."""
     for letter, ax in zip("abcdefghijklmnop", axes, strict=False):
@@ -234,9 +243,20 @@ COMPARE_COLORS = {"TEM g": "#999999", "TEM p": "#D55E00", "TEM-t g": "#0072B2",
                   "TEM-t memory": "#CC79A7"}
 
 
-def _top_units(ds, score: str, env, n: int, tie: str | None = None) -> np.ndarray:
-    """The ``n`` units of ``ds`` with the highest ``score`` in ``env`` (ties by ``tie``)."""
+#: Maps whose peak is below this fraction of the largest peak of their population in the
+#: environment are not shown as the "most place-like" (a near-silent unit with one faint bin
+#: has place score 1 and high spatial information: both are blind to the rate's scale).
+MIN_PEAK_FRACTION = 0.01
+
+
+def _top_units(ds, score: str, env, n: int, tie: str | None = None,
+               min_peak_fraction: float = 0.0) -> np.ndarray:
+    """The ``n`` units of ``ds`` with the highest ``score`` in ``env`` (ties by ``tie``),
+    leaving out those whose map's peak is below ``min_peak_fraction`` of the largest."""
     s = ds[score].sel(env=env).fillna(-np.inf).values
+    if min_peak_fraction > 0 and "rate_map" in ds:
+        peak = ds["rate_map"].sel(env=env).max(("y", "x")).fillna(-np.inf).values
+        s = np.where(peak >= min_peak_fraction * np.max(peak), s, -np.inf)
     keys = (-s,) if tie is None or tie not in ds else (
         -ds[tie].sel(env=env).fillna(-np.inf).values, -s)
     return ds["unit"].values[np.lexsort(keys)[:n]]
@@ -399,8 +419,8 @@ def grid_cells_figure(inputs: FigureInputs):
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
     top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
     rows = [("map", envs[0]), ("sac", envs[0])] + [("map", e) for e in envs[1:]]
-    fig, axes = plt.subplots(len(rows), len(top), figsize=(FULL_WIDTH, 1.25 * len(rows)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(rows), len(top), figsize=(FULL_WIDTH, 1.2 * len(rows) + 0.4),
+                             squeeze=False, layout="constrained")
     for j, u in enumerate(top):
         for i, (what, env) in enumerate(rows):
             m = ds["rate_map"].sel(env=env, unit=u)
@@ -408,14 +428,17 @@ def grid_cells_figure(inputs: FigureInputs):
             sp = float(ds["spacing"].sel(env=env, unit=u))
             if what == "map":
                 idx = int(ds["unit_index"].sel(unit=u))
-                rate_map(m, ax=axes[i, j], title=f"env {env}, unit {idx}\n"
-                         f"g60 {g60:.2f}, spacing {sp:.1f}")
+                rate_map(m, ax=axes[i, j], colorbar=True, units="",
+                         title=f"unit {idx}, env {env}\ng60 {g60:.2f}, sp. {sp:.1f}")
             else:
-                autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram")
-    fig.suptitle("most grid-like positional units g (ranked by gridness-60 in env "
-                 f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; spacing in bins)",
-                 fontsize=8, y=1.02)
-    fig.subplots_adjust(hspace=0.55)
+                autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram",
+                                colorbar=True)
+    units = ds["rate_map"].attrs.get("units", "")
+    fig.suptitle("most grid-like positional units g (ranked by gridness-60, g60, in env "
+                 f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = spacing "
+                 f"in bins)\ncolour bars: mean activity per bin ({units}) from the map's lowest "
+                 "value to its peak; autocorrelograms in Pearson r; white = unvisited",
+                 fontsize=7)
     return fig
 
 
@@ -474,6 +497,23 @@ def controls_figure(inputs: FigureInputs):
     return fig
 
 
+#: Colour map of place-like maps: zero light, the peak dark (a sparse map is a few dark bins
+#: on a light ground, not a black mask); unvisited bins grey.
+PLACE_CMAP = "magma_r"
+
+#: What the place-like maps show (``units``: the rate map's units).
+PLACE_MAP_CAPTION = ("colour bars: mean activity per bin ({units}) from the map's lowest value "
+                     "to its peak (top tick); blue outline: bins at or above "
+                     f"{PLACE_THRESHOLD:.0%} of the peak (the field threshold); grey = unvisited")
+
+
+def place_map(m, ax, title: str):
+    """A place-like rate map as the place figures draw it: :data:`PLACE_CMAP`, fields
+    outlined, unvisited grey, a colour bar ticked at 0 and the peak."""
+    return rate_map(m, ax=ax, outline_fields=True, cmap=PLACE_CMAP, colorbar=True, units="",
+                    unvisited=UNVISITED_GREY, title=title)
+
+
 @register("place_cells")
 def place_cells_figure(inputs: FigureInputs):
     """Memory-neuron rate maps with their fields outlined (most place-like per environment),
@@ -485,7 +525,7 @@ def place_cells_figure(inputs: FigureInputs):
     ds = full.hippo.population(pop)
     name = "TEM p unit" if pop == P else "memory"
     envs = ds["env"].values[:2]
-    fig = plt.figure(figsize=(FULL_WIDTH, 1.35 * len(envs) + 2.2))
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.3 * len(envs) + 2.4), layout="constrained")
     grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
                             height_ratios=[1.0] * len(envs) + [1.5])
     axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
@@ -493,21 +533,26 @@ def place_cells_figure(inputs: FigureInputs):
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
         # ties in place score (1 = all mass in one field) broken by spatial information
-        top = _top_units(ds, "place_score", env, N_UNITS_SHOWN, "spatial_info")
-        for j, u in enumerate(top):
-            rate_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j], outline_fields=True,
-                     cmap="magma",
-                     title=f"env {env}, {name} {int(ds['unit_index'].sel(unit=u))}\n"
-                           f"place score {float(score.sel(unit=u)):.2f}")
+        top = _top_units(ds, "place_score", env, N_UNITS_SHOWN, "spatial_info",
+                         MIN_PEAK_FRACTION)
+        for j in range(N_UNITS_SHOWN):
+            if j >= len(top):
+                axes[i, j].set_axis_off()
+                continue
+            u = top[j]
+            place_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j],
+                      title=f"{name} {int(ds['unit_index'].sel(unit=u))}, env {env}\n"
+                            f"place score {float(score.sel(unit=u)):.2f}")
     dist = fig.add_subplot(grid[len(envs), :])
     place_score_by_population(full["place_score"], ax=dist)
     ny, nx = full.sizes["y"], full.sizes["x"]
     dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
                    "maps large enough for a grid unit to show several fields)", fontsize=7)
-    fig.suptitle(("TEM grounded locations p" if pop == P else "memory neurons (softmax units)")
-                 + ", fields outlined at 20% of the peak; "
-                 "white = unvisited", fontsize=8, y=1.01)
-    fig.subplots_adjust(hspace=0.6)
+    units = full["rate_map"].attrs.get("units", "")
+    who = "TEM grounded locations p" if pop == P else "memory neurons (softmax units)"
+    fig.suptitle(_wrap(f"{who} with the highest place score (ties: spatial information; peak "
+                       f"at least {MIN_PEAK_FRACTION:.0%} of the population's largest in the "
+                       f"environment); {PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
     return fig
 
 

@@ -224,18 +224,33 @@ def _scale(mappable) -> tuple:
     return (mappable.get_cmap().name, type(norm).__name__, norm.vmin, norm.vmax)
 
 
+def _all_axes(fig) -> list:
+    """The figure's axes and, after each, its inset axes (e.g. an inset colour bar)."""
+    out = []
+
+    def add(ax):
+        out.append(ax)
+        for child in getattr(ax, "child_axes", ()):
+            add(child)
+
+    for ax in fig.axes:
+        add(ax)
+    return out
+
+
 def images_without_colorbar(fig) -> list[Problem]:
     """Axes showing a map (AxesImage or QuadMesh) none of whose maps is read by a colour bar
     in the figure: the map's own (its ``colorbar`` attribute, that bar's axes in the figure),
     or the bar of another map on the same colour map, norm and limits (a shared bar)."""
     _renderer(fig)
-    cbar_axes = {id(ax) for ax in fig.axes if _is_colorbar_axes(ax)}
+    every = _all_axes(fig)
+    cbar_axes = {id(ax) for ax in every if _is_colorbar_axes(ax)}
     # the colour scales a colour bar in the figure reads: its mappable's own, and any other
     # map drawn on exactly that scale (one bar shared by a row of autocorrelograms)
-    shared = {_scale(m) for ax in fig.axes for m in _mappables(ax)
+    shared = {_scale(m) for ax in every for m in _mappables(ax)
               if getattr(m, "colorbar", None) is not None and id(m.colorbar.ax) in cbar_axes}
     problems = []
-    for ax in fig.axes:
+    for ax in every:
         if not ax.get_visible() or id(ax) in cbar_axes:
             continue
         maps = _mappables(ax)

@@ -7,41 +7,135 @@ import numpy as np
 from hippo_rep.defaults import PLACE_THRESHOLD
 from hippo_rep.plotting.axes import get_ax
 
+#: Colour of the field outlines of :func:`rate_map` (Okabe-Ito sky blue: visible on the
+#: light zero and the dark peak of a reversed magma map).
+OUTLINE_COLOR = "#56B4E9"
+
+#: Colour of unvisited bins where a map's own colour map reaches white (e.g. ``magma_r``).
+UNVISITED_GREY = "0.82"
+
+#: Font size of colour-bar ticks and label on a map, points.
+CBAR_FONTSIZE = 5
+
+#: Colour bar of a map: [x0, y0, width, height] in the map's axes fraction.
+CBAR_BOUNDS = (1.04, 0.0, 0.06, 1.0)
+
+
+def _frame(ax) -> None:
+    """Equal aspect, no ticks, a thin grey frame on all four sides (the box's extent where
+    its edge bins are unvisited)."""
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(True)
+        spine.set_linewidth(0.5)
+        spine.set_color("0.5")
+
+
+def _edges(c: np.ndarray) -> np.ndarray:
+    """Bin edges of evenly spaced bin centres ``c``."""
+    step = float(c[1] - c[0]) if c.size > 1 else 1.0
+    return np.concatenate([c - step / 2, [c[-1] + step / 2]])
+
+
+def field_outline(ax, x, y, mask, color: str = OUTLINE_COLOR, lw: float = 1.0):
+    """Outline the bins where ``mask`` holds along their edges (a field of one bin is a
+    square around that bin, not a point: a contour of the map itself shrinks to a dot)."""
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any():
+        return ax
+    k = 8  # sub-steps per bin: the 0.5 level runs within 1/16 of a bin of the bin edge
+    padded = np.pad(mask, 1).astype(float)
+    ex, ey = _edges(np.asarray(x, dtype=float)), _edges(np.asarray(y, dtype=float))
+    sx, sy = float(ex[1] - ex[0]), float(ey[1] - ey[0])
+    up = np.kron(padded, np.ones((k, k)))
+    fx = ex[0] - sx + (np.arange(up.shape[1]) + 0.5) * sx / k
+    fy = ey[0] - sy + (np.arange(up.shape[0]) + 0.5) * sy / k
+    ax.contour(fx, fy, up, levels=[0.5], colors=color, linewidths=lw)
+    return ax
+
+
+def map_colorbar(mappable, ax, label: str | None = None):
+    """A slim colour bar beside a map, ticked at the map's lowest value and its peak (the top
+    tick: the peak, written out) and labelled ``label`` (e.g. the units); returns it."""
+    # an inset beside the map's own box (after its equal aspect), not space taken from its
+    # grid cell: the bar hugs the map and the map keeps its size
+    cax = ax.inset_axes(CBAR_BOUNDS)
+    cb = ax.figure.colorbar(mappable, cax=cax)
+    lo, hi = mappable.norm.vmin, mappable.norm.vmax
+    cb.set_ticks([lo, hi], labels=[f"{lo:.2g}", f"{hi:.2g}"])
+    cb.ax.tick_params(labelsize=CBAR_FONTSIZE, length=1.5, pad=1)
+    cb.outline.set_linewidth(0.4)
+    if label:
+        cb.set_label(label, fontsize=CBAR_FONTSIZE, labelpad=2.5)
+    return cb
+
 
 def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = False,
-             cmap: str = "viridis"):
+             cmap: str = "viridis", colorbar: bool = False, units: str | None = None,
+             unvisited: str | None = None):
     """One rate map (DataArray with dims (y, x)); NaN (unvisited) bins left blank.
 
-    With ``outline_fields``, contours at :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the
-    peak outline the fields.
+    Parameters
+    ----------
+    map2d : xarray.DataArray, dims (y, x)
+    ax : matplotlib Axes, optional
+    title : str, optional
+    outline_fields : bool
+        Outline the bins at or above :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the peak
+        (the place-field threshold) along their edges, in :data:`OUTLINE_COLOR`.
+    cmap : str
+        Colour map, from the map's lowest to its highest value.
+    colorbar : bool
+        Add a colour bar (:func:`map_colorbar`) ticked at the lowest value and the peak,
+        labelled with ``units`` (default: the map's ``units`` attribute).
+    units : str, optional
+        Label of the colour bar ("": none, e.g. where the figure's caption gives the units
+        of many maps).
+    unvisited : str, optional
+        Colour of unvisited bins (default: the axes background, white).
+
+    Returns
+    -------
+    matplotlib Axes
     """
     ax = get_ax(ax)
     z = np.asarray(map2d, dtype=float)
     x = np.asarray(map2d["x"]) if "x" in map2d.coords else np.arange(z.shape[1])
     y = np.asarray(map2d["y"]) if "y" in map2d.coords else np.arange(z.shape[0])
-    ax.pcolormesh(x, y, np.ma.masked_invalid(z), cmap=cmap, shading="nearest")
-    if outline_fields and np.isfinite(z).any():
-        peak = np.nanmax(z)
+    finite = z[np.isfinite(z)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if hi <= lo:
+        hi = lo + 1.0 if lo == 0 else lo + abs(lo) * 1e-6
+    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(z), cmap=cmap, shading="nearest",
+                         vmin=lo, vmax=hi)
+    if unvisited is not None:
+        ax.set_facecolor(unvisited)
+    if outline_fields and finite.size:
+        peak = float(finite.max())
         if peak > 0:
-            ax.contour(x, y, np.nan_to_num(z, nan=0.0), levels=[PLACE_THRESHOLD * peak],
-                       colors="w", linewidths=0.8)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
+            field_outline(ax, x, y, np.nan_to_num(z, nan=-np.inf) >= PLACE_THRESHOLD * peak)
+    _frame(ax)
     if title:
         ax.set_title(title, fontsize=6)
+    if colorbar:
+        attrs = getattr(map2d, "attrs", {}) or {}
+        map_colorbar(mesh, ax, label=units if units is not None else attrs.get("units"))
     return ax
 
 
-def autocorrelogram(sac, ax=None, title: str | None = None):
-    """A spatial autocorrelogram (dims (lag_y, lag_x)), Pearson r from −1 to 1."""
+def autocorrelogram(sac, ax=None, title: str | None = None, colorbar: bool = False):
+    """A spatial autocorrelogram (dims (lag_y, lag_x)), Pearson r from −1 to 1 (with
+    ``colorbar``, a colour bar of r beside it; maps on this fixed scale can share one)."""
     ax = get_ax(ax)
     z = np.asarray(sac, dtype=float)
-    ax.pcolormesh(np.asarray(sac["lag_x"]), np.asarray(sac["lag_y"]), np.ma.masked_invalid(z),
-                  cmap="RdBu_r", vmin=-1, vmax=1, shading="nearest")
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    mesh = ax.pcolormesh(np.asarray(sac["lag_x"]), np.asarray(sac["lag_y"]),
+                         np.ma.masked_invalid(z), cmap="RdBu_r", vmin=-1, vmax=1,
+                         shading="nearest")
+    _frame(ax)
     if title:
         ax.set_title(title, fontsize=6)
+    if colorbar:
+        map_colorbar(mesh, ax, label="Pearson r")
     return ax
