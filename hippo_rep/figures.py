@@ -284,7 +284,7 @@ def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
     (:func:`~hippo_rep.schema.class_fractions`) and, when every analysis has ``remap_corr``,
     each unit's rate-map correlation across environments. ``named``: label → (analysis,
     population)."""
-    sub = spec.subgridspec(1, 2, wspace=0.45)
+    sub = spec.subgridspec(1, 2)
     summaries = {id(ds): ds.hippo.summary() for ds, _ in named.values()}  # once per analysis
     fractions = xr.concat([summaries[id(ds)].sel(population=pop, drop=True)
                            for ds, pop in named.values()],
@@ -464,9 +464,9 @@ def controls_figure(inputs: FigureInputs):
     ds = full.hippo.population(G)
     names = [str(c) for c in ds[CONTROL_DIM].values]
     n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
-    fig = plt.figure(figsize=(FULL_WIDTH, 1.05 * len(names) + 5.0))
-    grid = fig.add_gridspec(len(names) + 1, 2 * N_CONTROL_MAPS,
-                            height_ratios=[1.0] * len(names) + [5.0])
+    fig = plt.figure(figsize=(FULL_WIDTH, 1.25 * len(names) + 3.2), layout="constrained")
+    rows = fig.subfigures(2, 1, height_ratios=[1.25 * len(names), 3.2])
+    grid = rows[0].add_gridspec(len(names), 2 * n_show)
     for i, env in enumerate(ds["env"].values):
         one = ds.sel(env=env)
         for j, u in enumerate(one["unit"].values[:n_show]):
@@ -477,23 +477,22 @@ def controls_figure(inputs: FigureInputs):
             single = "single_field" in v and bool(v["single_field"])
             verdict = ("hexagonal" if bool(v["hexagonal"]) else "single field" if single
                        else f"{int(v['n_waves'])} waves")
-            ax = fig.add_subplot(grid[i, 2 * j])
-            rate_map(m, ax=ax, title=(f"{names[i]}, unit {int(v['unit_index'])}\n{verdict}"
-                                      + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
-            fig.colorbar(ax.collections[0], ax=ax, shrink=0.8, pad=0.03).ax.tick_params(
-                labelsize=4, length=1.5)
-            autocorrelogram(sac_of(m), ax=fig.add_subplot(grid[i, 2 * j + 1]),
-                            title="autocorrelogram")
-    bars = fig.add_subplot(grid[len(names), : N_CONTROL_MAPS + 1])
-    class_fraction_bars(control_fractions(full), ax=bars,
+            rate_map(m, ax=rows[0].add_subplot(grid[i, 2 * j]), colorbar=True, units="",
+                     title=(f"{names[i]}, unit {int(v['unit_index'])}\n{verdict}"
+                            + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
+            autocorrelogram(sac_of(m), ax=rows[0].add_subplot(grid[i, 2 * j + 1]),
+                            title="autocorrelogram", colorbar=True)
+    bottom = rows[1].subplots(1, 2, width_ratios=[1.6, 1])
+    class_fraction_bars(control_fractions(full), ax=bottom[0],
                         title="fraction of each control's units (g)")
-    psi_ax = fig.add_subplot(grid[len(names), N_CONTROL_MAPS + 2:])
     triad_phases(ds["triad_phase"].swap_dims(env=CONTROL_DIM).drop_vars("env"),
-                 ax=psi_ax, tol=LATTICE_PHASE_TOL,
-                 title="triad phase (shaded: lattice of peaks / of troughs)")
-    fig.suptitle("model-grown controls: pattern formation (relu, periodic √3/2 and square box) "
-                 "and its negatives (tanh, no surround, linear eigenmodes)", fontsize=8, y=1.0)
-    fig.subplots_adjust(hspace=0.7, wspace=0.35)
+                 ax=bottom[1], tol=LATTICE_PHASE_TOL,
+                 title="triad phase\n(shaded: lattice of peaks / of troughs)")
+    units = ds["rate_map"].attrs.get("units", "")
+    fig.suptitle(_wrap("model-grown controls: pattern formation (relu, periodic √3/2 and "
+                       "square box) and its negatives (tanh, no surround, linear eigenmodes); "
+                       f"colour bars: activity ({units}) from the map's lowest value to its "
+                       "peak, autocorrelograms in Pearson r"), fontsize=7)
     return fig
 
 
@@ -578,18 +577,23 @@ def fam_slots_figure(inputs: FigureInputs):
                 if pop == FAM_ACTIVITY else ""))
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
-    fig = plt.figure(figsize=(FULL_WIDTH, 7.6))
-    grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.2])
+    fig = plt.figure(figsize=(FULL_WIDTH, 8.4), layout="constrained")
+    grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.4])
     for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
         ds = full.hippo.population(pop)
         score, info = ds["place_score"].sel(env=env), ds["spatial_info"].sel(env=env)
-        for j, u in enumerate(_top_units(ds, "spatial_info", env, N_FAM_SHOWN)):
-            rate_map(ds["rate_map"].sel(env=env, unit=u), ax=fig.add_subplot(grid[i, j]),
-                     outline_fields=True, cmap="magma",
-                     title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
-                           f"SI {float(info.sel(unit=u)):.2f}, "
-                           f"place {float(score.sel(unit=u)):.2f}")
-    dist = grid[2, :].subgridspec(1, 2, wspace=0.35)
+        top = _top_units(ds, "spatial_info", env, N_FAM_SHOWN)
+        for j in range(N_FAM_SHOWN):
+            ax = fig.add_subplot(grid[i, j])
+            if j >= len(top):
+                ax.set_axis_off()
+                continue
+            u = top[j]
+            place_map(ds["rate_map"].sel(env=env, unit=u), ax=ax,
+                      title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
+                            f"SI {float(info.sel(unit=u)):.2f}, "
+                            f"place {float(score.sel(unit=u)):.2f}")
+    dist = grid[2, :].subgridspec(1, 2)
     place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
@@ -597,10 +601,11 @@ def fam_slots_figure(inputs: FigureInputs):
     shown = {POPULATION_LABELS[p].replace("\n", " "): p for p in (*pops, G)}
     _classes_and_remapping(fig, grid[3, :], {k: (full, p) for k, p in shown.items()},
                            {k: POPULATION_COLORS[p] for k, p in shown.items()})
-    fig.suptitle(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
-                 "SI = spatial information (bits); fields outlined at 20% of the peak; "
-                 "white = unvisited", fontsize=8, y=1.01)
-    fig.subplots_adjust(hspace=0.7, wspace=0.4)
+    units = full["rate_map"].attrs.get("units", "")
+    fig.suptitle(_wrap(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
+                       "most spatially informative first; SI = spatial information "
+                       f"({axis_label(full['spatial_info'], 'SI').split('(', 1)[1][:-1]}); "
+                       f"{PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
     return fig
 
 

@@ -136,3 +136,105 @@ def test_one_colour_bar_serves_maps_on_the_same_scale(fig):
     assert images_without_colorbar(fig) == []
     b.collections[0].set_clim(-2, 2)  # another scale: needs its own bar
     assert [p.rule for p in images_without_colorbar(fig)] == ["colorbar"]
+
+
+# ------------------------------------------------------------------ every registered figure
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1] / "data"
+
+#: The inputs the shipped data gives each figure (as in data/README.md), small ones first.
+SHIPPED = dict(
+    analysis=DATA / "analysis.nc", evals=[DATA / "eval.json", DATA / "eval_baseline.json"],
+    passkey=DATA / "passkey",
+    delay=[DATA / "fam_keep48_return" / f"{n}.nc"
+           for n in ("paper_s0", "paper_s1", "paper_s2", "train_seed1", "train_seed2")],
+    delay_cost=DATA / "fam_keep48_return" / "cost.json",
+    learning_speed=DATA / "learning_speed_torch_tem.json",
+    tem_analysis=DATA / "tem_8x8_analysis.nc")
+
+
+def fake_sweep():
+    """A finished 2 activations × 2 seeds sweep table (what open_sweep returns)."""
+    import json
+
+    import xarray as xr
+
+    from hippo_rep.analysis.summary import SUMMARY
+    from hippo_rep.worlds import AGENTS, REPORTED
+
+    coords = {"transition_activation": ["none", "relu"], "seed": [0, 1]}
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset(coords={**coords, "agent": list(AGENTS), "step_type": list(REPORTED)})
+    ds["accuracy"] = xr.DataArray(rng.uniform(0.3, 1, (2, 2, len(AGENTS), len(REPORTED))),
+                                  dims=("transition_activation", "seed", "agent", "step_type"),
+                                  attrs={"long_name": "held-out accuracy", "units": "1"})
+    for k, long in SUMMARY.items():
+        ds[k] = xr.DataArray(rng.uniform(0, 1, (2, 2)), dims=("transition_activation", "seed"),
+                             attrs={"long_name": long, "units": "1"})
+    ds["status"] = xr.DataArray(np.full((2, 2), "done"), dims=("transition_activation", "seed"))
+    ds.attrs.update(dims=json.dumps({"transition_activation": "model.transition_activation"}),
+                    sweep_path="runs/sweep")
+    return ds
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from hippo_rep.figures import load_inputs
+
+    return load_inputs(**SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    """Inputs of the figures the shipped data cannot draw: FAM slots (a synthetic analysis
+    with fam_activity), the model-grown controls (small), a training sweep (a table)."""
+    from hippo_rep.analysis import analyse
+    from hippo_rep.analysis import controls as C
+    from hippo_rep.analysis.synthetic_recording import synthetic_recording
+    from hippo_rep.figures import FigureInputs
+
+    rec = synthetic_recording(n_env=2, n_steps=600, n_grid=0, n_place=4, n_random=2,
+                              n_memory=8)
+    fam = rec["g"].rename(g_unit="fam_slot").drop_vars("fam_slot", errors="ignore")
+    rec = rec.assign(fam_activity=fam.assign_coords(fam_slot=np.arange(fam.sizes["fam_slot"])))
+    maps = C.control_maps(2, seed=0, n_iterations=C.N_ITERATIONS)
+    controls = analyse(C.controls_recording(maps, steps_per_node=6, seed=0), shuffles=4,
+                       seed=0, decode=False)
+    return {"fam_slots": FigureInputs(analysis=analyse(rec, shuffles=2, seed=0, decode=False)),
+            "controls": FigureInputs(analysis=controls),
+            "sweep": FigureInputs(sweep=fake_sweep())}
+
+
+def render(name, inputs):
+    """The figure ``name`` built as build_figures builds it (paper style), and its problems."""
+    from hippo_rep.figures import FIGURES
+    from hippo_rep.plotting import paper_style
+
+    with paper_style():
+        fig = FIGURES[name](inputs)
+        try:
+            return check_figure(fig)
+        finally:
+            plt.close(fig)
+
+
+def test_every_figure_is_drawn_by_this_test():
+    from hippo_rep.figures import FIGURES
+
+    assert set(FIGURES) == set(FROM_SHIPPED) | set(FROM_SYNTHETIC)
+
+
+FROM_SHIPPED = ("learning", "learning_speed", "tem_vs_temt", "transitions", "grid_cells",
+                "place_cells", "scores", "remapping", "passkey", "memory_delay")
+FROM_SYNTHETIC = ("fam_slots", "controls", "sweep")
+
+
+@pytest.mark.parametrize("name", FROM_SHIPPED)
+def test_figure_from_the_shipped_data_passes_the_checks(shipped, name):
+    problems = render(name, shipped)
+    assert problems == [], f"{name}:\n{report(problems)}"
+
+
+@pytest.mark.parametrize("name", FROM_SYNTHETIC)
+def test_figure_the_shipped_data_lacks_passes_the_checks(synthetic, name):
+    problems = render(name, synthetic[name])
+    assert problems == [], f"{name}:\n{report(problems)}"

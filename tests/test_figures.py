@@ -269,7 +269,7 @@ def test_fam_slots_figure_shows_the_planted_place_slots_first(tmp_path, fam_anal
     summary = fam_analysis.hippo.summary()
     for bars in classes.containers:
         pop = {"FAM slots": "fam_activity", "memory neurons": "memory_activity",
-               "positional g": "g"}[bars.get_label()]
+               "positional g": "g"}[bars.get_label().split(" (n = ")[0]]
         want = np.nan_to_num(summary["fraction"].sel(population=pop).values)
         np.testing.assert_allclose([b.get_width() for b in bars], want)
     assert [t.get_text() for t in classes.get_yticklabels()][-1] == "place"

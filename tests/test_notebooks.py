@@ -394,8 +394,20 @@ def test_class_fraction_bars_draw_the_one_definition(tiny):
     widths = [b.get_width() for b in ax.patches]
     expect = np.nan_to_num(c["fraction"].values)  # bars drawn population by population
     assert widths == pytest.approx(expect.ravel().tolist())
-    labels = [t.get_text() for t in ax.texts]
-    assert f"{int(c['numerator'][0, 0])}/{int(c['denominator'][0, 0])}" == labels[0]
+    # the counts right of the axes, one line per class, populations in legend order (k/n
+    # where a population's n differs between classes; its n in the legend where it does not)
+    from matplotlib.offsetbox import AnnotationBbox, TextArea
+
+    k, n = c["numerator"].values.astype(int), c["denominator"].values.astype(int)
+    lines = [[t.get_text() for t in a.offsetbox.get_children() if isinstance(t, TextArea)]
+             for a in ax.artists if isinstance(a, AnnotationBbox)]
+    want = [[("–" if n[i][j] == 0 else f"{k[i][j]}" if len(set(n[i])) == 1
+              else f"{k[i][j]}/{n[i][j]}") for i in range(k.shape[0])]
+            for j in range(k.shape[1])]
+    assert lines == want
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert all(f"(n = {n[i][0]})" in legend[i] for i in range(k.shape[0])
+               if len(set(n[i])) == 1)
     assert len(class_fraction_figure(ds).axes) == 1
 
 

@@ -150,9 +150,18 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
     return ax
 
 
+#: Font size of the counts written beside the bars of :func:`class_fraction_bars`, points.
+BAR_LABEL_FONTSIZE = 5.5
+
+#: Drop of :func:`class_fraction_bars`'s legend below its axes (under the tick labels and
+#: the x label at the paper style's sizes), points.
+LEGEND_DROP_PT = 30.0
+
+
 def class_fraction_bars(fractions, ax=None, title: str | None = None,
                         colors: dict | None = None):
-    """Fractions classified per class and population, as bars labelled ``k/n``.
+    """Fractions classified per class and population, as bars, with the counts classified
+    in a column right of the axes, one line per class.
 
     Parameters
     ----------
@@ -168,8 +177,15 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     -------
     matplotlib Axes
         X axis: fraction classified (0–1); one group of bars per class, one bar per
-        population.
+        population. Right of the axes, level with each class, the count classified of
+        every population in its bar's colour and in legend order (``k``, or ``k/n`` where a
+        population's denominator differs between classes; "–" where it is 0): one line per
+        class, so counts never pile up however thin the bars. The legend gives each
+        population's denominator (``name (n = N)``) where it is the same in every class.
     """
+    from matplotlib.offsetbox import AnnotationBbox, HPacker, TextArea
+    from matplotlib.transforms import ScaledTranslation
+
     ax = get_ax(ax)
     pop_dim, cls_dim = fractions["fraction"].dims
     pops = [str(p) for p in fractions[pop_dim].values]
@@ -179,20 +195,34 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     frac = np.asarray(fractions["fraction"].values, dtype=float)
     height = 0.8 / max(len(pops), 1)
     cycle = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+    color = [(colors or {}).get(pop, cycle[i % len(cycle)]) for i, pop in enumerate(pops)]
+    same_n = [np.unique(n[i]).size == 1 for i in range(len(pops))]
     y0 = np.arange(len(classes))
     for i, pop in enumerate(pops):
         y = y0 + (i - (len(pops) - 1) / 2) * height
-        ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9,
-                color=(colors or {}).get(pop, cycle[i % len(cycle)]), label=pop)
-        for yy, f, kk, nn in zip(y, frac[i], k[i], n[i], strict=True):
-            ax.text((0 if not np.isfinite(f) else f) + 0.01, yy,
-                    f"{int(kk)}/{int(nn)}", va="center", fontsize=5.5)
+        label = f"{pop} (n = {int(n[i][0])})" if same_n[i] and len(n[i]) else pop
+        ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9, color=color[i], label=label)
+    for c in range(len(classes)):
+        parts = [TextArea("–" if n[i][c] == 0 else f"{int(k[i][c])}" if same_n[i]
+                          else f"{int(k[i][c])}/{int(n[i][c])}",
+                          textprops=dict(color=color[i], fontsize=BAR_LABEL_FONTSIZE,
+                                         fontweight="bold"))
+                 for i in range(len(pops))]
+        box = AnnotationBbox(HPacker(children=parts, pad=0, sep=3, align="center"),
+                             (1.0, y0[c]), xycoords=("axes fraction", "data"),
+                             box_alignment=(0.0, 0.5), xybox=(3, 0), boxcoords="offset points",
+                             frameon=False, pad=0)
+        ax.add_artist(box)
     ax.set_yticks(y0, classes)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.15)
+    ax.set_ylim(len(classes) - 0.5, -0.5)
+    ax.set_xlim(0, 1)
     ax.set_xlabel("fraction classified (of the unit × environment pairs that exist)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(pops), fontsize=5.5,
-              frameon=False)
+    # below the x label whatever the axes' height: a fixed offset in points, not in axes
+    # fraction
+    below = ax.transAxes + ScaledTranslation(0, -LEGEND_DROP_PT / 72, ax.figure.dpi_scale_trans)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
+              ncol=min(len(pops), 2), fontsize=5.5, frameon=False,
+              title="counts right of the bars, in this order", title_fontsize=5.5)
     if title:
         ax.set_title(title, fontsize=7)
     return ax
