@@ -181,14 +181,14 @@ def learning_figure(inputs: FigureInputs):
 
     evals = inputs.need_evals()
     colors = {label: COLORS.get(_kind(res), None) for label, res in evals.items()}
-    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.6),
+    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.9), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 1.4]})
     accuracy_curve(evals, ax=axes[0], colors=colors)
     accuracy_by_step_type(evals, ax=axes[1], colors=colors)
     first = next(iter(evals.values()))
     meta = first.get("meta", {})
     fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
-                 f"{meta.get('steps', '?')} steps", fontsize=8, y=1.08)
+                 f"{meta.get('steps', '?')} steps", fontsize=8)
     _label_panels(axes)
     return fig
 
@@ -238,6 +238,8 @@ def _resumed(data: dict) -> str:
 
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.
 N_COMPARE_SHOWN = 5
+#: Short names of the scores in map titles.
+SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
 #: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
 COMPARE_COLORS = {"TEM g": "#999999", "TEM p": "#D55E00", "TEM-t g": "#0072B2",
                   "TEM-t memory": "#CC79A7"}
@@ -325,7 +327,7 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
     n = N_COMPARE_SHOWN
-    fig = plt.figure(figsize=(FULL_WIDTH, 11.5))
+    fig = plt.figure(figsize=(FULL_WIDTH, 11.5), layout="constrained")
     grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
     rows = []
     env = tem_g["env"].values[0]
@@ -334,7 +336,8 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     rows.append(("TEM g", tem_g, env, [(u[0], lab) for u, lab in best], "gridness_60",
                  "viridis", False))
     rows.append(("TEM p", tem_p, env,
-                 [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info")],
+                 [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info",
+                                              MIN_PEAK_FRACTION)],
                  "place_score", "magma", True))
     env_t = temt_g["env"].values[0]
     rows.append(("TEM-t g", temt_g, env_t,
@@ -342,7 +345,7 @@ def tem_vs_temt_figure(inputs: FigureInputs):
                  "gridness_60", "viridis", False))
     rows.append(("TEM-t memory", temt_m, env_t,
                  [(u, "") for u in _top_units(temt_m, "place_score", env_t, n,
-                                              "spatial_info")],
+                                              "spatial_info", MIN_PEAK_FRACTION)],
                  "place_score", "magma", True))
     for i, (name, ds, e, units, score, cmap, outline) in enumerate(rows):
         for j in range(n):
@@ -352,13 +355,17 @@ def tem_vs_temt_figure(inputs: FigureInputs):
                 continue
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
-            rate_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, outline_fields=outline,
-                     cmap=cmap, title=f"{name} {idx}{', ' + extra if extra else ''}\n"
-                                      f"{score} {float(ds[score].sel(env=e, unit=u)):.2f}")
+            title = (f"{name} {idx}{', ' + extra if extra else ''}\n"
+                     f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}")
+            if outline:
+                place_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, title=title)
+            else:
+                rate_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, cmap=cmap, colorbar=True,
+                         units="", title=title)
     g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
            for m in np.unique(module)}
     g60["TEM-t g"] = temt_g["gridness_60"].values
-    bottom = grid[4, :].subgridspec(1, 2, wspace=0.3, width_ratios=[1.6, 1])
+    bottom = grid[4, :].subgridspec(1, 2, width_ratios=[1.6, 1])
     score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
                         ylabel="gridness-60 (unitless)", title="grid scores")
     place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
@@ -369,10 +376,14 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
     _classes_and_remapping(fig, grid[5, :], named, COMPARE_COLORS)
-    fig.suptitle(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} envs): "
-                 "rate maps in the first environment (white = unvisited); every unit x "
-                 "environment in the distributions", fontsize=7)
-    fig.subplots_adjust(hspace=0.7)
+    units = temt["rate_map"].attrs.get("units", "")
+    fig.suptitle(_wrap(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
+                       "envs): rate maps in the first environment, the most grid-like g units "
+                       "(g60 = gridness-60; white = unvisited) and the most place-like p units "
+                       "and memory neurons (place = place metric; ties by spatial information; "
+                       f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
+                       f"{PLACE_MAP_CAPTION.format(units=units)}; every unit x environment in "
+                       "the distributions"), fontsize=7)
     return fig
 
 
@@ -390,8 +401,8 @@ def transitions_figure(inputs: FigureInputs):
                            "diagnostics (re-run hippo-rep evaluate with this version)")
     palette = [COLORS["temt"], "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
     colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
-    fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.5),
-                             gridspec_kw={"width_ratios": [1, 1.3, 0.9], "wspace": 0.45})
+    fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.7), layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
     label, first = next(iter(evals.items()))
     wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label,
                       walk_constant=(first.get("walk_constant_power") or {}).get("g"))
@@ -399,7 +410,7 @@ def transitions_figure(inputs: FigureInputs):
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})
     fig.suptitle(f"transition structure ({label}); memories on held-out {meta.get('world', '')}"
-                 f", {meta.get('steps', '?')}-step walks", fontsize=8, y=1.06)
+                 f", {meta.get('steps', '?')}-step walks", fontsize=8)
     _label_panels(axes)
     return fig
 
@@ -672,16 +683,22 @@ def scores_figure(inputs: FigureInputs):
             clip_to=GRIDNESS_SHOWN)
         null, null_label = _null_of(sub, "spatial_info", pq)
         q = sub["spatial_info_null_q"].sel(quantile=pq, method="nearest")
+        maps = sub["rate_map"]
+        signed = int(((maps < 0).any(("y", "x")) & maps.notnull().any(("y", "x"))).sum())
+        exist = int(maps.notnull().any(("y", "x")).sum())
         score_histogram(
             sub["spatial_info"], null, ax=axes[i, 1], null_label=null_label,
+            empty_reason=(f"spatial information is undefined for signed activity:\n{signed} "
+                          f"of {exist} maps have negative bins\n(Skaggs information needs "
+                          "rates ≥ 0)") if signed else None,
             thresholds=[(_median(q), f"null {pq:.0%} quantile (median over units)", "null")],
             notes=[f"place (> own null {pq:.0%}, {fields}): "
                    f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
-    fig.suptitle(f"scores of every (unit, environment) against circular-shift nulls "
+    fig.suptitle(_wrap(f"scores of every (unit, environment) against circular-shift nulls "
                  f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                 f"fractions of the unit × environment pairs that exist)", fontsize=8)
+                 f"fractions of the unit × environment pairs that exist)", 110), fontsize=8)
     _label_panels(axes.ravel())
     return fig
 
@@ -808,12 +825,13 @@ def sweep_figure(inputs: FigureInputs):
         raise MissingInput("needs a training sweep (--sweep DIR)")
     if not (ds["status"] == "done").any():
         raise MissingInput("the sweep has no finished run")
-    fig, axes = plt.subplots(1, len(SWEEP_PANELS), figsize=(FULL_WIDTH, 2.6))
+    fig, axes = plt.subplots(1, len(SWEEP_PANELS), figsize=(FULL_WIDTH, 2.8),
+                             layout="constrained")
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
     fig.suptitle(f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
-                 fontsize=8, y=1.06)
+                 fontsize=8)
     _label_panels(axes)
     return fig
 

@@ -161,7 +161,7 @@ def test_tem_vs_temt_figure_from_two_analyses(ckpt, rec, tmp_path):
     # class fractions of all four populations, with their counts, and the remapping panel
     assert "cell classes" in svg and "two-wave" in svg and "remapping" in svg
     n_p = int(tem["is_place"].sel(unit=tem["variable"] == "p").notnull().sum())
-    assert f"/{n_p}" in svg
+    assert f"TEM p (n = {n_p})" in svg  # the denominator in the class panel's legend
     assert "TEM-t memory" in svg
 
 
@@ -178,8 +178,8 @@ def test_score_distributions_counts_and_medians():
               "empty": [np.nan]}
     assert score_distributions(groups, ax=ax, ylabel="gridness") is ax
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels == ["a\nn = 5\nmedian 3.00", "b\nn = 1\nmedian 0.50",
-                      "empty\nn = 0\nmedian –"]
+    assert labels == ["a\nn = 5\nmedian\n3.00", "b\nn = 1\nmedian\n0.50",
+                      "empty\nn = 0\nmedian\n–"]
     medians = [ln for ln in ax.get_lines() if ln.get_color() == "k"]
     assert [float(ln.get_ydata()[0]) for ln in medians] == [3.0, 0.5]
     assert ax.get_ylabel() == "gridness"

@@ -9,6 +9,9 @@ whatever canvas it has) and returns a list of :class:`Problem`, empty when the f
   side by side closer than :data:`MIN_GAP_PT` (they read as one string); tick labels count
   like any other text (two tick labels printed over each other are unreadable); rotated
   texts are compared as rotated rectangles, not their axis-aligned boxes.
+- :func:`texts_over_panels`: drawn texts that reach into the plotting area of a panel
+  other than their own (a panel letter over the neighbour's curves, a title or tick label
+  running into the next panel).
 - :func:`empty_axes`: visible axes that draw no data (no line, image, collection, patch
   beyond the background, container or table) and carry no visible text saying why.
 - :func:`images_without_colorbar`: axes showing a map (an ``AxesImage`` or ``QuadMesh``)
@@ -26,9 +29,10 @@ from dataclasses import dataclass
 #: the pair to be reported: boxes of two lines that merely touch are not.
 OVERLAP_TOLERANCE_PT = 0.75
 
-#: Smallest horizontal gap (points) between two texts side by side on one line: closer, they
-#: read as one string ("spacing 9.0g60 0.67"), so the pair is reported as an overlap too.
-MIN_GAP_PT = 1.5
+#: Smallest horizontal gap (points) between two horizontal texts side by side on one line:
+#: closer, they read as one string ("spacing 9.0g60 0.67", "moves 1,3moves 2,4"), so the
+#: pair is reported as an overlap too (about one and a half spaces at 7 pt).
+MIN_GAP_PT = 4.0
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,10 @@ def overlapping_texts(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
             tj, bj, cj = boxes[j]
             w = min(bi.x1, bj.x1) - max(bi.x0, bj.x0)
             h = min(bi.y1, bj.y1) - max(bi.y0, bj.y0)
-            if not (w > -min_gap and h > tolerance):
+            # side by side on one line (both horizontal): closer than min_gap reads as one
+            # string; otherwise (an axis label beside its tick labels) only a real overlap
+            flat = ti.get_rotation() % 360 == 0 and tj.get_rotation() % 360 == 0
+            if not (w > (-min_gap if flat else tolerance) and h > tolerance):
                 continue
             if (ci is not None or cj is not None) and not _rectangles_meet(
                     ci if ci is not None else _box_corners(bi),
@@ -108,6 +115,72 @@ def overlapping_texts(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
                 continue  # rotated texts whose boxes meet but whose letters do not
             problems.append(Problem("overlap", f"{_name(ti)} overlaps {_name(tj)} "
                                                f"({w:.0f} x {h:.0f} px)"))
+    return problems
+
+
+def _families(fig) -> dict[int, set[int]]:
+    """id of each axes → ids of the axes it belongs with: itself, its insets (e.g. its
+    colour bar), the axes it is an inset of and that one's other insets."""
+    parent = {}
+    for ax in _all_axes(fig):
+        for child in getattr(ax, "child_axes", ()):
+            parent[id(child)] = ax
+    out = {}
+    for ax in _all_axes(fig):
+        top = ax
+        while id(top) in parent:
+            top = parent[id(top)]
+        out[id(ax)] = {id(a) for a in _all_axes_under(top)}
+    return out
+
+
+def _all_axes_under(ax) -> list:
+    out = [ax]
+    for child in getattr(ax, "child_axes", ()):
+        out.extend(_all_axes_under(child))
+    return out
+
+
+def _panels(fig, renderer) -> list:
+    """(axes, window box) of every visible panel that shows something: drawn axes (axis
+    on) or axes holding data or text; blank switched-off gaps and colour bars aside."""
+    out = []
+    for ax in _all_axes(fig):
+        if not ax.get_visible() or _is_colorbar_axes(ax):
+            continue
+        if not ax.axison and not _has_data(ax) and not _own_texts(ax):
+            continue
+        out.append((ax, ax.get_window_extent(renderer)))
+    return out
+
+
+def texts_over_panels(fig, tolerance: float = OVERLAP_TOLERANCE_PT) -> list[Problem]:
+    """Drawn texts that reach into the plotting area of another panel (a panel letter over
+    the neighbour's curves, a long tick label or title running into the next panel): the
+    text's box overlaps, by more than ``tolerance`` points both ways, the box of an axes
+    other than its own (or its own colour bar or inset)."""
+    texts, renderer = _drawn_texts(fig)
+    tolerance *= fig.dpi / 72.0
+    panels = _panels(fig, renderer)
+    families = _families(fig)
+    problems = []
+    for t in texts:
+        own = families.get(id(t.axes), {id(t.axes)}) if t.axes is not None else set()
+        bb = t.get_window_extent(renderer)
+        corners = _corners(t, bb, renderer)
+        for ax, box in panels:
+            if id(ax) in own:
+                continue
+            w = min(bb.x1, box.x1) - max(bb.x0, box.x0)
+            h = min(bb.y1, box.y1) - max(bb.y0, box.y0)
+            if w <= tolerance or h <= tolerance:
+                continue
+            if corners is not None and not _rectangles_meet(corners, _box_corners(box),
+                                                            tolerance):
+                continue
+            what = ax.get_title() or ax.get_label() or "untitled"
+            problems.append(Problem("overlap", f"{_name(t)} reaches into the panel "
+                                               f"{what[:30]!r} ({w:.0f} x {h:.0f} px)"))
     return problems
 
 
@@ -226,16 +299,7 @@ def _scale(mappable) -> tuple:
 
 def _all_axes(fig) -> list:
     """The figure's axes and, after each, its inset axes (e.g. an inset colour bar)."""
-    out = []
-
-    def add(ax):
-        out.append(ax)
-        for child in getattr(ax, "child_axes", ()):
-            add(child)
-
-    for ax in fig.axes:
-        add(ax)
-    return out
+    return [a for ax in fig.axes for a in _all_axes_under(ax)]
 
 
 def images_without_colorbar(fig) -> list[Problem]:
@@ -265,9 +329,11 @@ def images_without_colorbar(fig) -> list[Problem]:
 
 
 def check_figure(fig) -> list[Problem]:
-    """Every problem :func:`overlapping_texts`, :func:`empty_axes` and
-    :func:`images_without_colorbar` find (empty: the figure passes)."""
-    return [*overlapping_texts(fig), *empty_axes(fig), *images_without_colorbar(fig)]
+    """Every problem :func:`overlapping_texts`, :func:`texts_over_panels`,
+    :func:`empty_axes` and :func:`images_without_colorbar` find (empty: the figure
+    passes)."""
+    return [*overlapping_texts(fig), *texts_over_panels(fig), *empty_axes(fig),
+            *images_without_colorbar(fig)]
 
 
 def report(problems) -> str:

@@ -32,7 +32,8 @@ def score_distributions(groups: dict, ax=None, ylabel: str = "score",
     -------
     matplotlib Axes
         One box per group (median, quartiles, whiskers at 1.5 IQR), x tick labels
-        ``label``, ``n = count``, ``median m`` on three lines.
+        ``label``, ``n = count``, ``median``, ``m`` on four lines (narrow: six groups fit
+        side by side in two thirds of a page).
     """
     ax = get_ax(ax)
     colors = colors or {}
@@ -43,7 +44,7 @@ def score_distributions(groups: dict, ax=None, ylabel: str = "score",
         v = v[np.isfinite(v)]
         data.append(v)
         med = f"{np.median(v):.2f}" if v.size else "–"
-        labels.append(f"{label}\nn = {v.size}\nmedian {med}")
+        labels.append(f"{label}\nn = {v.size}\nmedian\n{med}")
     pos = np.arange(1, len(data) + 1)
     kept = [i for i, v in enumerate(data) if v.size]
     if kept:

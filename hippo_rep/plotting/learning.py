@@ -12,7 +12,7 @@ AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (l
                "edge_agent": dict(color="#999999", ls=":", label="edge agent")}
 #: Step types shown as bars, with axis labels.
 STEP_LABELS = {"first_visit": "first\nvisit", "revisit_known_edge": "known\nedge",
-               "revisit_new_edge": "new edge\n(loop closure)",
+               "revisit_new_edge": "new edge\n(loop\nclosure)",
                "revisit_unseen_edge": "unseen edge\n(zero-shot)"}
 
 
@@ -41,7 +41,9 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="lower right")
+    # below the axes: inside, wherever it sat, it hid some curve (a model near chance at the
+    # bottom, the agents above it)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=2, fontsize=6.5)
     return ax
 
 

@@ -43,7 +43,8 @@ def axis_label(da, fallback: str) -> str:
 def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = (),
                     notes: Sequence[str] = (), xlabel: str | None = None,
                     null_label: str = "shuffle null", title: str | None = None,
-                    bins: int = N_BINS, clip_to: tuple[float, float] | None = None):
+                    bins: int = N_BINS, clip_to: tuple[float, float] | None = None,
+                    empty_reason: str | None = None):
     """Distribution of a score (any dims, pooled) against its shuffle null.
 
     Both are drawn as fractions of their own finite values, on shared bins, so a null with
@@ -72,6 +73,9 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
         Draw values outside this range in its edge bins, and say how many (e.g. the
         "deepmind" gridness of near-empty maps, which its ring-variance normalisation can
         push far beyond the [-2, 2] of Pearson-based scores).
+    empty_reason : str, optional
+        Why no observed score is finite, written in the panel when none is (e.g. spatial
+        information of units with signed activity); the panel then has no ticks.
 
     Returns
     -------
@@ -109,13 +113,18 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
                               label=f"{null_label} (n = {nul.size})")
             top = max(top, float(np.max(h)))
     if not obs.size:  # e.g. spatial information of units with negative activity
-        ax.text(0.5, 0.5, f"no finite observed score\n({n_obs} undefined)",
-                transform=ax.transAxes, ha="center", va="center", fontsize=7)
+        why = f"\n{empty_reason}" if empty_reason else ""
+        ax.text(0.5, 0.5, f"not drawn: no finite score ({n_obs} undefined){why}",
+                transform=ax.transAxes, ha="center", va="center", fontsize=7,
+                bbox=dict(boxstyle="round", fc="#F2F2F2", ec="0.6", lw=0.6))
+        ax.set_xticks([])
+        ax.set_yticks([])
     for value, label, role in thresholds:
         if value is not None and np.isfinite(value):
             ax.axvline(value, label=label, **THRESHOLD_STYLE[role])
     ax.set_xlabel(xlabel or axis_label(observed, "score"))
-    ax.set_ylabel("fraction of values per bin")
+    if obs.size:
+        ax.set_ylabel("fraction of values per bin")
     if top > 0:
         ax.set_ylim(0, HEADROOM * top)
     lines = ([title] if title else []) + list(notes)
@@ -208,7 +217,7 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
                           textprops=dict(color=color[i], fontsize=BAR_LABEL_FONTSIZE,
                                          fontweight="bold"))
                  for i in range(len(pops))]
-        box = AnnotationBbox(HPacker(children=parts, pad=0, sep=3, align="center"),
+        box = AnnotationBbox(HPacker(children=parts, pad=0, sep=5, align="center"),
                              (1.0, y0[c]), xycoords=("axes fraction", "data"),
                              box_alignment=(0.0, 0.5), xybox=(3, 0), boxcoords="offset points",
                              frameon=False, pad=0)

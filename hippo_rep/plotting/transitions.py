@@ -84,7 +84,8 @@ def loop_return_panel(results: dict[str, dict], ax=None, colors: dict | None = N
                color=colors.get(label))
     thr = items[0][1]["write_threshold"]
     ax.axhline(thr, color="k", ls="--", lw=0.8, label=f"write threshold {thr:g}")
-    ax.set_xticks(x, [f"moves {n}" if n != "loop" else "smallest\nloop" for n in names],
+    # two lines each: side by side on one line they ran together ("moves 1,3moves 2,4")
+    ax.set_xticks(x, [f"moves\n{n}" if n != "loop" else "smallest\nloop" for n in names],
                   fontsize=7)
     lo = min(min(*lr["pair_cosine"].values(), lr["loop_cosine"]) for _, lr in items)
     bottom = min(thr, lo) - 0.02
