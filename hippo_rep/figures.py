@@ -659,7 +659,7 @@ def scores_figure(inputs: FigureInputs):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 2.8 * len(pops)),
+    fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 3.3 * len(pops)),
                              squeeze=False, layout="constrained")
     for i, (sub, label, pop) in enumerate(pops):
         wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"

@@ -15,6 +15,7 @@ from hippo_rep.plotting.checks import (  # noqa: E402
     images_without_colorbar,
     overlapping_texts,
     report,
+    texts_over_panels,
 )
 
 
@@ -78,6 +79,30 @@ def test_rotated_tick_labels_side_by_side_are_not_overlaps(fig):
     a.set_xticks(np.linspace(0, 1, 10), [f"variant_{i}" for i in range(10)], rotation=60,
                  ha="right")
     assert overlapping_texts(fig) == []
+
+
+def test_a_text_reaching_into_the_next_panel_is_found(fig):
+    clean(fig)
+    a, b = fig.axes[:2]
+    b.set_yticks([])  # nothing else for the note to run over
+    a.text(0.9, 0.5, "a long note running on", transform=a.transAxes)
+    (p,) = texts_over_panels(fig)
+    assert "long note" in p.detail and "a map" in p.detail
+    assert overlapping_texts(fig) == []  # no other text there: only the panel rule sees it
+
+
+def test_panel_letters_stay_clear_of_titles_labels_and_neighbours():
+    from hippo_rep.plotting.axes import panel_letter
+
+    f, axes = plt.subplots(1, 3, figsize=(6, 2.5), layout="constrained")
+    for letter, ax in zip("abc", axes, strict=True):
+        ax.plot([0, 1], [0, 1], label="x")
+        ax.legend(loc="best")  # asks every text of the axes, the letter too, where it is
+        ax.set_title("the panel's title", fontsize=7)
+        ax.set_ylabel("a label (units)")
+        panel_letter(ax, letter)
+    assert check_figure(f) == [], report(check_figure(f))
+    plt.close(f)
 
 
 def test_hidden_and_empty_texts_are_ignored(fig):

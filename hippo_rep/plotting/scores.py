@@ -16,8 +16,13 @@ N_BINS = 30
 OBSERVED_COLOR = "#0072B2"
 NULL_COLOR = "#999999"
 
-#: The y axis extends to this multiple of the tallest bar, leaving room for the legend.
-HEADROOM = 1.8
+#: The y axis extends to this multiple of the tallest bar.
+HEADROOM = 1.15
+
+#: Drop of a legend placed below its axes (:func:`score_histogram`,
+#: :func:`class_fraction_bars`): under the tick labels and the x label at the paper style's
+#: sizes, points.
+LEGEND_DROP_PT = 30.0
 
 #: Line styles of threshold lines, by role.
 THRESHOLD_STYLE = {
@@ -82,6 +87,8 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     matplotlib Axes
         Y axis: fraction of values per bin.
     """
+    from matplotlib.transforms import ScaledTranslation
+
     ax = get_ax(ax)
     n_obs = int(np.asarray(observed).size)
     obs = _finite(observed)
@@ -131,7 +138,12 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     if lines:
         ax.set_title("\n".join(lines), fontsize=7)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper right", fontsize=5.5)
+        # below the axes, clear of the bars and the threshold lines (inside, a threshold
+        # line ran through the legend's text)
+        below = ax.transAxes + ScaledTranslation(0, -LEGEND_DROP_PT / 72,
+                                                 ax.figure.dpi_scale_trans)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
+                  ncol=2, fontsize=5.5, frameon=False)
     return ax
 
 
@@ -162,9 +174,6 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
 #: Font size of the counts written beside the bars of :func:`class_fraction_bars`, points.
 BAR_LABEL_FONTSIZE = 5.5
 
-#: Drop of :func:`class_fraction_bars`'s legend below its axes (under the tick labels and
-#: the x label at the paper style's sizes), points.
-LEGEND_DROP_PT = 30.0
 
 
 def class_fraction_bars(fractions, ax=None, title: str | None = None,
