@@ -389,8 +389,9 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     Returns
     -------
     matplotlib.figure.Figure
-        Not registered with pyplot. Each map has its own colour scale (activity units);
-        an environment where the map is all NaN is marked "no map".
+        Not registered with pyplot. Each map has its own colour scale (activity units) and
+        colour bar, ticked at its lowest value and peak; an environment where the map is
+        all NaN is marked "no map".
 
     Raises
     ------
@@ -411,7 +412,9 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     key = rank_key(analysis, variable)
     ncol = min(len(envs), COMPARE_COLUMNS)
     nrow = -(-len(envs) // ncol)
-    title = f"{variable} unit {unit_index} in {len(envs)} environments (colour scale per map)"
+    units = analysis["rate_map"].attrs.get("units", "")
+    title = (f"{variable} unit {unit_index} in {len(envs)} environments (a colour bar per map, "
+             f"{units}, from its lowest value to its peak)")
     if "remap_corr_mean" in analysis.data_vars:
         r = float(analysis["remap_corr_mean"].sel(unit=unit))
         title += f"; mean remap corr r = {r:.2f}" if np.isfinite(r) else ""
@@ -422,7 +425,8 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
         for ax, env, ok in zip(axes, envs, finite, strict=False):
             if ok:
                 rate_map(maps.sel(env=env), ax=ax, title=_score_title(analysis, env, unit, key),
-                         outline_fields=variable in MEMORY_POPULATIONS)
+                         outline_fields=variable in MEMORY_POPULATIONS, colorbar=True,
+                         units="")
             else:
                 ax.text(0.5, 0.5, f"env {env}\nno map (all NaN)", ha="center", va="center",
                         transform=ax.transAxes, fontsize=6)

@@ -43,6 +43,15 @@ def test_a_clean_figure_passes(fig):
     assert check_figure(fig) == [], report(check_figure(fig))
 
 
+def test_a_bare_figure_without_pyplot_is_checked_too():
+    from matplotlib.figure import Figure
+
+    f = Figure(figsize=(3, 2))
+    ax = f.subplots()
+    ax.imshow(np.eye(3))
+    assert [p.rule for p in check_figure(f)] == ["colorbar"]
+
+
 def test_two_texts_at_one_place_are_an_overlap(fig):
     clean(fig)
     a = fig.axes[0]

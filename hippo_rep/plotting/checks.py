@@ -47,6 +47,12 @@ class Problem:
 
 
 def _renderer(fig):
+    """Draw the figure; its renderer. A bare Figure (no pyplot, canvas without a renderer)
+    gets an Agg canvas, as saving it to PNG would."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     return fig.canvas.get_renderer()
 
