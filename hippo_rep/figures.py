@@ -4,6 +4,11 @@ A builder takes :class:`FigureInputs` and returns a matplotlib Figure; :func:`bu
 writes each in every requested format (atomically) and reports, per figure, the files written
 or the reason it was skipped (a missing input, named). Plot panels live in
 :mod:`hippo_rep.plotting` and never save anything themselves.
+
+Every registered figure, drawn from the shipped data (or small synthetic inputs where the
+shipped data lacks its input), passes :func:`hippo_rep.plotting.checks.check_figure`: no
+texts over each other or into another panel, no empty panel that does not say why, a
+colour bar on every map (``tests/test_figure_checks.py``).
 """
 
 from __future__ import annotations

@@ -12,13 +12,19 @@ whatever canvas it has) and returns a list of :class:`Problem`, empty when the f
 - :func:`texts_over_panels`: drawn texts that reach into the plotting area of a panel
   other than their own (a panel letter over the neighbour's curves, a title or tick label
   running into the next panel).
-- :func:`empty_axes`: visible axes that draw no data (no line, image, collection, patch
-  beyond the background, container or table) and carry no visible text saying why.
+- :func:`empty_axes`: visible axes that draw no data (no line in data coordinates —
+  ``axhline``/``axvline`` are reference lines —, image, collection, patch beyond the
+  background or table) and carry no visible text inside them saying why (a title or a panel
+  letter outside the box does not count); an axes switched off and blank is a gap, not a
+  panel.
 - :func:`images_without_colorbar`: axes showing a map (an ``AxesImage`` or ``QuadMesh``)
-  whose mappable has no colour bar in the figure.
+  none of whose maps is read by a colour bar in the figure (its own, an inset one included,
+  or that of another map on the same colour map and limits: a shared bar).
 
-:func:`check_figure` runs all three. Nothing is saved and the figure is not changed (other
-than being drawn).
+:func:`check_figure` runs all four; :func:`report` writes the problems one per line.
+Nothing is saved and the figure is not changed (other than being drawn; a bare ``Figure``
+without a canvas that renders gets an Agg one). Not checked: legends or texts over data
+(lines, bars), text outside the saved area, font sizes.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ MIN_GAP_PT = 4.0
 
 @dataclass(frozen=True)
 class Problem:
-    """One defect found: its ``rule`` ("overlap", "empty", "colorbar") and what, in words."""
+    """One defect found: its ``rule`` ("overlap": texts over each other, run together or
+    into another panel; "empty"; "colorbar") and what, in words."""
 
     rule: str
     detail: str
