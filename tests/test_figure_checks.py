@@ -13,6 +13,7 @@ from hippo_rep.plotting.checks import (  # noqa: E402
     check_figure,
     empty_axes,
     images_without_colorbar,
+    legends_over_data,
     overlapping_texts,
     report,
     texts_over_panels,
@@ -112,6 +113,20 @@ def test_panel_letters_stay_clear_of_titles_labels_and_neighbours():
         panel_letter(ax, letter)
     assert check_figure(f) == [], report(check_figure(f))
     plt.close(f)
+
+
+def test_a_legend_over_a_curve_is_found(fig):
+    a = fig.axes[0]
+    a.plot([0, 1], [1, 1], label="flat at the top")
+    a.plot([0, 1], [0, 0.2], label="low")
+    a.legend(loc="upper right")  # the flat curve runs under it
+    (p,) = legends_over_data(fig)
+    assert p.rule == "legend" and "flat at the top" in p.detail
+    a.set_ylim(0, 2)  # room above the curves
+    assert legends_over_data(fig) == []
+    a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes
+    a.set_ylim(0, 1.05)
+    assert legends_over_data(fig) == []
 
 
 def test_hidden_and_empty_texts_are_ignored(fig):

@@ -17,14 +17,16 @@ whatever canvas it has) and returns a list of :class:`Problem`, empty when the f
   background or table) and carry no visible text inside them saying why (a title or a panel
   letter outside the box does not count); an axes switched off and blank is a gap, not a
   panel.
+- :func:`legends_over_data`: a legend inside its axes drawn over the axes' data (a curve
+  or reference line, a bar, a point runs under its entries).
 - :func:`images_without_colorbar`: axes showing a map (an ``AxesImage`` or ``QuadMesh``)
   none of whose maps is read by a colour bar in the figure (its own, an inset one included,
   or that of another map on the same colour map and limits: a shared bar).
 
-:func:`check_figure` runs all four; :func:`report` writes the problems one per line.
+:func:`check_figure` runs all five; :func:`report` writes the problems one per line.
 Nothing is saved and the figure is not changed (other than being drawn; a bare ``Figure``
-without a canvas that renders gets an Agg one). Not checked: legends or texts over data
-(lines, bars), text outside the saved area, font sizes.
+without a canvas that renders gets an Agg one). Not checked: texts other than legends over
+data (lines, bars), text outside the saved area, font sizes.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ MIN_GAP_PT = 4.0
 @dataclass(frozen=True)
 class Problem:
     """One defect found: its ``rule`` ("overlap": texts over each other, run together or
-    into another panel; "empty"; "colorbar") and what, in words."""
+    into another panel; "empty"; "colorbar"; "legend": over data) and what, in words."""
 
     rule: str
     detail: str
@@ -341,12 +343,60 @@ def images_without_colorbar(fig) -> list[Problem]:
     return problems
 
 
+def _data_in_box(ax, box, renderer) -> str | None:
+    """What data of ``ax`` (a line, reference lines included, a bar or other patch, a point
+    of a scatter) lies in the display box ``box``; None when nothing does."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    for ln in ax.lines:
+        if ln.get_visible() and len(ln.get_xydata()):
+            path = ln.get_transform().transform_path(ln.get_path())
+            if path.intersects_bbox(box, filled=False):
+                return f"line {ln.get_label()!r}" if not ln.get_label().startswith("_") \
+                    else "a line"
+    for patch in ax.patches:
+        if patch.get_visible():
+            path = patch.get_transform().transform_path(patch.get_path())
+            if len(path.vertices) and path.intersects_bbox(box, filled=patch.get_fill()):
+                return "a bar or patch"
+    for coll in ax.collections:
+        if isinstance(coll, PathCollection) and coll.get_visible():
+            pts = np.asarray(coll.get_offset_transform().transform(coll.get_offsets()))
+            if len(pts) and ((pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1)
+                             & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)).any():
+                return "points"
+    return None
+
+
+def legends_over_data(fig) -> list[Problem]:
+    """Legends drawn inside their axes over its data: a curve, reference line, bar or point
+    runs under the legend's text (a legend outside the axes box is not checked)."""
+    renderer = _renderer(fig)
+    problems = []
+    for ax in _all_axes(fig):
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible() or not ax.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        if not ax.get_window_extent(renderer).overlaps(box):
+            continue
+        # the legend's entries only (texts and handles), not its padding
+        inner = legend._legend_box.get_window_extent(renderer)
+        what = _data_in_box(ax, inner, renderer)
+        if what:
+            title = ax.get_title() or ax.get_label() or "untitled"
+            problems.append(Problem("legend", f"the legend of axes {title[:40]!r} lies over "
+                                              f"{what}"))
+    return problems
+
+
 def check_figure(fig) -> list[Problem]:
     """Every problem :func:`overlapping_texts`, :func:`texts_over_panels`,
-    :func:`empty_axes` and :func:`images_without_colorbar` find (empty: the figure
-    passes)."""
+    :func:`empty_axes`, :func:`images_without_colorbar` and :func:`legends_over_data` find
+    (empty: the figure passes)."""
     return [*overlapping_texts(fig), *texts_over_panels(fig), *empty_axes(fig),
-            *images_without_colorbar(fig)]
+            *images_without_colorbar(fig), *legends_over_data(fig)]
 
 
 def report(problems) -> str:

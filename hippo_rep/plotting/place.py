@@ -31,6 +31,7 @@ def place_score_by_population(place_score, ax=None):
     """
     ax = get_ax(ax)
     variables = list(dict.fromkeys(np.asarray(place_score["variable"].values).tolist()))
+    top = 0.0
     for v in variables:
         vals = np.asarray(place_score.sel(unit=place_score["variable"] == v).values,
                           dtype=float).ravel()
@@ -42,9 +43,11 @@ def place_score_by_population(place_score, ax=None):
         ax.hist(vals, bins=PLACE_SCORE_BINS, weights=w, histtype="stepfilled", alpha=0.35,
                 color=POPULATION_COLORS.get(v), label=f"{label}: median "
                 f"{np.median(vals):.2f} (n = {vals.size})")
-        ax.hist(vals, bins=PLACE_SCORE_BINS, weights=w, histtype="step",
-                color=POPULATION_COLORS.get(v))
+        h, _, _ = ax.hist(vals, bins=PLACE_SCORE_BINS, weights=w, histtype="step",
+                          color=POPULATION_COLORS.get(v))
+        top = max(top, float(np.max(h)))
     ax.set_xlim(0, 1)
+    ax.set_ylim(0, LEGEND_HEADROOM * top or 1.0)  # room for the legend above the bars
     ax.set_xlabel("share of firing mass in the largest field (unitless)")
     ax.set_ylabel("fraction of unit × environment")
     ax.legend(fontsize=5.5, loc="upper left")
