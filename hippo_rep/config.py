@@ -117,9 +117,8 @@ class ModelConfig(TypedConfig):
     # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
     transition_init_std: float = setting(0.01, _NON_NEGATIVE)
     # "orthogonal" W_a = exp(S - Sᵀ), or "free" W_a (the paper). Free matrices with the
-    # landmark correction collapsed in every 8x8 run here (W_a contracts all positions onto one;
-    # memories fall to the number of distinct observations); orthogonal ones cannot contract
-    # and reached 0.99 training loop closure in ~150 iterations.
+    # landmark correction collapsed in 8x8 runs (W_a contracts all positions onto one;
+    # memories fall to the number of distinct observations); orthogonal ones cannot contract.
     transition_param: str = choice("orthogonal", ("free", "orthogonal"))
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
     # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
@@ -140,10 +139,10 @@ class ModelConfig(TypedConfig):
     # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
     retrieval_beta_init: float = setting(3.0, _INVERSE_TEMPERATURE)
     # A memory is added only if no stored memory of the same observation has cosine similarity
-    # of z(g) above this. Training uses it as given (0.9 merged distinct nodes in prototypes;
-    # training at 0.95 lost loop closure); after training, `hippo-rep calibrate` sets it
-    # between revisits and new places (training.calibrate): 0.94 for the shipped model, whose
-    # revisits fall below 0.98 often enough to write 2.4 memories per node.
+    # of z(g) above this. Training uses it as given (lower values merged distinct nodes or
+    # lost loop closure in training); after training, `hippo-rep calibrate` sets it between
+    # revisits and new places (training.calibrate), because revisits after long excursions
+    # fall below 0.98 and write duplicate memories.
     write_threshold: float = setting(0.98, Rule(low=-1, why="a cosine similarity"))
     # Hopfield-style retrieval iterations for the prediction (Whittington, Warren & Behrens 2022,
     # appendix A.2); 1 = one transformer pass.
