@@ -66,6 +66,8 @@ _DIVIDES = Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS", why="it divide
 
 @dataclass(frozen=True)
 class WorldConfig(TypedConfig):
+    """The ``world`` section: worlds, observations and walks."""
+
     section = "world"
     # World specs sampled uniformly per environment (see hippo_rep.worlds.parse_world); all must
     # share one action set. "square:8" = the 8x8 four-connected world of the paper's Fig. 1.
@@ -99,6 +101,8 @@ class WorldConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class ModelConfig(TypedConfig):
+    """The ``model`` section: TEM-t, TEM or the baseline, and their memories."""
+
     section = "model"
     #: ``model.n_context`` was never read by the model; older checkpoints and TOML hold it.
     removed = frozenset({"n_context"})
@@ -265,6 +269,8 @@ class ModelConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class TrainConfig(TypedConfig):
+    """The ``train`` section: optimiser, schedule, losses, checkpoints and evaluation."""
+
     section = "train"
     # Seed of weights and of every training batch (batch i uses the stream (seed, i)).
     seed: int = setting(0, _size("MAX_SEED", low=0))
@@ -386,6 +392,8 @@ class TrainConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class Config(TypedConfig):
+    """A whole run: the ``world``, ``model`` and ``train`` sections."""
+
     world: WorldConfig = field(default_factory=WorldConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
