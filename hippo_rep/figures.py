@@ -194,7 +194,7 @@ def learning_speed_figure(inputs: FigureInputs):
     if data is None:
         raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
                            "benchmarks/bench_tem_vs_temt.py --learning)")
-    # Samples as a third abscissa when every row has them (runs since session 8): models
+    # Samples as a third abscissa when every row has them (older files lack them): models
     # with an update per chunk make several updates per walk.
     xs = ["updates", "seconds"] + (["walk_steps"] if all(
         "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
