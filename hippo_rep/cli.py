@@ -564,8 +564,9 @@ def _add_cluster_args(parser, purpose: str) -> None:
 
 
 def _add_sweep_parser(sub) -> None:
-    from hippo_rep.stages import DEFAULT_RECORD_ENVS
-    from hippo_rep.sweep import DEFAULT_SEEDS
+    # the defaults module, not stages/sweep: `hippo-rep --help` must not import torch
+    from hippo_rep.defaults import STAGE_RECORD_ENVS as DEFAULT_RECORD_ENVS
+    from hippo_rep.defaults import SWEEP_SEEDS as DEFAULT_SEEDS
 
     s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
                                      "analyse each run (dask), one labelled table")
@@ -622,18 +623,18 @@ def cmd_delay(args) -> int:
 
 
 def _add_delay_parser(sub) -> None:
-    from hippo_rep.tasks import delay as D
+    from hippo_rep import tasks as T  # the torch-free names (tasks.delay imports torch)
 
     y = sub.add_parser("delay", help="long-delay loop closure: accuracy on returning home "
                                      "after an excursion of D steps, per memory variant")
     y.add_argument("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)")
     y.add_argument("--out", required=True, help="result file (.nc or .json)")
-    y.add_argument("--variants", default=",".join(D.DEFAULT_VARIANTS),
+    y.add_argument("--variants", default=",".join(T.DELAY_DEFAULT_VARIANTS),
                    help="comma-separated memory variants (default: all)")
-    y.add_argument("--delays", default=",".join(map(str, D.DEFAULT_DELAYS)),
+    y.add_argument("--delays", default=",".join(map(str, T.DELAY_DEFAULT_DELAYS)),
                    help="comma-separated excursion lengths, in steps")
-    y.add_argument("--envs", type=int, default=D.DEFAULT_ENVS, help="walks per delay")
-    y.add_argument("--world", default=D.DEFAULT_WORLD, help="world spec (default square:10)")
+    y.add_argument("--envs", type=int, default=T.DELAY_DEFAULT_ENVS, help="walks per delay")
+    y.add_argument("--world", default=T.DELAY_DEFAULT_WORLD, help="world spec (default square:10)")
     y.add_argument("--seed", type=int, default=0, help="seed of the walks and observations")
     y.add_argument("--memory-block", type=int, default=None,
                    help="block length B of window/fam (default: the checkpoint's)")

@@ -52,3 +52,10 @@ DEMO_RECORD_ENVS = 8
 #: zlib/gzip level of compressed netCDF variables, recordings' activity and analyses' numeric
 #: variables alike (1: most of the gain, little of the time).
 NETCDF_COMPLEVEL = 1
+
+#: Environments the stage runner (``hippo-rep demo``, ``hippo-rep sweep``) records: few, so
+#: that ``recording.nc`` stays small.
+STAGE_RECORD_ENVS = 4
+
+#: Seeds per grid combination of ``hippo-rep sweep``.
+SWEEP_SEEDS = 1

@@ -32,7 +32,14 @@ from hippo_rep.analysis.pipeline import analyse, write_analysis
 from hippo_rep.analysis.remapping import TEM_SHUFFLES
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
-from hippo_rep.defaults import EVAL_ENVS, EVAL_SEED, N_SHUFFLES, QUICK_SHUFFLES, RECORD_STEPS
+from hippo_rep.defaults import (
+    EVAL_ENVS,
+    EVAL_SEED,
+    N_SHUFFLES,
+    QUICK_SHUFFLES,
+    RECORD_STEPS,
+    STAGE_RECORD_ENVS,
+)
 from hippo_rep.fileio import remove_path, write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.typed_config import Rule, TypedConfig, setting
@@ -50,8 +57,8 @@ OUTPUTS = {"train": F.CHECKPOINT_FILE, "calibrate": F.CALIBRATED_FILE, "evaluate
 
 #: Calibrate TEM-t's write threshold after training (``hippo-rep calibrate``).
 DEFAULT_CALIBRATE = True
-#: Environments recorded: few, so that ``recording.nc`` stays small.
-DEFAULT_RECORD_ENVS = 4
+#: Environments recorded (:data:`hippo_rep.defaults.STAGE_RECORD_ENVS`).
+DEFAULT_RECORD_ENVS = STAGE_RECORD_ENVS
 #: Seed of the recorded environments.
 DEFAULT_RECORD_SEED = 0
 #: Permutations of the TEM remapping test.
