@@ -30,6 +30,7 @@ from hippo_rep.schema import AnalysisError
 BOX = 100.0  # cm
 HZ = 50.0  # tracking rate
 SPACING = 40.0  # grid spacing, cm
+ORIENTATIONS = (0.0, 10.0, 20.0)  # grid orientations, degrees
 PLACE_CENTRES = ((30.0, 30.0), (70.0, 60.0), (45.0, 80.0))
 SHUFFLES = 50
 
@@ -88,7 +89,7 @@ def truth():
     t, x, y = trajectory(15, rng)
     cells = {
         "grid": [poisson_spikes(t, grid_rate(x, y, orientation=o, phase=ph), rng)
-                 for o, ph in ((0, (0, 0)), (10, (7, 3)), (20, (13, 21)))],
+                 for o, ph in zip(ORIENTATIONS, ((0, 0), (7, 3), (13, 21)), strict=True)],
         "place": [poisson_spikes(t, place_rate(x, y, c), rng) for c in PLACE_CENTRES],
         "control": [poisson_spikes(t, band_rate(x, y), rng),
                     poisson_spikes(t, np.full(t.size, 5.0), rng)],
@@ -106,6 +107,8 @@ def test_grid_cells_are_hexagonal_grids_with_their_spacing(truth):
     grid = _pop(truth[1], "grid")
     assert grid["is_grid"].all() and grid["hexagonal"].all()
     assert (np.abs(grid["spacing_cm"] - SPACING) < 0.1 * SPACING).all(), grid["spacing_cm"]
+    off = (grid["orientation"].values - np.array(ORIENTATIONS) + 30) % 60 - 30  # mod 60°
+    assert (np.abs(off) < 5).all(), grid["orientation"].values
     assert not grid["is_place"].any()
     assert grid["spacing_cm"].attrs["units"] == "cm"
 
@@ -139,7 +142,7 @@ def test_session_analysis_is_labelled_in_cm_seconds_and_hz(truth, tmp_path):
     speed = session_speed(session).values
     kept = np.isfinite(speed) & (speed >= 2.5)
     np.testing.assert_allclose(float(an["occupancy"].sum()), kept.sum() / HZ)
-    assert an.attrs["min_shift_s"] >= 20.0
+    assert an.attrs["min_shift_s"] == 20.0 and an.attrs["min_shift_steps"] >= 20 * HZ
     assert "decode_node_accuracy" not in an  # one environment: no decoding
     path = write_analysis(an, tmp_path / "an.nc")
     back = open_analysis(path)  # a valid analysis dataset
@@ -318,6 +321,10 @@ def test_cli_analyses_an_nwb_file_then_draws_it(tmp_path, capsys):
     assert cli.main(["figures", str(out), "--out", str(figs), "--format", "png",
                      "--only", "session_cells", "--only", "scores"]) == 0
     assert (figs / "session_cells.png").is_file() and (figs / "scores.png").is_file()
+    session_nc = write_session(_small(minutes=1), tmp_path / "s.nc")  # a session netCDF too
+    assert cli.main(["analyse", str(session_nc), "--out", str(tmp_path / "s_an.nc"),
+                     "--shuffles", "2", "--min-shift", "5", "--min-speed", "0"]) == 0
+    assert open_analysis(tmp_path / "s_an.nc").attrs["min_speed_cm_s"] == 0
     capsys.readouterr()
     bad = _write(_nwbfile(units=False), tmp_path / "bad.nwb")
     assert cli.main(["analyse", str(bad), "--out", str(tmp_path / "b.nc")]) == 2

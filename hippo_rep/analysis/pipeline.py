@@ -502,6 +502,7 @@ class _SessionInputs:
     acts: dict
     maps: dict
     cell_id: np.ndarray
+    min_shift_s: float
     min_shift_fraction: float
     field_min_area: int
     attrs: dict
@@ -542,7 +543,7 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
     if "arena" in session.attrs:
         attrs["session_arena"] = np.asarray(session.attrs["arena"], dtype=np.float64)
     return _SessionInputs(node=node, acts=acts, maps=maps, cell_id=np.concatenate(ids),
-                          min_shift_fraction=fraction,
+                          min_shift_s=float(shift_s), min_shift_fraction=fraction,
                           field_min_area=max(1, math.ceil(
                               SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
                           attrs=attrs)
@@ -569,7 +570,7 @@ def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset,
         min_speed_cm_s=float(first.attrs["min_speed_cm_s"]),
         sample_interval_s=dt,
         min_field_area_bins=prep.field_min_area,
-        min_shift_s=float(shifts.values.min()) * dt,
+        min_shift_s=prep.min_shift_s,
         per_node_scores="spatial_info, sparsity, selectivity use the per-bin rate weighted by "
                         "the occupancy in seconds (Skaggs; bits per spike for rates in Hz)",
         null_method="circular time shift of each cell's spike train (its spikes per tracking "
