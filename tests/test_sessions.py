@@ -378,3 +378,20 @@ def test_bad_rates_and_options():
         analyse(xr.Dataset(attrs={"hippo_rep_kind": "recording"}), bin_size_cm=2.0)
     with pytest.raises(AnalysisError, match="min_shift_s 20 s must be under half"):
         analyse(s, shuffles=2)
+
+
+def test_bad_files(tmp_path):
+    t = np.arange(10) * 0.02
+    rates = session_from_rates(t, t, t, np.ones((10, 1)))
+    with pytest.raises(SessionError, match="must end in .nc"):
+        write_session(rates, tmp_path / "s.zarr")
+    with pytest.raises(FileNotFoundError, match="not found"):
+        open_session(tmp_path / "none.nc")
+    (tmp_path / "junk.nc").write_bytes(b"not netcdf")
+    with pytest.raises(SessionError, match="is not a readable netCDF file"):
+        open_session(tmp_path / "junk.nc")
+    pytest.importorskip("pynwb")
+    with pytest.raises(SessionError, match="needs a session of spike times"):
+        write_nwb(rates, tmp_path / "r.nwb")
+    with pytest.raises(SessionError, match="is not a readable NWB file"):
+        read_nwb(tmp_path / "junk.nc")
