@@ -35,6 +35,7 @@ from .sessions import (
     Y,
     open_session,
     session_from_spikes,
+    tracking_clock,
     validate_session,
 )
 
@@ -190,8 +191,7 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
         io.close()
     dropped = 0
     if drop_outside and times.size >= 2:
-        half = float(np.median(np.diff(times))) / 2
-        lo, hi = times[0] - half, times[-1] + half
+        lo, hi = tracking_clock(times)
         kept = [s[(s >= lo) & (s < hi)] for s in trains]
         dropped = sum(s.size - k.size for s, k in zip(trains, kept, strict=True))
         trains = kept

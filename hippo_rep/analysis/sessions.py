@@ -316,10 +316,12 @@ def sample_interval(session: xr.Dataset) -> float:
     return float(np.median(np.diff(np.asarray(session[TIME].values, dtype=np.float64))))
 
 
-def tracking_clock(session: xr.Dataset) -> tuple[float, float]:
-    """``(t_0 - dt / 2, t_end + dt / 2)``, seconds: when spikes may occur."""
-    t = np.asarray(session[TIME].values, dtype=np.float64)
-    half = sample_interval(session) / 2
+def tracking_clock(times) -> tuple[float, float]:
+    """``(t_0 - dt / 2, t_end + dt / 2)``, seconds, of a session or of its tracking times
+    (``dt`` their median interval): when its spikes may occur (the end excluded)."""
+    t = np.asarray(times[TIME].values if isinstance(times, xr.Dataset) else times,
+                   dtype=np.float64)
+    half = float(np.median(np.diff(t))) / 2
     return float(t[0] - half), float(t[-1] + half)
 
 
@@ -425,8 +427,7 @@ def _check_spikes(ds: xr.Dataset, t: np.ndarray, pops: np.ndarray, where: str) -
                            f"{spikes.size} spike times")
     if not np.isfinite(spikes).all():
         raise SessionError(f"{where}: {SPIKE_TIMES} must be finite")
-    half = float(np.median(np.diff(t))) / 2
-    lo, hi = t[0] - half, t[-1] + half
+    lo, hi = tracking_clock(t)
     ids = np.asarray(ds[CELL_ID].values).astype(str)
     ends = np.cumsum(counts)
     for c, (start, end) in enumerate(zip(ends - counts, ends, strict=True)):
@@ -548,7 +549,11 @@ def spike_counts(session: xr.Dataset, population: str | None = None) -> xr.DataA
     validate_session(session)
     if session.attrs[CELLS_ATTR] != "spikes":
         raise SessionError("spike_counts needs a session of spike times (attr cells = 'spikes')")
-    cells = _cells_of(session, population)
+    return _spike_counts(session, _cells_of(session, population))
+
+
+def _spike_counts(session: xr.Dataset, cells: np.ndarray) -> xr.DataArray:
+    """:func:`spike_counts` of the cells at positions ``cells`` of a checked session."""
     t = np.asarray(session[TIME].values, dtype=np.float64)
     half = sample_interval(session) / 2
     counts = np.asarray(session[N_SPIKES].values)
@@ -582,9 +587,14 @@ def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
     """Rate per tracking sample of one population, ``(env, time, unit)`` float64 with one
     ``env``: spikes per sample / :func:`sample_interval` (Hz) or the session's rates; coord
     ``unit`` = index within the population, ``cell_id`` the cells' ids."""
+    return _session_activity(validate_session(session), population)
+
+
+def _session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
+    """:func:`session_activity` of a checked session."""
     cells = _cells_of(session, population)
     if session.attrs[CELLS_ATTR] == "spikes":
-        counts = spike_counts(session, population)
+        counts = _spike_counts(session, cells)
         values, units = counts.values / sample_interval(session), "Hz"
         gaps = counts.attrs["spikes_in_gaps"]
     else:
@@ -671,14 +681,20 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
         bin centres, cm. Attrs ``bin_size_cm``, ``smooth_cm``, ``smooth_sigma_bins``,
         ``min_speed_cm_s``, ``sample_interval_s``, ``x_edges``, ``y_edges``.
     """
-    validate_session(session)
+    return _session_rate_maps(validate_session(session), population, bin_size_cm, smooth_cm,
+                              min_speed_cm_s, activity, node)
+
+
+def _session_rate_maps(session, population, bin_size_cm, smooth_cm, min_speed_cm_s,
+                       activity, node) -> xr.Dataset:
+    """:func:`session_rate_maps` of a checked session."""
     population = session_populations(session)[0] if population is None else population
     grid = session_grid(session, bin_size_cm)
     xe, ye, b = grid["x_edges"], grid["y_edges"], grid["bin_size_cm"]
     nx, ny = xe.size - 1, ye.size - 1
     sigma_cm = 0.0 if smooth_cm is None else check_positive_number(smooth_cm, "smooth_cm",
                                                                    allow_zero=True)
-    act = session_activity(session, population) if activity is None else activity
+    act = _session_activity(session, population) if activity is None else activity
     node = session_node(session, b, min_speed_cm_s) if node is None else node
     iy, ix = np.divmod(np.arange(nx * ny), nx)
     ds = node_rate_maps(act, node, ix.astype(np.float64), iy.astype(np.float64),
