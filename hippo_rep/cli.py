@@ -20,6 +20,10 @@ from hippo_rep.defaults import (
     RECORD_CHUNK,
     RECORD_ENVS,
     RECORD_STEPS,
+    SESSION_BIN_SIZE_CM,
+    SESSION_MIN_SHIFT_S,
+    SESSION_MIN_SPEED_CM_S,
+    SESSION_SMOOTH_CM,
 )
 from hippo_rep.fileio import write_json
 
@@ -345,7 +349,9 @@ def cmd_analyse(args) -> int:
     t0 = time.perf_counter()
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse_stage(args.recording, out, shuffles=args.shuffles, seed=args.seed,
-                               overwrite=args.overwrite)
+                               overwrite=args.overwrite, bin_size_cm=args.bin_size,
+                               smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
+                               min_shift_s=args.min_shift)
     _print_stage("analyse", out, result, time.perf_counter() - t0)
     return 0
 
@@ -716,8 +722,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_record)
 
     a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
-                                       "decoding of a recording → one analysis dataset")
-    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record")
+                                       "decoding of a recording (or of your own session: "
+                                       "NWB) → one analysis dataset")
+    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
+                                     "session: SESSION.nwb (Position + Units) or a session .nc")
     a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
     a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
                    help="circular-shift shuffles per environment for the nulls "
@@ -725,6 +733,18 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    sess = a.add_argument_group("sessions (.nwb or session .nc) only")
+    sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                      help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    sess.add_argument("--smooth", type=float, default=None, metavar="CM",
+                      help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                           f"{SESSION_SMOOTH_CM:g})")
+    sess.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                      help="drop tracking samples slower than this, cm/s (default: "
+                           f"{SESSION_MIN_SPEED_CM_S:g})")
+    sess.add_argument("--min-shift", type=float, default=None, metavar="S",
+                      help="smallest circular shift of the spike trains in the shuffles, s "
+                           f"(default: {SESSION_MIN_SHIFT_S:g})")
     a.set_defaults(func=cmd_analyse)
 
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
