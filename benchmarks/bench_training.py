@@ -15,7 +15,9 @@ comparison) instead of the plain preset, beside the baseline.
 against the eager step instead: both trainers run the same iterations, interleaved (eager
 then fast per iteration, so that load on the machine hits both alike), on one thread, at
 each batch size of ``--batches``; it prints iterations/s, environment-steps/s, their ratio
-and the largest relative difference of the two losses (they compute the same function):
+the largest relative difference of the two losses (they compute the same function), and
+the time loop's GEMM floor (:func:`loop_gemm_floor`: only its unavoidable matrix products, at
+the real shapes) as a fraction of the fast iteration:
 
     python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
 
@@ -33,6 +35,7 @@ import statistics
 import tempfile
 import time
 
+import numpy as np
 import torch
 
 from hippo_rep.config import load_config
@@ -71,6 +74,64 @@ def run(preset: str, kind: str, target: float, eval_every: int, max_minutes: flo
             "final": last}
 
 
+def loop_gemm_floor(trainer: Trainer, iteration: int, repeats: int = 3) -> float:
+    """Seconds to issue only the time loop's unavoidable matrix products for one training
+    batch, at the real shapes: per step the transition (all actions at once), the two
+    similarity and one read products against the memory (as large as the distinct nodes the
+    busiest walk has visited, add-if-novel's ideal), the retrieval and gate MLPs' four
+    layers, and in backward their grad-input products, the memory's two, and the
+    transition's; every weight gradient batched over the steps once. Sampling, predictions,
+    losses and the optimiser are not in it (the fused step's floor, not the iteration's)."""
+    from hippo_rep.random_streams import batch_rng
+    from hippo_rep.worlds import sample_episodes
+
+    cfg, wc = trainer.cfg, trainer.cfg.world
+    model = trainer.model
+    ep = sample_episodes(trainer.worlds, cfg.train.batch_size, wc.walk_steps, wc.n_obs,
+                         batch_rng(cfg.train.seed, iteration), wc.keep_heading, wc.stay_prob)
+    seen = [np.maximum.accumulate([len(set(row[:t + 1])) for t in range(len(row))])
+            for row in ep.nodes]
+    m_t = np.max(seen, axis=0)  # memories readable at each step, busiest environment
+    B, d, L = cfg.train.batch_size, model.config.n_g, wc.walk_steps
+    A = model.W_a.shape[0]
+    W1r, W2r = model.retrieval_mlp[0].weight, model.retrieval_mlp[2].weight
+    W1g, W2g = model.gate_mlp[0].weight, model.gate_mlp[2].weight
+    H = W1r.shape[0]
+    r = torch.randn
+    g, Wcat, G = r(B, d), r(d, A * d), r(B, int(m_t.max()), d)
+    feats, hid = r(B, W1g.shape[1]), r(B, H)
+    best = float("inf")
+    with torch.no_grad():
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for t in range(1, L):
+                Gm = G[:, :int(m_t[t])]
+                g @ Wcat  # transition, forward
+                torch.bmm(g[:, None], Gm.transpose(1, 2))  # retrieval similarity
+                torch.bmm(torch.ones(B, 1, Gm.shape[1]), Gm)  # memory read
+                torch.bmm(g[:, None], Gm.transpose(1, 2))  # add-if-novel similarity
+                hid @ W2r.t()
+                g @ W1r.t()
+                feats @ W1g.t()
+                hid @ W2g.t()
+                g @ W2g  # backward: gate MLP
+                hid @ W1g
+                g @ W2r  # retrieval MLP
+                hid @ W1r
+                torch.bmm(g[:, None], Gm.transpose(1, 2))  # d weights
+                torch.bmm(torch.ones(B, 1, Gm.shape[1]), Gm)  # d query
+                g @ Wcat  # transition's grad-input (all actions at once)
+            rows = r(L * B, d)
+            for _a in range(A):  # weight gradients, batched over steps
+                rows[: L * B // A].t() @ rows[: L * B // A]
+            r(L * B, H).t() @ r(L * B, W1g.shape[1])
+            r(L * B, d).t() @ r(L * B, H)
+            r(L * B, H).t() @ r(L * B, d)
+            r(L * B, d).t() @ r(L * B, H)
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def compare_fast(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
     """Eager vs fused step, interleaved per iteration, one thread (see the module docstring).
     The first iteration of each is a warm-up and not timed; there is no compilation."""
@@ -78,7 +139,8 @@ def compare_fast(preset: str, batches: list[int], iterations: int, overrides: li
     print(f"preset {preset}; one thread; {iterations} timed iterations per batch size "
           "(after one warm-up), eager and fast interleaved; no compilation (0 s)")
     print(f"{'batch':>6s}{'eager it/s':>12s}{'fast it/s':>11s}{'eager env-steps/s':>19s}"
-          f"{'fast env-steps/s':>18s}{'fast/eager':>12s}{'max loss rel diff':>19s}")
+          f"{'fast env-steps/s':>18s}{'fast/eager':>12s}{'max loss rel diff':>19s}"
+          f"{'loop GEMM floor ms':>20s}{'floor/fast':>12s}")
     for batch in batches:
         times = {False: [], True: []}
         loss = {False: [], True: []}
@@ -96,11 +158,12 @@ def compare_fast(preset: str, batches: list[int], iterations: int, overrides: li
                     if it > 0:
                         times[fast].append(time.perf_counter() - t0)
                     loss[fast].append(row["loss"])
+            floor = loop_gemm_floor(trainers[True], iterations + 1)
         steps = cfg.world.walk_steps * batch
         e, f = (statistics.median(times[k]) for k in (False, True))
         diff = max(abs(a - b) / abs(a) for a, b in zip(loss[False], loss[True], strict=True))
         print(f"{batch:6d}{1 / e:12.2f}{1 / f:11.2f}{steps / e:19.0f}{steps / f:18.0f}"
-              f"{e / f:12.2f}{diff:19.1e}", flush=True)
+              f"{e / f:12.2f}{diff:19.1e}{floor * 1e3:20.0f}{floor / f:12.2f}", flush=True)
 
 
 def main() -> None:

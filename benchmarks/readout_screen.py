@@ -125,8 +125,8 @@ def _row(run_dir: Path) -> dict:
 
     ev = json.loads((run_dir / "eval.json").read_text())
     row = {"run": run_dir.name,
-           "loop_closure": ev["model"]["revisit_new_edge"]["accuracy"],
-           "zero_shot": ev["model"]["revisit_unseen_edge"]["accuracy"],
+           "loop_closure": ev["model"]["revisit_new_edge"],
+           "zero_shot": ev["model"]["revisit_unseen_edge"],
            "mem_per_node": ev["memory"]["memories_per_node"]}
     triad = (ev["transitions"] or {}).get("hexagonal_triad") or {}
     row["triad_found"] = float(triad.get("found", np.nan))

@@ -4,8 +4,8 @@ A module may import from its own layer or a lower one, never from a higher one; 
 modules or packages import each other, directly or round a longer loop (a cycle); and no
 module imports a private (``_``-prefixed) name from another package or top-level module.
 ``tests/test_layers.py`` checks all three on every import statement of the package, at
-module top and inside functions, and that the "Module layers" diagram of the README shows
-:data:`LAYERS`.
+module top and inside functions, and that the "Module layers" diagram of
+``docs/guide/layout.md`` shows :data:`LAYERS`.
 
 Data flows up the layers: worlds → models → training → recording → analysis → plotting →
 figures; ``stages`` chains them, and ``sweep`` and ``cli`` drive ``stages``.

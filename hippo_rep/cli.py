@@ -20,6 +20,10 @@ from hippo_rep.defaults import (
     RECORD_CHUNK,
     RECORD_ENVS,
     RECORD_STEPS,
+    SESSION_BIN_SIZE_CM,
+    SESSION_MIN_SHIFT_S,
+    SESSION_MIN_SPEED_CM_S,
+    SESSION_SMOOTH_CM,
 )
 from hippo_rep.fileio import write_json
 
@@ -345,7 +349,9 @@ def cmd_analyse(args) -> int:
     t0 = time.perf_counter()
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse_stage(args.recording, out, shuffles=args.shuffles, seed=args.seed,
-                               overwrite=args.overwrite)
+                               overwrite=args.overwrite, bin_size_cm=args.bin_size,
+                               smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
+                               min_shift_s=args.min_shift)
     _print_stage("analyse", out, result, time.perf_counter() - t0)
     return 0
 
@@ -564,8 +570,9 @@ def _add_cluster_args(parser, purpose: str) -> None:
 
 
 def _add_sweep_parser(sub) -> None:
-    from hippo_rep.stages import DEFAULT_RECORD_ENVS
-    from hippo_rep.sweep import DEFAULT_SEEDS
+    # the defaults module, not stages/sweep: `hippo-rep --help` must not import torch
+    from hippo_rep.defaults import STAGE_RECORD_ENVS as DEFAULT_RECORD_ENVS
+    from hippo_rep.defaults import SWEEP_SEEDS as DEFAULT_SEEDS
 
     s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
                                      "analyse each run (dask), one labelled table")
@@ -622,18 +629,18 @@ def cmd_delay(args) -> int:
 
 
 def _add_delay_parser(sub) -> None:
-    from hippo_rep.tasks import delay as D
+    from hippo_rep import tasks as T  # the torch-free names (tasks.delay imports torch)
 
     y = sub.add_parser("delay", help="long-delay loop closure: accuracy on returning home "
                                      "after an excursion of D steps, per memory variant")
     y.add_argument("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)")
     y.add_argument("--out", required=True, help="result file (.nc or .json)")
-    y.add_argument("--variants", default=",".join(D.DEFAULT_VARIANTS),
+    y.add_argument("--variants", default=",".join(T.DELAY_DEFAULT_VARIANTS),
                    help="comma-separated memory variants (default: all)")
-    y.add_argument("--delays", default=",".join(map(str, D.DEFAULT_DELAYS)),
+    y.add_argument("--delays", default=",".join(map(str, T.DELAY_DEFAULT_DELAYS)),
                    help="comma-separated excursion lengths, in steps")
-    y.add_argument("--envs", type=int, default=D.DEFAULT_ENVS, help="walks per delay")
-    y.add_argument("--world", default=D.DEFAULT_WORLD, help="world spec (default square:10)")
+    y.add_argument("--envs", type=int, default=T.DELAY_DEFAULT_ENVS, help="walks per delay")
+    y.add_argument("--world", default=T.DELAY_DEFAULT_WORLD, help="world spec (default square:10)")
     y.add_argument("--seed", type=int, default=0, help="seed of the walks and observations")
     y.add_argument("--memory-block", type=int, default=None,
                    help="block length B of window/fam (default: the checkpoint's)")
@@ -715,8 +722,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_record)
 
     a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
-                                       "decoding of a recording → one analysis dataset")
-    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record")
+                                       "decoding of a recording (or of your own session: "
+                                       "NWB) → one analysis dataset")
+    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
+                                     "session: SESSION.nwb (Position + Units) or a session .nc")
     a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
     a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
                    help="circular-shift shuffles per environment for the nulls "
@@ -724,6 +733,18 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    sess = a.add_argument_group("sessions (.nwb or session .nc) only")
+    sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                      help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    sess.add_argument("--smooth", type=float, default=None, metavar="CM",
+                      help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                           f"{SESSION_SMOOTH_CM:g})")
+    sess.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                      help="drop tracking samples slower than this, cm/s (default: "
+                           f"{SESSION_MIN_SPEED_CM_S:g})")
+    sess.add_argument("--min-shift", type=float, default=None, metavar="S",
+                      help="smallest circular shift of the spike trains in the shuffles, s "
+                           f"(default: {SESSION_MIN_SHIFT_S:g})")
     a.set_defaults(func=cmd_analyse)
 
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")

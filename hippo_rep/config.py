@@ -66,6 +66,8 @@ _DIVIDES = Rule(low=1, high=MAX_ITERATIONS, cap="MAX_ITERATIONS", why="it divide
 
 @dataclass(frozen=True)
 class WorldConfig(TypedConfig):
+    """The ``world`` section: worlds, observations and walks."""
+
     section = "world"
     # World specs sampled uniformly per environment (see hippo_rep.worlds.parse_world); all must
     # share one action set. "square:8" = the 8x8 four-connected world of the paper's Fig. 1.
@@ -99,6 +101,8 @@ class WorldConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class ModelConfig(TypedConfig):
+    """The ``model`` section: TEM-t, TEM or the baseline, and their memories."""
+
     section = "model"
     #: ``model.n_context`` was never read by the model; older checkpoints and TOML hold it.
     removed = frozenset({"n_context"})
@@ -117,9 +121,8 @@ class ModelConfig(TypedConfig):
     # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
     transition_init_std: float = setting(0.01, _NON_NEGATIVE)
     # "orthogonal" W_a = exp(S - Sᵀ), or "free" W_a (the paper). Free matrices with the
-    # landmark correction collapsed in every 8x8 run here (W_a contracts all positions onto one;
-    # memories fall to the number of distinct observations); orthogonal ones cannot contract
-    # and reached 0.99 training loop closure in ~150 iterations.
+    # landmark correction collapsed in 8x8 runs (W_a contracts all positions onto one;
+    # memories fall to the number of distinct observations); orthogonal ones cannot contract.
     transition_param: str = choice("orthogonal", ("free", "orthogonal"))
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
     # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
@@ -140,10 +143,10 @@ class ModelConfig(TypedConfig):
     # Initial inverse temperature of the landmark retrieval (multiplied by log #memories).
     retrieval_beta_init: float = setting(3.0, _INVERSE_TEMPERATURE)
     # A memory is added only if no stored memory of the same observation has cosine similarity
-    # of z(g) above this. Training uses it as given (0.9 merged distinct nodes in prototypes;
-    # training at 0.95 lost loop closure); after training, `hippo-rep calibrate` sets it
-    # between revisits and new places (training.calibrate): 0.94 for the shipped model, whose
-    # revisits fall below 0.98 often enough to write 2.4 memories per node.
+    # of z(g) above this. Training uses it as given (lower values merged distinct nodes or
+    # lost loop closure in training); after training, `hippo-rep calibrate` sets it between
+    # revisits and new places (training.calibrate), because revisits after long excursions
+    # fall below 0.98 and write duplicate memories.
     write_threshold: float = setting(0.98, Rule(low=-1, why="a cosine similarity"))
     # Hopfield-style retrieval iterations for the prediction (Whittington, Warren & Behrens 2022,
     # appendix A.2); 1 = one transformer pass.
@@ -266,6 +269,8 @@ class ModelConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class TrainConfig(TypedConfig):
+    """The ``train`` section: optimiser, schedule, losses, checkpoints and evaluation."""
+
     section = "train"
     # Seed of weights and of every training batch (batch i uses the stream (seed, i)).
     seed: int = setting(0, _size("MAX_SEED", low=0))
@@ -387,6 +392,8 @@ class TrainConfig(TypedConfig):
 
 @dataclass(frozen=True)
 class Config(TypedConfig):
+    """A whole run: the ``world``, ``model`` and ``train`` sections."""
+
     world: WorldConfig = field(default_factory=WorldConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)

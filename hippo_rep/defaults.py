@@ -52,3 +52,26 @@ DEMO_RECORD_ENVS = 8
 #: zlib/gzip level of compressed netCDF variables, recordings' activity and analyses' numeric
 #: variables alike (1: most of the gain, little of the time).
 NETCDF_COMPLEVEL = 1
+
+#: Environments the stage runner (``hippo-rep demo``, ``hippo-rep sweep``) records: few, so
+#: that ``recording.nc`` stays small.
+STAGE_RECORD_ENVS = 4
+
+#: Seeds per grid combination of ``hippo-rep sweep``.
+SWEEP_SEEDS = 1
+
+#: Bin side of session rate maps (your own recorded cells, ``hippo_rep.analysis.sessions``),
+#: cm: the common choice for ~1 m boxes (a 100 cm box gives 40 x 40 bins).
+SESSION_BIN_SIZE_CM = 2.5
+
+#: Gaussian smoothing sigma of session rate maps, cm: BNT's default of 2 bins at
+#: :data:`SESSION_BIN_SIZE_CM` (spike and time maps smoothed alike, then divided).
+SESSION_SMOOTH_CM = 5.0
+
+#: Session tracking samples slower than this are dropped from maps and occupancy, cm/s
+#: (resting and grooming; 2.5 cm/s as in Sargolini et al. 2006).
+SESSION_MIN_SPEED_CM_S = 2.5
+
+#: Smallest circular shift of a session's spike trains in the shuffle nulls, s (Langston et
+#: al. 2010 use 20 s); the largest is the session's duration minus it.
+SESSION_MIN_SHIFT_S = 20.0

@@ -209,7 +209,7 @@ def learning_speed_figure(inputs: FigureInputs):
     if data is None:
         raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
                            "benchmarks/bench_tem_vs_temt.py --learning)")
-    # Samples as a third abscissa when every row has them (runs since session 8): models
+    # Samples as a third abscissa when every row has them (older files lack them): models
     # with an update per chunk make several updates per walk.
     xs = ["updates", "seconds"] + (["walk_steps"] if all(
         "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
@@ -625,6 +625,66 @@ def fam_slots_figure(inputs: FigureInputs):
     return fig
 
 
+#: Classes named in the ``session_cells`` figure's titles, in order.
+SESSION_CLASS_NAMES = ((IS_GRID, "grid"), (IS_BAND, "band"), (IS_TWO_WAVE, "two-wave"),
+                       (IS_SQUARE, "square"), (IS_PLACE, "place"))
+
+
+def _classes_of(one) -> str:
+    names = [name for c, name in SESSION_CLASS_NAMES if c in one and bool(one[c])]
+    return " + ".join(names) or "unclassified"
+
+
+@register("session_cells")
+def session_cells_figure(inputs: FigureInputs):
+    """Your own cells (the analysis of a session, ``hippo-rep analyse SESSION.nwb``): per
+    population, the rate maps (Hz, fields outlined) of up to :data:`N_UNITS_SHOWN` cells,
+    classified cells first then by spatial information, with their classes, gridness-60 and
+    spacing in cm, and their autocorrelograms."""
+    import matplotlib.pyplot as plt
+
+    full = inputs.need("analysis", "rate_map", "gridness_60", "spatial_info", IS_GRID, IS_PLACE)
+    if full.attrs.get("input_kind") != "session":
+        raise MissingInput("the analysis is not of a session (hippo-rep analyse SESSION.nwb)")
+    pops = full.hippo.populations
+    env = full["env"].values[0]
+    ncols = min(N_UNITS_SHOWN, max(full.hippo.population(p).sizes["unit"] for p in pops))
+    fig, axes = plt.subplots(2 * len(pops), ncols, squeeze=False,
+                             figsize=(FULL_WIDTH * max(ncols, 3) / N_UNITS_SHOWN,
+                                      2.9 * len(pops)))
+    for ax in axes.ravel():
+        ax.set_axis_off()
+    for i, pop in enumerate(pops):
+        ds = full.hippo.population(pop).sel(env=env)
+        classified = np.zeros(ds.sizes["unit"], dtype=bool)
+        for c, _ in SESSION_CLASS_NAMES:
+            if c in ds:
+                classified |= ds[c].values.astype(bool)
+        info = np.nan_to_num(ds["spatial_info"].values, nan=-np.inf)
+        order = np.lexsort((-info, ~classified))[:N_UNITS_SHOWN]
+        for j, k in enumerate(order):
+            one = ds.isel(unit=k)
+            m = one["rate_map"]
+            cell = str(one["cell_id"].values) if "cell_id" in one.coords else str(k)
+            spacing = (f", {float(one['spacing_cm']):.0f} cm"
+                       if "spacing_cm" in one and np.isfinite(float(one["spacing_cm"])) else "")
+            peak = float(m.max()) if m.notnull().any() else float("nan")
+            axes[2 * i, j].set_axis_on()
+            rate_map(m, ax=axes[2 * i, j], outline_fields=True,
+                     title=f"{pop} {cell}: {_classes_of(one)}\npeak {peak:.1f} Hz\n"
+                           f"g60 {float(one['gridness_60']):.2f}{spacing}")
+            axes[2 * i + 1, j].set_axis_on()
+            autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram")
+    bin_cm = _attr(full, "map_bin_size_cm", float("nan"))
+    fig.suptitle(textwrap.fill(
+        f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
+        f"{_attr(full, 'smooth_cm', float('nan')):g} cm, speed > "
+        f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s; fields outlined at 20% of the "
+        "peak; white = unvisited) and autocorrelograms", 110), fontsize=7, y=1.02)
+    fig.subplots_adjust(hspace=0.75, wspace=0.4)
+    return fig
+
+
 #: Populations of the ``scores`` figure, one row each: (recording variable, row label); the
 #: second row is the model's place-like population (TEM-t's memory neurons or TEM's p).
 SCORE_POPULATIONS = ((G, "positional units g"), (MEMORY_ACTIVITY, "memory neurons"),
@@ -657,7 +717,9 @@ def scores_figure(inputs: FigureInputs):
     fr = ds.hippo.summary()
     held = ds.hippo.populations
     pops = [(ds.hippo.population(v), label, v) for v, label in SCORE_POPULATIONS
-            if v == G or v == place_population(held)]
+            if v in held and (v == G or v == place_population(held))]
+    if not pops:  # a session's analysis: its populations, by their names
+        pops = [(ds.hippo.population(v), f"population {v!r}", v) for v in held]
     gq = _attr(ds, "classify_grid_quantile", GRID_QUANTILE)
     gt = _attr(ds, "classify_grid_threshold", GRID_THRESHOLD)
     floor = _attr(ds, "classify_grid_min_score", GRID_MIN_SCORE)

@@ -28,11 +28,20 @@ import dask
 import xarray as xr
 
 from hippo_rep import run_files as F
+from hippo_rep.analysis.nwb import open_any_session
 from hippo_rep.analysis.pipeline import analyse, write_analysis
 from hippo_rep.analysis.remapping import TEM_SHUFFLES
+from hippo_rep.analysis.sessions import is_session_file
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
-from hippo_rep.defaults import EVAL_ENVS, EVAL_SEED, N_SHUFFLES, QUICK_SHUFFLES, RECORD_STEPS
+from hippo_rep.defaults import (
+    EVAL_ENVS,
+    EVAL_SEED,
+    N_SHUFFLES,
+    QUICK_SHUFFLES,
+    RECORD_STEPS,
+    STAGE_RECORD_ENVS,
+)
 from hippo_rep.fileio import remove_path, write_json
 from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.typed_config import Rule, TypedConfig, setting
@@ -50,8 +59,8 @@ OUTPUTS = {"train": F.CHECKPOINT_FILE, "calibrate": F.CALIBRATED_FILE, "evaluate
 
 #: Calibrate TEM-t's write threshold after training (``hippo-rep calibrate``).
 DEFAULT_CALIBRATE = True
-#: Environments recorded: few, so that ``recording.nc`` stays small.
-DEFAULT_RECORD_ENVS = 4
+#: Environments recorded (:data:`hippo_rep.defaults.STAGE_RECORD_ENVS`).
+DEFAULT_RECORD_ENVS = STAGE_RECORD_ENVS
 #: Seed of the recorded environments.
 DEFAULT_RECORD_SEED = 0
 #: Permutations of the TEM remapping test.
@@ -184,7 +193,8 @@ def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
 
 def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
                   remap_shuffles: int = TEM_SHUFFLES, decode: bool = True,
-                  scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
+                  scheduler: str | None = None, overwrite: bool = False,
+                  **session_options) -> xr.Dataset:
     """Analyse the recording file ``recording`` (:func:`~hippo_rep.analysis.pipeline.analyse`)
     and write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically).
 
@@ -193,12 +203,22 @@ def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
     seeded by ``seed``, decoding when ``decode``, on dask's ``scheduler`` (None: the active
     dask.distributed client, else synchronous). Returns the analysis dataset (dims ``env``,
     ``unit``, ``y``, ``x``, ...).
+
+    A session instead of a recording (an ``.nwb`` file, or a session ``.nc`` of
+    :func:`~hippo_rep.analysis.sessions.write_session`) is analysed with ``session_options``
+    (``bin_size_cm``, ``smooth_cm``, ``min_speed_cm_s``, ``min_shift_s``; None = default).
     """
+    options = {k: v for k, v in session_options.items() if v is not None}
+    if Path(recording).suffix.lower() == ".nwb" or is_session_file(recording):
+        result = analyse(open_any_session(recording), shuffles=shuffles, seed=seed,
+                         remap_shuffles=remap_shuffles, scheduler=scheduler, **options)
+        write_analysis(result, out, overwrite=overwrite)
+        return result
     with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
             open_recording(recording) as ds:
         rec = load_checked(ds, recording)
     result = analyse(rec, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
-                     decode=decode, scheduler=scheduler)
+                     decode=decode, scheduler=scheduler, **options)
     write_analysis(result, out, overwrite=overwrite)
     return result
 

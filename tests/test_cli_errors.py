@@ -154,3 +154,20 @@ def test_a_missing_reader_package_is_named_not_blamed_on_the_file(capsys, monkey
     err = capsys.readouterr().err
     assert "No module named 'h5py'" in err and "pip install" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_help_imports_no_heavy_library():
+    """`hippo-rep --help` and each command's --help must not import torch, scipy, sklearn,
+    xarray or matplotlib (seconds of start-up): the parser reads torch-free defaults only."""
+    import subprocess
+
+    code = ("import sys\nfrom hippo_rep.cli import main\n"
+            "for args in (['--help'], ['delay', '--help'], ['sweep', '--help'],\n"
+            "             ['analyse', '--help'], ['passkey', 'sweep', '--help']):\n"
+            "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+            "heavy = ('torch', 'scipy', 'sklearn', 'xarray', 'matplotlib')\n"
+            "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "LOADED []" in res.stderr, res.stderr.splitlines()[-1]

@@ -21,7 +21,7 @@ import hippo_rep
 from hippo_rep._layers import LAYERS
 
 PACKAGE_DIR = Path(hippo_rep.__file__).parent
-README = PACKAGE_DIR.parent / "README.md"
+LAYOUT_PAGE = PACKAGE_DIR.parent / "docs" / "guide" / "layout.md"
 
 
 @dataclass(frozen=True)
@@ -282,12 +282,12 @@ def test_no_private_names_across_packages(package_imports):
     assert private_imports(package_imports, LAYERS) == []
 
 
-def test_readme_diagram_shows_the_layers():
-    """The README's "Module layers" block lists the layers top (cli) to bottom, one line
-    each, entries without the ``hippo_rep.`` prefix separated by `` · ``."""
-    text = README.read_text()
+def test_layout_page_diagram_shows_the_layers():
+    """The "Module layers" block of docs/guide/layout.md lists the layers top (cli) to
+    bottom, one line each, entries without the ``hippo_rep.`` prefix separated by `` · ``."""
+    text = LAYOUT_PAGE.read_text()
     block = re.search(r"## Module layers\n.*?```\n(.*?)```", text, re.S)
-    assert block, "README.md has no '## Module layers' section with a code block"
+    assert block, "docs/guide/layout.md has no '## Module layers' section with a code block"
     shown = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
     shown = [line for line in shown if line and set(line) != {"↑"}]
 

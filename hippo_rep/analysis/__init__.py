@@ -15,6 +15,10 @@ Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
 :mod:`hippo_rep.schema`, which also names the cell classes and the analysis outputs),
 :func:`remapping`, :func:`population`, and :func:`analyse` (everything, dask-parallel over
 units) with :func:`write_analysis` / :func:`open_analysis`.
+Your own recorded cells (:mod:`~hippo_rep.analysis.sessions`): :func:`session_from_spikes`,
+:func:`session_from_rates`, :func:`validate_session`, :func:`write_session` /
+:func:`open_session`, :func:`read_nwb` / :func:`write_nwb` (NWB, pynwb),
+:func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording.
 """
 
 from hippo_rep.schema import CLASSES, class_fractions
@@ -25,12 +29,22 @@ from .classify import classify
 from .controls import control_maps, controls_recording
 from .fields import place_fields, place_score
 from .gridscore import grid_scores
+from .nwb import read_nwb, write_nwb
 from .pipeline import analyse, open_analysis, write_analysis
 from .planewaves import plane_waves
 from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
 from .recordings import AnalysisError, rate_maps, unit_activity
 from .remapping import remapping
+from .sessions import (
+    SessionError,
+    open_session,
+    session_from_rates,
+    session_from_spikes,
+    session_rate_maps,
+    validate_session,
+    write_session,
+)
 from .shuffle import shuffle_null
 from .spatial import selectivity, sparsity, spatial_information
 from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map, two_wave_map
@@ -39,6 +53,7 @@ from .synthetic_recording import synthetic_recording
 __all__ = [
     "AnalysisError",
     "CLASSES",
+    "SessionError",
     "analyse",
     "autocorrelogram",
     "band_map",
@@ -50,6 +65,7 @@ __all__ = [
     "grid_scores",
     "hex_grid_map",
     "open_analysis",
+    "open_session",
     "place_field_map",
     "place_fields",
     "place_score",
@@ -58,8 +74,12 @@ __all__ = [
     "rate_maps",
     "rate_maps_from_nodes",
     "rate_maps_from_positions",
+    "read_nwb",
     "remapping",
     "selectivity",
+    "session_from_rates",
+    "session_from_spikes",
+    "session_rate_maps",
     "shuffle_null",
     "smooth",
     "sparsity",
@@ -68,5 +88,8 @@ __all__ = [
     "synthetic_recording",
     "two_wave_map",
     "unit_activity",
+    "validate_session",
     "write_analysis",
+    "write_nwb",
+    "write_session",
 ]

@@ -648,12 +648,9 @@ def grid_scores(
     excluded from the SAC's overlap statistics (the reference zeroes them), and a lag whose
     overlap has zero variance is 0, where the reference divides round-off by 0 and returns
     a NaN score (e.g. bands along an axis); so a finite, non-constant map never gets a NaN
-    score. On NaN-free maps the scores equal the reference's to 1e-5 wherever it is finite
-    (tested on grids, bands and fields of 5-40 bins).
+    score.
 
-    ``method="bnt"`` (BNT's ``gridnessScore`` as opexebo 0.7 implements it; tested against
-    opexebo on hexagonal grids of spacing 4-16, square grids, bands, place fields, noise and
-    maps with NaN holes of 11-40 bins: same NaNs, mean |difference| < 0.01): the SAC is
+    ``method="bnt"`` (BNT's ``gridnessScore`` as opexebo 0.7 implements it): the SAC is
     normalised by its maximum and cropped to ``round(1.8 N)`` lags per axis (odd); the
     central field is found with opexebo's adaptive threshold (opening by reconstruction,
     then the 4-connected region around lag 0 above 0.95, 0.93, ... 0.2 of the centre value,
@@ -677,13 +674,12 @@ def grid_scores(
     neighbourhood, value > 0) of the SAC nearest to lag 0, refined to sub-bin precision by
     parabolas: spacing is their median distance from lag 0 (= distance between neighbouring
     grid peaks), orientation the circular mean of their angles modulo 60 degrees. Both assume
-    a hexagonal grid; NaN when fewer than 3 peaks are found. They agree with opexebo's to
-    within its whole-bin precision (1 bin, 3 degrees) where opexebo finds the six fields;
-    opexebo often does not on grids finer than ~10 bins or maps under ~30 bins, and then
-    reports the SAC crop's corner as the spacing (``R_max * sqrt(2)`` at -15 degrees) where
-    these report the grid's. For smoothed maps (``smooth_sigma``) the peaks are those of the
-    smoothed map's SAC; smoothing by 2 bins biases the spacing upwards by ~2-5% and wipes
-    out grids with spacing below ~6 bins.
+    a hexagonal grid; NaN when fewer than 3 peaks are found. For smoothed maps
+    (``smooth_sigma``) the peaks are those of the smoothed map's SAC.
+
+    How these scores, spacings and orientations compare with the DeepMind code and with
+    opexebo (``tests/analysis/test_gridscore.py``, ``tests/analysis/test_gridscore_opexebo.py``)
+    is recorded in the project's findings (``docs/findings.md``).
 
     Maps smaller than 5 bins along y or x get NaN (reason "too_small").
 

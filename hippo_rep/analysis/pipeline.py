@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -37,7 +38,15 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked, missing_reader
-from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES, NETCDF_COMPLEVEL
+from hippo_rep.defaults import (
+    BLAS_THREADS,
+    N_SHUFFLES,
+    NETCDF_COMPLEVEL,
+    SESSION_BIN_SIZE_CM,
+    SESSION_MIN_SHIFT_S,
+    SESSION_MIN_SPEED_CM_S,
+    SESSION_SMOOTH_CM,
+)
 from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
@@ -50,6 +59,7 @@ from hippo_rep.schema import (
     validate_analysis,
 )
 
+from ._checks import check_positive_number
 from .bandscore import band_kernel
 from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
 from .fields import place_fields_kernel, place_score_kernel
@@ -78,6 +88,18 @@ from .remapping import (
     env_pairs,
     remapping_from_rates,
     stack_units,
+)
+from .sessions import (
+    CELL_ID,
+    SESSION_KIND,
+    SESSION_MIN_FIELD_AREA_CM2,
+    _session_activity,
+    _session_rate_maps,
+    is_session,
+    sample_interval,
+    session_node,
+    session_populations,
+    validate_session,
 )
 from .shuffle import (
     NULL_QUANTILES,
@@ -177,16 +199,32 @@ def analyse(
     keep_null: bool = False,
     chunk_units: int | None = DEFAULT_UNIT_CHUNK,
     scheduler: str | None = None,
+    *,
+    bin_size_cm: float | None = None,
+    smooth_cm: float | None = None,
+    min_speed_cm_s: float | None = None,
+    min_shift_s: float | None = None,
 ) -> xr.Dataset:
-    """Analyse a recording: maps, scores, shuffle nulls, classification, remapping, decoding.
+    """Analyse a recording or a session: maps, scores, shuffle nulls, classification,
+    remapping, decoding.
 
     Runs with single-threaded BLAS (:data:`~hippo_rep.defaults.BLAS_THREADS`).
+
+    A *session* (your own cells in a continuous arena, :mod:`~hippo_rep.analysis.sessions`)
+    is validated once and turned into the same inputs as a recording: its rate per tracking
+    sample (spikes per sample / sample interval) as the activity, the square bin of every
+    speed-filtered sample as its "node" (one bin per node), one environment. Every per-unit
+    kernel, the shuffles (circular shifts of each cell's spike train, at least
+    ``min_shift_s``) and the classification are then the recording's. Its analysis holds
+    ``x``, ``y`` in cm, ``occupancy`` in seconds, ``rate_map`` in Hz, ``spacing_cm`` and
+    ``wave_length_cm``, the coord ``cell_id`` on ``unit``, and its populations by their
+    names; it has no decoding (needs environments) and no ``spacing_nodes``.
 
     Parameters
     ----------
     recording : xarray.Dataset
         A recording (``hippo_rep.recording``); needs ``node``, ``node_x``, ``node_y``, the
-        variables, and ``x``/``y`` when ``decode``.
+        variables, and ``x``/``y`` when ``decode``. Or a session.
     shuffles : int
         Circular-shift shuffles per environment (>= 1) for the gridness-60 and
         spatial-information nulls.
@@ -195,19 +233,21 @@ def analyse(
         ``numpy.random.SeedSequence(seed).spawn(2)``.
     variables : sequence of str, optional
         Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
-        present; a named one that is missing is an error).
+        present, or every population of a session; a named one that is missing is an error).
     grid_method : {"deepmind", "bnt"}
         Grid-score family (never compare scores across families).
     smooth_sigma : float, optional
         Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
-        real and shuffled maps alike.
+        real and shuffled maps alike. Recordings only (sessions: ``smooth_cm``).
     resolution : float, optional
         Raster bin size in node spacings for non-square worlds (default
-        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`).
+        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`). Recordings only (sessions:
+        ``bin_size_cm``).
     quantiles : sequence of float
         Null quantiles to report; must include 0.95 and 0.99 for :func:`classify`.
     min_shift_fraction : float
-        Smallest circular shift as a fraction of the walk.
+        Smallest circular shift as a fraction of the walk (recordings; a session's is
+        ``min_shift_s`` over its duration).
     remap_shuffles : int
         Permutations in the TEM remapping test and in the cell-pair structure's nulls.
     decode : bool
@@ -224,6 +264,11 @@ def analyse(
         Dask scheduler of the compute: default the active ``dask.distributed.Client`` if
         there is one (units spread over its workers), else :data:`DEFAULT_SCHEDULER`
         ("synchronous": one process, one thread); "threads" uses a thread pool.
+    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float, optional
+        Sessions only: bin side (cm), Gaussian σ of BNT-style smoothing (cm, 0 = none),
+        speed filter (cm/s) and smallest circular shift of the spike trains (s); defaults
+        :data:`~hippo_rep.defaults.SESSION_BIN_SIZE_CM`, ``SESSION_SMOOTH_CM``,
+        ``SESSION_MIN_SPEED_CM_S``, ``SESSION_MIN_SHIFT_S``.
 
     Returns
     -------
@@ -254,16 +299,38 @@ def analyse(
     ------
     AnalysisError
         For a non-recording, a missing variable or coord, ``shuffles`` < 1, an unknown
-        ``grid_method`` or bad ``chunk_units``.
+        ``grid_method`` or bad ``chunk_units``; a session's options given with a recording or
+        a recording's with a session; a malformed session (``SessionError``).
     """
-    if variables is None:
-        if not isinstance(recording, xr.Dataset):
-            require_recording(recording)
-        variables = [v for v in POPULATIONS if v in recording.data_vars]
-        if not variables:
-            require_recording(recording, [G])
-    variables = list(dict.fromkeys(variables))
-    require_recording(recording, variables, need_xy=decode)
+    session_opts = dict(bin_size_cm=bin_size_cm, smooth_cm=smooth_cm,
+                        min_speed_cm_s=min_speed_cm_s, min_shift_s=min_shift_s)
+    session = is_session(recording)
+    if session:
+        for name, value in (("smooth_sigma", smooth_sigma), ("resolution", resolution)):
+            if value is not None:
+                raise AnalysisError(f"{name} is for recordings; a session takes "
+                                    + ("smooth_cm" if name == "smooth_sigma" else "bin_size_cm"))
+        validate_session(recording)
+        held = session_populations(recording)
+        variables = held if variables is None else list(dict.fromkeys(variables))
+        missing = [v for v in variables if v not in held]
+        if missing:
+            raise AnalysisError(f"the session has no population {missing[0]!r} (populations: "
+                                f"{', '.join(held)})")
+        decode = False  # decoding is across environments; a session is one
+    else:
+        given = [k for k, v in session_opts.items() if v is not None]
+        if given:
+            raise AnalysisError(f"{given[0]} is for sessions; a recording takes smooth_sigma "
+                                "and resolution")
+        if variables is None:
+            if not isinstance(recording, xr.Dataset):
+                require_recording(recording)
+            variables = [v for v in POPULATIONS if v in recording.data_vars]
+            if not variables:
+                require_recording(recording, [G])
+        variables = list(dict.fromkeys(variables))
+        require_recording(recording, variables, need_xy=decode)
     shuffles = check_n_shuffles(shuffles, "shuffles")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise AnalysisError(f"seed must be an int >= 0; got {seed!r}")
@@ -287,13 +354,21 @@ def analyse(
     shift_ss, tem_ss = np.random.SeedSequence(int(seed)).spawn(2)
 
     # ---- rate maps (one sparse product per population; cheap, eager)
-    # (activity and nodes read from the recording once, and passed along)
-    node = node_index(recording)
-    acts = {v: unit_activity(recording, v) for v in variables}
-    maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
-                         activity=acts[v], node=node) for v in variables}
+    # (activity and nodes read from the recording or session once, and passed along)
+    if session:
+        prep = _session_inputs(recording, variables, **session_opts)
+        node, acts, maps = prep.node, prep.acts, prep.maps
+        min_shift_fraction = prep.min_shift_fraction
+        field_min_area = prep.field_min_area
+    else:
+        node = node_index(recording)
+        acts = {v: unit_activity(recording, v) for v in variables}
+        maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
+                             activity=acts[v], node=node) for v in variables}
     first = maps[variables[0]]
     sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
+    if not session:  # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
+        field_min_area = max(1, int(round(FIELD_MIN_NODES / res**2)))
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     activity = stack_units(acts)
@@ -308,8 +383,7 @@ def analyse(
     occ = first["node_occupancy"]
     # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
     spec = _UnitBlock(
-        # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
-        kernels=_kernels(grid_method, max(1, int(round(FIELD_MIN_NODES / res**2)))),
+        kernels=_kernels(grid_method, field_min_area),
         grid_method=grid_method,
         quantiles=tuple(float(q) for q in quantiles),
         node_map=first["node_map"].values,
@@ -361,11 +435,21 @@ def analyse(
     # the recording's labels of its environments (e.g. ``control`` of a controls recording)
     out = out.assign_coords({k: c for k, c in recording.coords.items()
                              if c.dims == ("env",) and k != "env"})
-    out["spacing_nodes"] = out["spacing"] * res
-    out["spacing_nodes"].attrs = {
-        "long_name": "grid spacing in node spacings (spacing x resolution)",
-        "units": "node spacings",
-    }
+    if session:
+        cm = first.attrs["bin_size_cm"]
+        out["spacing_cm"] = out["spacing"] * cm
+        out["spacing_cm"].attrs = {"long_name": "grid spacing in cm (spacing x bin size)",
+                                   "units": "cm"}
+        out["wave_length_cm"] = out["wave_length"] * cm
+        out["wave_length_cm"].attrs = {"long_name": "plane-wave length in cm (wave_length x "
+                                       "bin size)", "units": "cm"}
+        out = out.assign_coords({CELL_ID: (UNIT_DIM, prep.cell_id)})
+    else:
+        out["spacing_nodes"] = out["spacing"] * res
+        out["spacing_nodes"].attrs = {
+            "long_name": "grid spacing in node spacings (spacing x resolution)",
+            "units": "node spacings",
+        }
     for k in ("grid", "band"):
         out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
     out = out.transpose("env", UNIT_DIM, ...)
@@ -405,7 +489,102 @@ def analyse(
                dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
                     min_shift_fraction=min_shift_fraction, variables=variables,
                     resolution=res, decode=decode, chunk_units=chunk_units))
+    if session:
+        _session_attrs(out, prep, first, shifts)
     return out
+
+
+@dataclass(frozen=True)
+class _SessionInputs:
+    """What :func:`analyse` reads from a session (:func:`_session_inputs`)."""
+
+    node: xr.DataArray
+    acts: dict
+    maps: dict
+    cell_id: np.ndarray
+    min_shift_s: float
+    min_shift_fraction: float
+    field_min_area: int
+    attrs: dict
+
+
+def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
+                    smooth_cm=None, min_speed_cm_s=None, min_shift_s=None) -> _SessionInputs:
+    """A session as :func:`analyse`'s inputs: per-sample rates as activity, bins as nodes."""
+    bin_cm = SESSION_BIN_SIZE_CM if bin_size_cm is None else bin_size_cm
+    bin_cm = check_positive_number(bin_cm, "bin_size_cm")
+    speed = SESSION_MIN_SPEED_CM_S if min_speed_cm_s is None else min_speed_cm_s
+    smooth_cm = SESSION_SMOOTH_CM if smooth_cm is None else smooth_cm
+    shift_s = SESSION_MIN_SHIFT_S if min_shift_s is None else min_shift_s
+    shift_s = check_positive_number(shift_s, "min_shift_s", allow_zero=True)
+    node = session_node(session, bin_cm, speed)
+    if not (node.values >= 0).any():
+        raise AnalysisError(f"the session has no tracking sample at {speed:g} cm/s or faster "
+                            "(lower min_speed_cm_s)")
+    acts, maps, ids, gaps = {}, {}, [], 0
+    for v in variables:
+        act = _session_activity(session, v)  # checked once, by analyse
+        ids.append(act[CELL_ID].values)
+        gaps += int(act.attrs["spikes_in_gaps"])
+        acts[v] = act.drop_vars(CELL_ID)
+        maps[v] = _session_rate_maps(session, v, bin_cm, smooth_cm, speed, acts[v], node)
+    dt = sample_interval(session)
+    duration = session.sizes["time"] * dt
+    fraction = shift_s / duration
+    if fraction >= 0.5:
+        raise AnalysisError(f"min_shift_s {shift_s:g} s must be under half the session's "
+                            f"{duration:.6g} s")
+    attrs = {k: session.attrs[k] for k in session.attrs
+             if k not in (KIND_ATTR, "cells", "arena")}
+    attrs = {f"session_{k}": v for k, v in attrs.items()}
+    attrs.update(session_cells=session.attrs["cells"], spikes_in_tracking_gaps=gaps,
+                 speed_filtered_fraction=float((node.values < 0).mean()))
+    if "arena" in session.attrs:
+        attrs["session_arena"] = np.asarray(session.attrs["arena"], dtype=np.float64)
+    return _SessionInputs(node=node, acts=acts, maps=maps, cell_id=np.concatenate(ids),
+                          min_shift_s=float(shift_s), min_shift_fraction=fraction,
+                          field_min_area=max(1, math.ceil(
+                              SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
+                          attrs=attrs)
+
+
+def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset,
+                   shifts: xr.DataArray) -> None:
+    """The attrs of a session's analysis that differ from a recording's."""
+    dt = float(first.attrs["sample_interval_s"])
+    for k in ("memory_masking", "map_resolution"):
+        out.attrs.pop(k, None)
+    out.attrs.update(prep.attrs)
+    out.attrs.update(
+        input_kind=SESSION_KIND,
+        map_convention="rate maps indexed [row=y, col=x], row 0 at the smallest y; x, y in "
+                       "cm (bin centres); spacing, wave_length, field sizes in bins of "
+                       "map_bin_size_cm (spacing_cm, wave_length_cm in cm); angles in degrees "
+                       "from +x towards +y; unvisited bins NaN",
+        map_bin_size_cm=float(first.attrs["bin_size_cm"]),
+        smooth_cm=float(first.attrs["smooth_cm"]),
+        smoothing="BNT: spike map and time map smoothed by the same Gaussian (sigma smooth_cm, "
+                  "truncated at 4 sigma, zero outside the arena and in unvisited bins), then "
+                  "divided; unvisited bins NaN",
+        min_speed_cm_s=float(first.attrs["min_speed_cm_s"]),
+        sample_interval_s=dt,
+        min_field_area_bins=prep.field_min_area,
+        min_shift_s=prep.min_shift_s,
+        per_node_scores="spatial_info, sparsity, selectivity use the per-bin rate weighted by "
+                        "the occupancy in seconds (Skaggs; bits per spike for rates in Hz)",
+        null_method="circular time shift of each cell's spike train (its spikes per tracking "
+                    "sample) against the trajectory, by whole tracking samples, at least "
+                    "min_shift_s; the same shifts for every cell; scores gridness_60, "
+                    "plane_wave_share and spatial_info",
+    )
+    if first["rate_map"].attrs.get("units") == "Hz":  # spikes per second
+        for k in ("spatial_info", "spatial_info_null_q"):
+            out[k].attrs["units"] = "bits per spike"
+    out["rate_map"].attrs.update(long_name="spikes per second in the bin (NaN = unvisited)",
+                                 units=first["rate_map"].attrs.get("units", "Hz"))
+    out["shuffle_shift"].attrs = {"long_name": "circular shift of the spike trains per "
+                                  "shuffle (tracking samples of sample_interval_s)",
+                                  "units": "samples"}
 
 
 def _kernels(grid_method: str, min_field_area: int) -> tuple[tuple[Kernel, str, dict], ...]:

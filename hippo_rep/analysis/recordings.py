@@ -146,14 +146,50 @@ def rate_maps(
         If the recording lacks the variable or the coords ``node``, ``node_x``, ``node_y``.
     """
     require_recording(recording, [variable])
-    ds = rate_maps_from_nodes(
+    ds = node_rate_maps(
         unit_activity(recording, variable) if activity is None else activity,
         node_index(recording) if node is None else node,
         recording["node_x"].values,
         recording["node_y"].values,
+        smooth_sigma=smooth_sigma,
         resolution=resolution,
-        node_dim=NODE_DIM,
     )
+    ds.attrs.update(variable=variable)
+    return ds
+
+
+def node_rate_maps(
+    activity: xr.DataArray,
+    node: xr.DataArray,
+    node_x: np.ndarray,
+    node_y: np.ndarray,
+    smooth_sigma: float | None = None,
+    resolution: float | None = None,
+) -> xr.Dataset:
+    """Rate maps of ``(env, time, unit)`` activity on nodes, smoothed as :func:`rate_maps`
+    does (its work, for any activity: a recording's population or a session's cells).
+
+    Parameters
+    ----------
+    activity : xarray.DataArray, dims (env, time, unit)
+        Activity per step (NaN = missing sample for that unit).
+    node : xarray.DataArray of int, dims (env, time)
+        Node of every step (negative = skip the step).
+    node_x, node_y : numpy.ndarray, (world_node,)
+        Node coordinates (node spacings).
+    smooth_sigma : float, optional
+        Occupancy-weighted Gaussian smoothing in bins, ``G(activity sum) / G(occupancy)``
+        (:func:`~hippo_rep.analysis.smooth` with ``weights=occupancy``). Default: none.
+    resolution : float, optional
+        Bin size in node spacings for non-integer node coordinates.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`rate_maps` (dims ``env``, ``unit`` first), attr ``smooth_sigma_bins``.
+    """
+    ds = rate_maps_from_nodes(activity, node, node_x, node_y, resolution=resolution,
+                              node_dim=NODE_DIM)
     sigma = (0.0 if smooth_sigma is None
              else check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True))
     if sigma > 0:
@@ -161,5 +197,5 @@ def rate_maps(
         ds["rate_map"] = smooth(ds["rate_map"], sigma, weights=ds["occupancy"])
         ds["rate_map"].attrs = {**attrs, "smooth_sigma_bins": sigma}
     ds = ds.transpose("env", UNIT_DIM, ...)
-    ds.attrs.update(variable=variable, smooth_sigma_bins=sigma)
+    ds.attrs.update(smooth_sigma_bins=sigma)
     return ds

@@ -8,8 +8,8 @@ import numpy as np
 from hippo_rep.plotting.axes import get_ax
 from hippo_rep.tasks import PASSKEY_VARIANTS
 
-#: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`; the
-#: README's PassKey summary averages over 512-2,048.
+#: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`;
+#: the PassKey summary of docs/findings.md averages over 512-2,048.
 LONG_FILLER = 512
 #: Size (inches) of the figure :func:`plot_passkey_sweep` makes when given no axes.
 SWEEP_FIGSIZE = (6, 3.6)

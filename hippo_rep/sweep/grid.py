@@ -19,9 +19,10 @@ from hippo_rep.config import (
     parse_override,
     read_raw,
 )
+from hippo_rep.defaults import SWEEP_SEEDS
 
 #: Seeds per grid combination when not given (``train.seed`` = 0).
-DEFAULT_SEEDS = 1
+DEFAULT_SEEDS = SWEEP_SEEDS
 #: Dims of :func:`~hippo_rep.sweep.open_sweep` besides the grid's (grid dims may not take
 #: these names).
 RESERVED_DIMS = ("seed", "agent", "step_type")

@@ -4,6 +4,16 @@ The PassKey sweep's names live here, free of torch, so that the command line can
 without importing the models.
 """
 
+#: The long-delay loop-closure task's world (:mod:`hippo_rep.tasks.delay`): larger than the
+#: 8x8 training worlds so the excursion can stay away.
+DELAY_DEFAULT_WORLD = "square:10"
+#: Its excursion lengths D, in steps.
+DELAY_DEFAULT_DELAYS = (0, 16, 32, 64, 128, 256, 512)
+#: Its walks per delay.
+DELAY_DEFAULT_ENVS = 32
+#: Its memory variants, evaluated from one checkpoint's weights.
+DELAY_DEFAULT_VARIANTS = ("full", "window", "fam", "hebbian")
+
 #: The PassKey sweep's named variants: model settings over the base config. FAM and SUM keep
 #: one memory segment (M = 1), so they differ from BSWA M1 only by their feedback slots.
 PASSKEY_VARIANTS: dict[str, dict] = {

@@ -26,18 +26,14 @@ from hippo_rep import __version__
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import atomic_write, read_json, write_json
 from hippo_rep.models.temt import build_model, load_across_memory
+from hippo_rep.tasks import DELAY_DEFAULT_DELAYS as DEFAULT_DELAYS
+from hippo_rep.tasks import DELAY_DEFAULT_ENVS as DEFAULT_ENVS
+from hippo_rep.tasks import DELAY_DEFAULT_VARIANTS as DEFAULT_VARIANTS
+from hippo_rep.tasks import DELAY_DEFAULT_WORLD as DEFAULT_WORLD
 from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import predictions
 from hippo_rep.worlds import HOME_SIZE, delay_walk, random_observations
 
-#: World of the task: larger than the 8x8 training worlds so the excursion can stay away.
-DEFAULT_WORLD = "square:10"
-#: Excursion lengths D, in steps.
-DEFAULT_DELAYS = (0, 16, 32, 64, 128, 256, 512)
-#: Walks per delay.
-DEFAULT_ENVS = 32
-#: Memory variants evaluated from one checkpoint's weights.
-DEFAULT_VARIANTS = ("full", "window", "fam", "hebbian")
 #: Chunk length when running the model (memory carried across chunks).
 RUN_CHUNK = 256
 

@@ -61,6 +61,10 @@ def test_bad_inputs_give_one_line(tmp_path, capsys, rec_path, tiny_rec):
     one_line_error(rc, err, ".nc or .zarr")
     rc, _, err = run(capsys, rec_path, "--out", out, "--shuffles", 0)
     one_line_error(rc, err, "shuffles")
+    rc, _, err = run(capsys, rec_path, "--out", out, "--bin-size", 2)  # a session option
+    one_line_error(rc, err, "bin_size_cm is for sessions")
+    rc, _, err = run(capsys, tmp_path / "missing.nwb", "--out", out)
+    one_line_error(rc, err, "missing.nwb", "not found")
     assert not out.exists()
 
 

@@ -1,0 +1,397 @@
+"""Sessions (your own cells in a continuous arena) and NWB in, on simulated ground truth.
+
+A smooth random trajectory (a velocity random walk reflected at the walls of a 100 cm box,
+50 Hz) and cells of known rate maps, with Poisson spikes: hexagonal grid cells (three cosines
+60 degrees apart, rectified; spacing 40 cm), place cells (one Gaussian field), a band cell
+(one rectified cosine) and a flat cell. The analysis must recover the grid cells as grid
+with their spacing, the place cells as place, and neither from the band and flat cells.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hippo_rep import cli
+from hippo_rep.analysis import analyse, open_analysis, write_analysis
+from hippo_rep.analysis.nwb import read_nwb, write_nwb
+from hippo_rep.analysis.sessions import (
+    SessionError,
+    open_session,
+    session_from_rates,
+    session_from_spikes,
+    session_rate_maps,
+    session_speed,
+    write_session,
+)
+from hippo_rep.schema import AnalysisError
+
+BOX = 100.0  # cm
+HZ = 50.0  # tracking rate
+SPACING = 40.0  # grid spacing, cm
+ORIENTATIONS = (0.0, 10.0, 20.0)  # grid orientations, degrees
+PLACE_CENTRES = ((30.0, 30.0), (70.0, 60.0), (45.0, 80.0))
+SHUFFLES = 50
+
+
+# ------------------------------------------------------------------------------ simulation
+def trajectory(minutes: float, rng, speed: float = 15.0, tau: float = 1.0):
+    """Times (s) and x, y (cm): an Ornstein-Uhlenbeck velocity per axis (time constant tau s,
+    stationary SD ``speed`` cm/s), positions reflected at the walls."""
+    n = int(minutes * 60 * HZ)
+    dt = 1 / HZ
+    a = np.exp(-dt / tau)
+    kicks = speed * np.sqrt(1 - a * a) * rng.standard_normal((n, 2))
+    pos = np.empty((n, 2))
+    v, p = np.zeros(2), np.full(2, BOX / 2)
+    for i in range(n):
+        v = a * v + kicks[i]
+        p = p + v * dt
+        low, high = p < 0, p > BOX
+        p = np.where(low, -p, np.where(high, 2 * BOX - p, p))
+        v = np.where(low | high, -v, v)
+        pos[i] = p
+    return np.arange(n) * dt, pos[:, 0], pos[:, 1]
+
+
+def grid_rate(x, y, spacing=SPACING, orientation=0.0, phase=(0.0, 0.0), peak=10.0):
+    """Rectified sum of three cosines 60 degrees apart: a hexagonal grid of the given spacing
+    (distance between neighbouring fields, cm) and orientation (degrees)."""
+    k = 4 * np.pi / (np.sqrt(3) * spacing)
+    total = 0.0
+    for j in range(3):
+        th = np.deg2rad(orientation + 60 * j + 30)
+        total = total + np.cos(k * ((x - phase[0]) * np.cos(th) + (y - phase[1]) * np.sin(th)))
+    return peak * np.maximum(total, 0) / 3
+
+
+def place_rate(x, y, centre, width=8.0, peak=15.0):
+    return peak * np.exp(-((x - centre[0]) ** 2 + (y - centre[1]) ** 2) / (2 * width**2))
+
+
+def band_rate(x, y, wavelength=25.0, angle=30.0, peak=10.0):
+    th = np.deg2rad(angle)
+    return peak * np.maximum(np.cos(2 * np.pi * (x * np.cos(th) + y * np.sin(th))
+                                    / wavelength), 0)
+
+
+def poisson_spikes(t, rate, rng):
+    """Poisson spikes of a rate per tracking sample, uniform within each sample."""
+    dt = t[1] - t[0]
+    idx = np.repeat(np.arange(t.size), rng.poisson(rate * dt))
+    return np.unique(t[idx] + rng.uniform(-dt / 2, dt / 2, idx.size))
+
+
+@pytest.fixture(scope="module")
+def truth():
+    rng = np.random.default_rng(7)
+    t, x, y = trajectory(15, rng)
+    cells = {
+        "grid": [poisson_spikes(t, grid_rate(x, y, orientation=o, phase=ph), rng)
+                 for o, ph in zip(ORIENTATIONS, ((0, 0), (7, 3), (13, 21)), strict=True)],
+        "place": [poisson_spikes(t, place_rate(x, y, c), rng) for c in PLACE_CENTRES],
+        "control": [poisson_spikes(t, band_rate(x, y), rng),
+                    poisson_spikes(t, np.full(t.size, 5.0), rng)],
+    }
+    session = session_from_spikes(x, y, t, cells, arena=(0, BOX, 0, BOX))
+    return session, analyse(session, shuffles=SHUFFLES, seed=1)
+
+
+def _pop(an, name):
+    return an.hippo.population(name).isel(env=0)
+
+
+# ------------------------------------------------------------------------------ ground truth
+def test_grid_cells_are_hexagonal_grids_with_their_spacing(truth):
+    grid = _pop(truth[1], "grid")
+    assert grid["is_grid"].all() and grid["hexagonal"].all()
+    assert (np.abs(grid["spacing_cm"] - SPACING) < 0.1 * SPACING).all(), grid["spacing_cm"]
+    off = (grid["orientation"].values - np.array(ORIENTATIONS) + 30) % 60 - 30  # mod 60°
+    assert (np.abs(off) < 5).all(), grid["orientation"].values
+    assert not grid["is_place"].any()
+    assert grid["spacing_cm"].attrs["units"] == "cm"
+
+
+def test_place_cells_are_place_like_at_their_fields(truth):
+    place = _pop(truth[1], "place")
+    assert place["is_place"].all() and (place["n_fields"] == 1).all()
+    assert not place["is_grid"].any()
+    for k, (cx, cy) in enumerate(PLACE_CENTRES):
+        m = place["rate_map"].isel(unit=k)
+        peak = m.where(m == m.max(), drop=True)
+        assert abs(float(peak["x"][0]) - cx) < 5 and abs(float(peak["y"][0]) - cy) < 5
+
+
+def test_band_and_flat_cells_are_neither_grid_nor_place(truth):
+    ctrl = _pop(truth[1], "control")
+    assert not ctrl["is_grid"].any() and not ctrl["is_place"].any()
+    assert bool(ctrl["is_band"].isel(unit=0))  # the band is found as a band
+    assert not bool(ctrl["is_band"].isel(unit=1))
+
+
+def test_session_analysis_is_labelled_in_cm_seconds_and_hz(truth, tmp_path):
+    session, an = truth
+    assert np.asarray(an["variable"].values).tolist() == ["grid"] * 3 + ["place"] * 3 + [
+        "control"] * 2
+    assert an["cell_id"].values.tolist() == ["0", "1", "2"] * 2 + ["0", "1"]
+    assert an.attrs["input_kind"] == "session" and an.attrs["map_bin_size_cm"] == 2.5
+    np.testing.assert_allclose(an["x"].values, np.arange(40) * 2.5 + 1.25)
+    assert an["occupancy"].attrs["units"] == "s" and an["rate_map"].attrs["units"] == "Hz"
+    # occupancy: every kept (tracked, fast enough) sample once, in seconds
+    speed = session_speed(session).values
+    kept = np.isfinite(speed) & (speed >= 2.5)
+    np.testing.assert_allclose(float(an["occupancy"].sum()), kept.sum() / HZ)
+    assert an.attrs["min_shift_s"] == 20.0 and an.attrs["min_shift_steps"] >= 20 * HZ
+    assert "decode_node_accuracy" not in an  # one environment: no decoding
+    path = write_analysis(an, tmp_path / "an.nc")
+    back = open_analysis(path)  # a valid analysis dataset
+    xr.testing.assert_allclose(back["spacing_cm"], an["spacing_cm"])
+
+
+# ------------------------------------------------------------------------------ maps
+def _line(n=3000, speed=10.0):
+    """A back-and-forth walk along x at y = 50 cm, ``speed`` cm/s, 50 Hz."""
+    t = np.arange(n) / HZ
+    phase = (speed * t) % 160
+    x = 10 + np.where(phase < 80, phase, 160 - phase)
+    return t, x, np.full(n, 50.0)
+
+
+def test_constant_rate_gives_its_rate_in_every_visited_bin():
+    t, x, y = _line()
+    rates = session_from_rates(x, y, t, np.full((t.size, 1), 5.0), arena=(0, BOX, 0, BOX))
+    m = session_rate_maps(rates, smooth_cm=5.0)
+    visited = m["occupancy"] > 0
+    np.testing.assert_allclose(m["rate_map"].where(visited).values[..., visited.values[0]], 5.0)
+    assert m["rate_map"].where(~visited).isnull().all()
+    # a regular 5 Hz spike train: spikes per bin / seconds per bin (no smoothing)
+    spikes = session_from_spikes(x, y, t, [np.arange(0.1, t[-1], 0.2)], arena=(0, BOX, 0, BOX))
+    m = session_rate_maps(spikes, smooth_cm=0, min_speed_cm_s=0)
+    occ = m["occupancy"].values[0]
+    assert abs(float(np.nansum(m["rate_map"].values[0, 0] * occ) / occ.sum()) - 5.0) < 0.05
+    np.testing.assert_allclose(occ.sum(), t.size / HZ, rtol=1e-9)  # every sample, seconds
+
+
+def test_speed_filter_drops_the_rest():
+    t, x, y = _line(6000)
+    rest = (t >= 30) & (t < 90)  # a minute sitting at (10, 50), a cell firing only then
+    x = np.where(rest, 10.0, x)
+    spikes = [t[rest][::2]]  # 25 Hz while resting
+    s = session_from_spikes(x, y, t, spikes, arena=(0, BOX, 0, BOX))
+    np.testing.assert_allclose(session_speed(s).values[t < 7][1:], 10.0, rtol=1e-6)
+    filtered = session_rate_maps(s, smooth_cm=0)
+    kept = session_rate_maps(s, smooth_cm=0, min_speed_cm_s=0)
+    corner = {"env": 0, "x": 11.25, "y": 51.25}
+    assert float(kept["occupancy"].sel(corner)) > 60
+    assert float(filtered["occupancy"].sel(corner)) < 2
+    assert float(kept["rate_map"].sel(corner).isel(unit=0)) > 20
+    assert float(filtered["rate_map"].sel(corner).isel(unit=0).fillna(0)) < 5
+
+
+def test_tracking_loss_is_dropped_not_an_error():
+    t, x, y = _line()
+    x = x.copy()
+    x[500:700] = np.nan
+    s = session_from_spikes(x, y, t, [np.arange(0.1, t[-1], 0.5)], arena=(0, BOX, 0, BOX))
+    m = session_rate_maps(s, min_speed_cm_s=0)
+    np.testing.assert_allclose(float(m["occupancy"].sum()), (t.size - 200) / HZ)
+
+
+def test_rates_pynapple_and_metres_give_the_same_maps():
+    nap = pytest.importorskip("pynapple")
+    rng = np.random.default_rng(3)
+    t, x, y = trajectory(2, rng)
+    trains = [poisson_spikes(t, place_rate(x, y, c), rng) for c in PLACE_CENTRES[:2]]
+    ref = session_rate_maps(session_from_spikes(x, y, t, trains))
+    group = nap.TsGroup({5: nap.Ts(trains[0]), 9: nap.Ts(trains[1])})
+    from_nap = session_from_spikes(nap.Tsd(t=t, d=x / 100), y / 100, None, {"cells": group},
+                                   length_unit="m")
+    assert from_nap["cell_id"].values.tolist() == ["5", "9"]
+    xr.testing.assert_allclose(session_rate_maps(from_nap)["rate_map"].drop_vars("cell_id"),
+                               ref["rate_map"].drop_vars("cell_id"))
+    counts = np.stack([np.bincount(np.searchsorted(t + 0.01, s, side="right"),
+                                   minlength=t.size) for s in trains], axis=1) * HZ
+    frame = nap.TsdFrame(t=t, d=counts, columns=["a", "b"])
+    rates = session_from_rates(x, y, t, frame)
+    assert rates["cell_id"].values.tolist() == ["a", "b"]
+    xr.testing.assert_allclose(session_rate_maps(rates)["rate_map"].drop_vars("cell_id"),
+                               ref["rate_map"].drop_vars("cell_id"))
+
+
+# ------------------------------------------------------------------------------ files
+def _small(rng=None, minutes=2):
+    rng = rng or np.random.default_rng(5)
+    t, x, y = trajectory(minutes, rng)
+    cells = {"grid": [poisson_spikes(t, grid_rate(x, y), rng)],
+             "place": [poisson_spikes(t, place_rate(x, y, c), rng) for c in PLACE_CENTRES]}
+    x = x.copy()
+    x[100:110] = np.nan  # tracking lost
+    return session_from_spikes(x, y, t, cells, arena=(0, BOX, 0, BOX),
+                               attrs={"animal": "sim"})
+
+
+def test_session_netcdf_round_trip(tmp_path):
+    s = _small()
+    xr.testing.assert_identical(open_session(write_session(s, tmp_path / "s.nc")), s)
+    t, x, y = _line(200)
+    r = session_from_rates(x, y, t, {"model": np.ones((200, 2))})
+    xr.testing.assert_identical(open_session(write_session(r, tmp_path / "r.nc")), r)
+    with pytest.raises(FileExistsError):
+        write_session(s, tmp_path / "s.nc")
+    with pytest.raises(SessionError, match="is not a hippo_rep session"):
+        open_session(write_analysis(_small_analysis(), tmp_path / "a.nc"))
+
+
+def _small_analysis():
+    return analyse(_small(minutes=1), shuffles=2, min_shift_s=5)
+
+
+def test_nwb_round_trip(tmp_path):
+    pytest.importorskip("pynwb")
+    s = _small()
+    del s.attrs["animal"]  # NWB keeps positions, spikes, populations, ids and the arena
+    back = read_nwb(write_nwb(s, tmp_path / "s.nwb"))
+    assert back.attrs.pop("spikes_outside_tracking") == 0
+    for k in ("source", "nwb_identifier", "nwb_session_description", "nwb_position_series"):
+        back.attrs.pop(k)
+    xr.testing.assert_identical(back, s)
+
+
+#: Spike times (s) of the one unit of :func:`_nwbfile`; 50 s is after its tracking ends.
+NWB_SPIKES = (0.5, 1.0, 50.0)
+
+
+def _nwbfile(position=True, units=True):
+    from datetime import UTC, datetime
+
+    import pynwb
+    from pynwb.behavior import Position, SpatialSeries
+
+    f = pynwb.NWBFile(session_description="test", identifier="x",
+                      session_start_time=datetime(2020, 1, 1, tzinfo=UTC))
+    if position:  # in acquisition, metres, at a starting time and rate
+        xy = np.stack([np.linspace(0.1, 0.9, 1000), np.full(1000, 0.5)], axis=1)
+        f.add_acquisition(Position(spatial_series=SpatialSeries(
+            name="pos", data=xy, reference_frame="corner", starting_time=0.0, rate=50.0)))
+    if units:
+        f.add_unit(spike_times=np.array(NWB_SPIKES))
+    return f
+
+
+def _write(f, path):
+    import pynwb
+
+    with pynwb.NWBHDF5IO(str(path), "w") as io:
+        io.write(f)
+    return path
+
+
+def test_nwb_acquisition_position_metres_and_spikes_outside_tracking(tmp_path):
+    pytest.importorskip("pynwb")
+    path = _write(_nwbfile(), tmp_path / "a.nwb")
+    s = read_nwb(path)
+    assert s.attrs["length_unit"] == "m" and s.attrs["spikes_outside_tracking"] == 1
+    assert s["spike_times"].values.tolist() == [0.5, 1.0]
+    np.testing.assert_allclose(s["time"].values[-1], 999 / 50)
+    with pytest.raises(SessionError, match="outside the tracking clock"):
+        read_nwb(path, drop_outside=False)
+
+
+@pytest.mark.parametrize("missing, message", [("position", "has no Position"),
+                                              ("units", "has no Units table")])
+def test_nwb_without_position_or_units_is_one_line(tmp_path, missing, message):
+    pytest.importorskip("pynwb")
+    path = _write(_nwbfile(**{missing: False}), tmp_path / "a.nwb")
+    with pytest.raises(SessionError, match=message) as err:
+        read_nwb(path)
+    assert "\n" not in str(err.value) and "a.nwb" in str(err.value)
+
+
+def test_cli_analyses_an_nwb_file_then_draws_it(tmp_path, capsys):
+    pytest.importorskip("pynwb")
+    nwb = write_nwb(_small(minutes=2), tmp_path / "x.nwb")
+    out = tmp_path / "a.nc"
+    assert cli.main(["analyse", str(nwb), "--out", str(out), "--shuffles", "5",
+                     "--bin-size", "5", "--smooth", "5"]) == 0
+    an = open_analysis(out)
+    assert an.attrs["map_bin_size_cm"] == 5 and an.sizes["x"] == 20
+    assert an.hippo.populations == ("grid", "place")
+    figs = tmp_path / "figs"
+    assert cli.main(["figures", str(out), "--out", str(figs), "--format", "png",
+                     "--only", "session_cells", "--only", "scores"]) == 0
+    assert (figs / "session_cells.png").is_file() and (figs / "scores.png").is_file()
+    session_nc = write_session(_small(minutes=1), tmp_path / "s.nc")  # a session netCDF too
+    assert cli.main(["analyse", str(session_nc), "--out", str(tmp_path / "s_an.nc"),
+                     "--shuffles", "2", "--min-shift", "5", "--min-speed", "0"]) == 0
+    assert open_analysis(tmp_path / "s_an.nc").attrs["min_speed_cm_s"] == 0
+    capsys.readouterr()
+    bad = _write(_nwbfile(units=False), tmp_path / "bad.nwb")
+    assert cli.main(["analyse", str(bad), "--out", str(tmp_path / "b.nc")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no Units table" in err[0]
+
+
+# ------------------------------------------------------------------------------ bad inputs
+def _bad(**change):
+    t = np.arange(10) * 0.02
+    args = {"x": np.linspace(1, 9, 10), "y": np.full(10, 5.0), "times": t,
+            "spikes": [np.array([0.01, 0.05])], "arena": (0, 10, 0, 10)}
+    args.update(change)
+    spikes = args.pop("spikes")
+    x, y, times = args.pop("x"), args.pop("y"), args.pop("times")
+    return session_from_spikes(x, y, times, spikes, **args)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"y": np.zeros(9)}, "x, y and times must have one value per tracking sample"),
+    ({"times": np.arange(10)[::-1] * 0.02}, "times must be strictly increasing; unsorted"),
+    ({"times": np.r_[0, 0, np.arange(2, 10)] * 0.02}, "times must be strictly increasing; "
+                                                      "duplicate"),
+    ({"x": np.linspace(1, 11, 10)}, "x has 1 position.* outside the arena"),
+    ({"y": np.full(10, np.inf)}, "y holds infinite positions"),
+    ({"spikes": [np.array([0.05, 0.01])]}, "spike times of cell 0 .* unsorted time"),
+    ({"spikes": [np.array([0.05, 0.05])]}, "spike times of cell 0 .* duplicate time"),
+    ({"spikes": [np.array([0.05, 0.5])]}, "spike times of cell 0 .* outside the tracking "
+                                          "clock"),
+    ({"spikes": {"g": [np.array([0.05])]}}, "population name 'g' is reserved"),
+    ({"spikes": np.array([0.01, 0.05])}, "must be a list of per-cell spike-time arrays"),
+    ({"length_unit": "mm"}, "length_unit must be one of"),
+])
+def test_bad_sessions_raise_one_line_naming_the_field(change, message):
+    with pytest.raises(SessionError, match=message) as err:
+        _bad(**change)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_rates_and_options():
+    t = np.arange(10) * 0.02
+    with pytest.raises(SessionError, match="rates of population 'cells' have 9 samples but "
+                                           "the positions have 10"):
+        session_from_rates(t, t, t, np.ones((9, 2)))
+    s = session_from_rates(t * 100, t * 100, t, np.ones((10, 2)))
+    with pytest.raises(AnalysisError, match="smooth_sigma is for recordings"):
+        analyse(s, smooth_sigma=1.0)
+    with pytest.raises(AnalysisError, match="no population 'grid'"):
+        analyse(s, variables=["grid"])
+    with pytest.raises(AnalysisError, match="bin_size_cm is for sessions"):
+        analyse(xr.Dataset(attrs={"hippo_rep_kind": "recording"}), bin_size_cm=2.0)
+    with pytest.raises(AnalysisError, match="min_shift_s 20 s must be under half"):
+        analyse(s, shuffles=2)
+
+
+def test_bad_files(tmp_path):
+    t = np.arange(10) * 0.02
+    rates = session_from_rates(t, t, t, np.ones((10, 1)))
+    with pytest.raises(SessionError, match="must end in .nc"):
+        write_session(rates, tmp_path / "s.zarr")
+    with pytest.raises(FileNotFoundError, match="not found"):
+        open_session(tmp_path / "none.nc")
+    (tmp_path / "junk.nc").write_bytes(b"not netcdf")
+    with pytest.raises(SessionError, match="is not a readable netCDF file"):
+        open_session(tmp_path / "junk.nc")
+    pytest.importorskip("pynwb")
+    with pytest.raises(SessionError, match="needs a session of spike times"):
+        write_nwb(rates, tmp_path / "r.nwb")
+    with pytest.raises(SessionError, match="is not a readable NWB file"):
+        read_nwb(tmp_path / "junk.nc")
