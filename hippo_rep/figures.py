@@ -649,7 +649,7 @@ def session_cells_figure(inputs: FigureInputs):
     pops = full.hippo.populations
     env = full["env"].values[0]
     ncols = min(N_UNITS_SHOWN, max(full.hippo.population(p).sizes["unit"] for p in pops))
-    fig, axes = plt.subplots(2 * len(pops), ncols, squeeze=False,
+    fig, axes = plt.subplots(2 * len(pops), ncols, squeeze=False, layout="constrained",
                              figsize=(FULL_WIDTH * max(ncols, 3) / N_UNITS_SHOWN,
                                       2.9 * len(pops)))
     for ax in axes.ravel():
@@ -670,18 +670,20 @@ def session_cells_figure(inputs: FigureInputs):
                        if "spacing_cm" in one and np.isfinite(float(one["spacing_cm"])) else "")
             peak = float(m.max()) if m.notnull().any() else float("nan")
             axes[2 * i, j].set_axis_on()
-            rate_map(m, ax=axes[2 * i, j], outline_fields=True,
+            rate_map(m, ax=axes[2 * i, j], outline_fields=True, colorbar=True, units="",
                      title=f"{pop} {cell}: {_classes_of(one)}\npeak {peak:.1f} Hz\n"
                            f"g60 {float(one['gridness_60']):.2f}{spacing}")
             axes[2 * i + 1, j].set_axis_on()
-            autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram")
+            autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram",
+                            colorbar=True)
     bin_cm = _attr(full, "map_bin_size_cm", float("nan"))
-    fig.suptitle(textwrap.fill(
+    fig.suptitle(_wrap(
         f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
         f"{_attr(full, 'smooth_cm', float('nan')):g} cm, speed > "
-        f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s; fields outlined at 20% of the "
-        "peak; white = unvisited) and autocorrelograms", 110), fontsize=7, y=1.02)
-    fig.subplots_adjust(hspace=0.75, wspace=0.4)
+        f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s; colour bars in Hz from the "
+        f"map's lowest rate to its peak; blue outline: bins at or above "
+        f"{PLACE_THRESHOLD:.0%} of the peak; white = unvisited) and autocorrelograms "
+        "(Pearson r)", int(TITLE_CHARS * fig.get_figwidth() / FULL_WIDTH)), fontsize=7)
     return fig
 
 

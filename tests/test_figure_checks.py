@@ -235,7 +235,8 @@ def shipped():
 @pytest.fixture(scope="module")
 def synthetic():
     """Inputs of the figures the shipped data cannot draw: FAM slots (a synthetic analysis
-    with fam_activity), the model-grown controls (small), a training sweep (a table)."""
+    with fam_activity), the model-grown controls (small), a training sweep (a table), a
+    recorded session (simulated spikes of a grid cell and three place cells)."""
     from hippo_rep.analysis import analyse
     from hippo_rep.analysis import controls as C
     from hippo_rep.analysis.synthetic_recording import synthetic_recording
@@ -248,9 +249,13 @@ def synthetic():
     maps = C.control_maps(2, seed=0, n_iterations=C.N_ITERATIONS)
     controls = analyse(C.controls_recording(maps, steps_per_node=6, seed=0), shuffles=4,
                        seed=0, decode=False)
+    from tests.test_sessions import _small
+
+    session = analyse(_small(minutes=2), shuffles=2, min_shift_s=5)
     return {"fam_slots": FigureInputs(analysis=analyse(rec, shuffles=2, seed=0, decode=False)),
             "controls": FigureInputs(analysis=controls),
-            "sweep": FigureInputs(sweep=fake_sweep())}
+            "sweep": FigureInputs(sweep=fake_sweep()),
+            "session_cells": FigureInputs(analysis=session)}
 
 
 def render(name, inputs):
@@ -274,7 +279,7 @@ def test_every_figure_is_drawn_by_this_test():
 
 FROM_SHIPPED = ("learning", "learning_speed", "tem_vs_temt", "transitions", "grid_cells",
                 "place_cells", "scores", "remapping", "passkey", "memory_delay")
-FROM_SYNTHETIC = ("fam_slots", "controls", "sweep")
+FROM_SYNTHETIC = ("fam_slots", "controls", "sweep", "session_cells")
 
 
 @pytest.mark.parametrize("name", FROM_SHIPPED)
