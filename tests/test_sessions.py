@@ -395,3 +395,19 @@ def test_bad_files(tmp_path):
         write_nwb(rates, tmp_path / "r.nwb")
     with pytest.raises(SessionError, match="is not a readable NWB file"):
         read_nwb(tmp_path / "junk.nc")
+
+
+def test_cli_progress_on_stderr_unless_no_progress_and_the_same_result(tmp_path, capsys):
+    pytest.importorskip("pynwb")
+    nwb = write_nwb(_small(minutes=1), tmp_path / "x.nwb")
+    args = ["analyse", str(nwb), "--shuffles", "4", "--min-shift", "5"]
+    assert cli.main([*args, "--out", str(tmp_path / "on.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "analyse: shuffled maps scored" in err and "100%" in err, err
+    assert cli.main([*args, "--out", str(tmp_path / "off.nc"), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    xr.testing.assert_identical(open_analysis(tmp_path / "on.nc"),
+                                open_analysis(tmp_path / "off.nc"))
+    # the library is quiet by default
+    analyse(_small(minutes=1), shuffles=2, min_shift_s=5)
+    assert capsys.readouterr().err == ""
