@@ -161,6 +161,21 @@ def test_simulated_boundary_and_band_cells_are_not_grid(simulated):
     assert _pop(an, "band")["is_band"].all()
 
 
+def test_recovered_cells_puts_truth_next_to_the_analysis(simulated):
+    from hippo_rep.analysis.synthetic_session import recovered_cells
+
+    cells, an = simulated
+    t = recovered_cells(an, cells)
+    assert t.index.names == ["population", "cell_id"] and len(t) == an.sizes["unit"]
+    assert t.loc[("grid", "1"), "planted_orientation"] == 10.0
+    np.testing.assert_array_equal(t["gridness_60"], an["gridness_60"].isel(env=0))
+    place = t.loc["place"]  # peaks at the planted centres (cm)
+    assert (np.abs(place["peak_x"] - place["planted_centre_x"]) < 5).all()
+    assert (np.abs(place["peak_y"] - place["planted_centre_y"]) < 5).all()
+    assert (np.abs(t.loc["grid", "spacing_cm"] - t.loc["grid", "planted_spacing_cm"])
+            < 4).all()
+
+
 @pytest.mark.xfail(strict=True, reason="the place rule (spatial information above its null "
                    "and 1-3 fields) accepts a boundary cell's one field along its wall, and a "
                    "band cell whose bands make 2 fields (issue 29)")

@@ -150,3 +150,45 @@ def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 4
                                         "centre_x", "centre_y", "wall", "angle"])
     truth["wall"] = truth["wall"].fillna("")
     return session, truth
+
+
+#: What :func:`recovered_cells` reads from the analysis, per cell.
+RECOVERED_COLUMNS = ("is_grid", "hexagonal", "is_band", "is_place", "gridness_60",
+                     "spacing_cm", "orientation", "n_fields", "spatial_info")
+
+
+def recovered_cells(analysis: xr.Dataset, truth: pd.DataFrame) -> pd.DataFrame:
+    """The ground truth of :func:`simulate_session` next to what the analysis of its session
+    found, one row per cell.
+
+    Parameters
+    ----------
+    analysis : xarray.Dataset
+        :func:`~hippo_rep.analysis.analyse` of the session (or of its NWB file), one
+        environment.
+    truth : pandas.DataFrame
+        The second result of :func:`simulate_session`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (``population``, ``cell_id``); the planted values prefixed ``planted_``
+        (``planted_spacing_cm``, ``planted_orientation``, ``planted_centre_x``, ...), then
+        :data:`RECOVERED_COLUMNS` of the analysis (``spacing_cm`` in cm, ``orientation`` in
+        degrees, modulo 60 for a grid) and ``peak_x``, ``peak_y``: where the rate map peaks
+        (cm).
+    """
+    one = analysis.isel(env=0)
+    maps = np.nan_to_num(one["rate_map"].transpose("unit", "y", "x").values, nan=-np.inf)
+    iy, ix = np.unravel_index(maps.reshape(maps.shape[0], -1).argmax(1), maps.shape[1:])
+    found = pd.DataFrame({
+        "population": one["variable"].values.astype(str),
+        "cell_id": one["cell_id"].values.astype(str),
+        **{c: one[c].values for c in RECOVERED_COLUMNS if c in one},
+        "peak_x": one["x"].values[ix],
+        "peak_y": one["y"].values[iy],
+    })
+    planted = truth.rename(columns={c: f"planted_{c}" for c in truth.columns
+                                    if c not in ("population", "cell_id")})
+    return planted.merge(found, on=["population", "cell_id"], how="left").set_index(
+        ["population", "cell_id"])
