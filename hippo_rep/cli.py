@@ -351,7 +351,7 @@ def cmd_analyse(args) -> int:
         result = analyse_stage(args.recording, out, shuffles=args.shuffles, seed=args.seed,
                                overwrite=args.overwrite, bin_size_cm=args.bin_size,
                                smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
-                               min_shift_s=args.min_shift)
+                               min_shift_s=args.min_shift, progress=not args.no_progress)
     _print_stage("analyse", out, result, time.perf_counter() - t0)
     return 0
 
@@ -733,6 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
     sess = a.add_argument_group("sessions (.nwb or session .nc) only")
     sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
                       help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")

@@ -194,7 +194,7 @@ def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
 def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
                   remap_shuffles: int = TEM_SHUFFLES, decode: bool = True,
                   scheduler: str | None = None, overwrite: bool = False,
-                  **session_options) -> xr.Dataset:
+                  progress: bool = False, **session_options) -> xr.Dataset:
     """Analyse the recording file ``recording`` (:func:`~hippo_rep.analysis.pipeline.analyse`)
     and write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically).
 
@@ -207,18 +207,20 @@ def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
     A session instead of a recording (an ``.nwb`` file, or a session ``.nc`` of
     :func:`~hippo_rep.analysis.sessions.write_session`) is analysed with ``session_options``
     (``bin_size_cm``, ``smooth_cm``, ``min_speed_cm_s``, ``min_shift_s``; None = default).
+    ``progress`` shows the analysis' progress bar (stderr).
     """
     options = {k: v for k, v in session_options.items() if v is not None}
     if Path(recording).suffix.lower() == ".nwb" or is_session_file(recording):
         result = analyse(open_any_session(recording), shuffles=shuffles, seed=seed,
-                         remap_shuffles=remap_shuffles, scheduler=scheduler, **options)
+                         remap_shuffles=remap_shuffles, scheduler=scheduler,
+                         progress=progress, **options)
         write_analysis(result, out, overwrite=overwrite)
         return result
     with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
             open_recording(recording) as ds:
         rec = load_checked(ds, recording)
     result = analyse(rec, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
-                     decode=decode, scheduler=scheduler, **options)
+                     decode=decode, scheduler=scheduler, progress=progress, **options)
     write_analysis(result, out, overwrite=overwrite)
     return result
 

@@ -45,7 +45,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 #: Images each notebook must show at least (01: the explorer's panel and the returned figure;
 #: 02: class fractions, scores, place fields, remapping; 03: the seven figures it writes).
 MIN_IMAGES = {"01_explore_rate_maps": 2, "02_grid_and_place_statistics": 4,
-              "03_publication_figures": 7}
+              "03_publication_figures": 7, "04_your_own_data": 2}
 
 
 def _chromium() -> str | None:
@@ -90,6 +90,7 @@ def _params(name: str, data: Path, work: Path) -> dict:
             "eval_paths": [str(data / "eval.json"), str(data / "eval_baseline.json")],
             "passkey_path": str(data / "passkey"), "out_dir": str(work / "figures"),
             "delay_path": str(work / "delay.nc"), "formats": ["png"]},
+        "04_your_own_data": {"minutes": 2, "n_shuffles": 4, "work_dir": str(work / "own")},
     }[name]
 
 

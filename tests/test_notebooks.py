@@ -3,6 +3,7 @@ executes (nbclient) on tiny synthetic data with its parameters overridden; the h
 :mod:`hippo_rep.explore` they call."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 DATA = NOTEBOOKS.parent / "data"
-NAMES = ["01_explore_rate_maps", "02_grid_and_place_statistics", "03_publication_figures"]
+NAMES = ["01_explore_rate_maps", "02_grid_and_place_statistics", "03_publication_figures",
+         "04_your_own_data"]
 #: Seconds one cell may run.
 CELL_TIMEOUT = 120
 
@@ -62,7 +64,9 @@ def test_stored_without_outputs_with_a_parameters_cell(name):
                                                '"../data/eval_baseline.json"',
                                                '"../data/passkey/"',
                                                '"../data/learning_speed_torch_tem.json"',
-                                               '"../data/tem_8x8_analysis.nc"']}[name]:
+                                               '"../data/tem_8x8_analysis.nc"'],
+                    "04_your_own_data": ["minutes = 10", "n_shuffles = 100",
+                                         "work_dir = None"]}[name]:
         assert default in src
 
 
@@ -75,8 +79,11 @@ def execute(name, params: dict, cwd: Path):
         f"{k} = {v!r}" for k, v in params.items())
     nb.cells.insert(1, nbformat.v4.new_code_cell(
         src, metadata={"tags": ["injected-parameters"]}))
+    # the kernel (and what it starts) imports this checkout's hippo_rep, whatever is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(NOTEBOOKS.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+                   resources={"metadata": {"path": str(cwd)}}).execute(env=env)
     return nb
 
 
@@ -187,6 +194,24 @@ def test_03_publication_figures_executes(tiny, tmp_path):
                  "memory_delay", "learning_speed", "tem_vs_temt"):
         assert name in written
     assert len(outputs(nb, "image/png")) == len(written) <= len(FIGURES)
+    assert_no_figure_text(nb)
+
+
+def test_04_your_own_data_executes(tmp_path):
+    pytest.importorskip("pynwb")
+    work = tmp_path / "work"
+    nb = execute("04_your_own_data", {"minutes": 2, "n_shuffles": 4, "work_dir": str(work)},
+                 tmp_path)
+    assert (work / "session.nwb").stat().st_size > 0
+    assert (work / "analysis_cli.nc").stat().st_size > 0
+    text = "".join("".join(o.get("text", "")) for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    assert "analysed 1 envs × 12 units" in text  # the command line's summary
+    assert "the command line and the Python API agree on rate_map, gridness_60" in text
+    html = "".join("".join(o["data"]["text/html"]) for o in outputs(nb, "text/html"))
+    assert "frac_grid" in html and "planted_spacing_cm" in html and "boundary" in html
+    images = outputs(nb, "image/png")  # session_cells, scores
+    assert len(images) == 2 and all(png_ok(o) for o in images)
     assert_no_figure_text(nb)
 
 

@@ -19,6 +19,8 @@ Your own recorded cells (:mod:`~hippo_rep.analysis.sessions`): :func:`session_fr
 :func:`session_from_rates`, :func:`validate_session`, :func:`write_session` /
 :func:`open_session`, :func:`read_nwb` / :func:`write_nwb` (NWB, pynwb),
 :func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording.
+:func:`simulate_session` simulates one with known ground truth (grid, place, boundary and
+band cells; :mod:`~hippo_rep.analysis.synthetic_session`).
 """
 
 from hippo_rep.schema import CLASSES, class_fractions
@@ -49,6 +51,7 @@ from .shuffle import shuffle_null
 from .spatial import selectivity, sparsity, spatial_information
 from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map, two_wave_map
 from .synthetic_recording import synthetic_recording
+from .synthetic_session import simulate_session
 
 __all__ = [
     "AnalysisError",
@@ -81,6 +84,7 @@ __all__ = [
     "session_from_spikes",
     "session_rate_maps",
     "shuffle_null",
+    "simulate_session",
     "smooth",
     "sparsity",
     "spatial_information",

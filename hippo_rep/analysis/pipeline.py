@@ -23,6 +23,7 @@ slower per worker.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -204,6 +205,7 @@ def analyse(
     smooth_cm: float | None = None,
     min_speed_cm_s: float | None = None,
     min_shift_s: float | None = None,
+    progress: bool = False,
 ) -> xr.Dataset:
     """Analyse a recording or a session: maps, scores, shuffle nulls, classification,
     remapping, decoding.
@@ -269,6 +271,12 @@ def analyse(
         speed filter (cm/s) and smallest circular shift of the spike trains (s); defaults
         :data:`~hippo_rep.defaults.SESSION_BIN_SIZE_CM`, ``SESSION_SMOOTH_CM``,
         ``SESSION_MIN_SPEED_CM_S``, ``SESSION_MIN_SHIFT_S``.
+    progress : bool
+        Show a tqdm bar of the shuffled maps scored (the bulk of the time) on stderr (or a
+        notebook widget). It advances as the chunks of units that run in this process are
+        scored (the synchronous and threads schedulers, a Client of threads); with worker
+        processes it fills when they are done. Off by default: library calls are quiet. The
+        result is the same either way.
 
     Returns
     -------
@@ -400,31 +408,13 @@ def analyse(
         inputs[:3] = [b.chunk({UNIT_DIM: int(chunk_units)}) for b in bare]
     sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
              PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles, WAVE_DIM: MAX_WAVES}
-    packed = xr.apply_ufunc(
-        spec,
-        *inputs,
-        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], ["env", "time"],
-                         ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
-        output_core_dims=[[_PACKED]],
-        dask="parallelized",
-        output_dtypes=[np.float64],
-        dask_gufunc_kwargs={"output_sizes": {_PACKED: spec.packed_size(sizes)}},
-    )
-    out = xr.Dataset({_PACKED_VAR: packed})
-
-    pop_tasks = {}
-    if decode:
-        if lazy:
-            import dask
-
-            task = dask.delayed(population_one, pure=True)
-        else:
-            task = population_one
-        pop_tasks = {v: task(*population_inputs(recording, v, node, acts[v],
-                                                maps[v]["node_rate"]), max_steps=steps)
-                     for v in variables}
-    if lazy:
-        out, pop_tasks = _compute(out, pop_tasks, scheduler)
+    pop_inputs = ({v: population_inputs(recording, v, node, acts[v], maps[v]["node_rate"])
+                   for v in variables} if decode else {})
+    total = n_env * activity.sizes[UNIT_DIM] * shuffles * len(_NULL_SCORES)
+    with _progress_bar(progress, total) as bar:
+        out, pop_tasks = _per_unit_and_populations(spec, inputs, sizes, lazy, scheduler,
+                                                   pop_inputs, steps)
+        bar.update(bar.total - bar.n)  # worker processes do not tick this process' bar
 
     # ---- assemble
     out = spec.unpack(out[_PACKED_VAR], sizes)
@@ -679,6 +669,9 @@ class _UnitBlock:
         res.update(zip(_NODE_SCORES, _node_scores(rates_eu, occ[:, None, :]), strict=True))
         scorers = [functools.partial(score_gridness_60, method=self.grid_method),
                    score_plane_wave_share, score_spatial_info]
+        bar = _BAR  # set by analyse(progress=True) in this process
+        if bar is not None:  # one tick per block of units, shuffles and score
+            scorers = [_ticking(fn, bar, shifts.shape[-1]) for fn in scorers]
         nulls = _null_core(np.swapaxes(act, 0, 1), node, shifts, node_map=self.node_map,
                            n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
                            names=list(_NULL_SCORES))
@@ -723,6 +716,81 @@ def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
     o = xr.DataArray(np.broadcast_to(occ, rates.shape), dims=dims)
     return tuple(np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
                  for f in (spatial_information, sparsity, selectivity))
+
+
+def _per_unit_and_populations(spec: _UnitBlock, inputs: list, sizes: dict, lazy: bool,
+                              scheduler: str | None, pop_inputs: dict, steps: int
+                              ) -> tuple[xr.Dataset, dict]:
+    """The packed per-unit outputs (``spec`` over ``inputs``, one task per chunk of units)
+    and the population analyses of ``pop_inputs`` (population -> arguments), computed."""
+    packed = xr.apply_ufunc(
+        spec,
+        *inputs,
+        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], ["env", "time"],
+                         ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
+        output_core_dims=[[_PACKED]],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"output_sizes": {_PACKED: spec.packed_size(sizes)}},
+    )
+    out = xr.Dataset({_PACKED_VAR: packed})
+    if lazy:
+        import dask
+
+        task = dask.delayed(population_one, pure=True)
+    else:
+        task = population_one
+    pop_tasks = {v: task(*args, max_steps=steps) for v, args in pop_inputs.items()}
+    if lazy:
+        out, pop_tasks = _compute(out, pop_tasks, scheduler)
+    return out, pop_tasks
+
+
+#: The bar of the :func:`analyse` running with ``progress=True`` in this process (None when
+#: none): :meth:`_UnitBlock._run` advances it as it scores shuffled maps. A module global,
+#: not a context variable, so that the threads of dask's threaded scheduler see it.
+_BAR = None
+
+
+class _NoBar:
+    """What :func:`_progress_bar` yields when no bar is shown."""
+
+    total = n = 0
+
+    def update(self, n: float = 1) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int):
+    """A tqdm bar of ``total`` shuffled-map scores, as :data:`_BAR` while the block runs (or
+    a bar that shows nothing)."""
+    global _BAR
+    if not enabled:
+        yield _NoBar()
+        return
+    from tqdm.auto import tqdm  # only when a bar is shown
+
+    bar = tqdm(total=total, desc="analyse: shuffled maps scored", unit="score",
+               unit_scale=True, dynamic_ncols=True)
+    _BAR = bar
+    try:
+        yield bar
+    finally:
+        _BAR = None
+        bar.close()
+
+
+def _ticking(scorer, bar, per_unit: int):
+    """``scorer`` advancing ``bar`` by ``per_unit`` per unit of the maps it scored."""
+
+    @functools.wraps(scorer)
+    def run(ds: xr.Dataset):
+        res = scorer(ds)
+        bar.update(ds.sizes[UNIT_DIM] * per_unit)
+        return res
+
+    return run
 
 
 def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dataset, dict]:
