@@ -176,6 +176,17 @@ def test_recovered_cells_puts_truth_next_to_the_analysis(simulated):
             < 4).all()
 
 
+def test_simulated_boundary_cells_are_not_place_cells(simulated):
+    """A boundary cell's one field runs along its wall: spatially informative, one field, but
+    long and thin, which the place rule's elongation limit keeps out; place cells stay in."""
+    _, an = simulated
+    boundary, place = _pop(an, "boundary"), _pop(an, "place")
+    assert (boundary["field_elongation"].isel(field=0) > 4).all()
+    assert not boundary["is_place"].any()
+    assert place["is_place"].all()
+    assert (place["field_elongation"].isel(field=0) < 2).all()
+
+
 def test_session_analysis_is_labelled_in_cm_seconds_and_hz(truth, tmp_path):
     session, an = truth
     assert np.asarray(an["variable"].values).tolist() == ["grid"] * 3 + ["place"] * 3 + [

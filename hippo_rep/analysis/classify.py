@@ -46,6 +46,12 @@ PLACE_QUANTILE = 0.99
 #: :func:`classify`: a place cell has between these many place fields (inclusive).
 PLACE_N_FIELDS: tuple[int, int] = (1, 3)
 
+#: :func:`classify`: a place cell's largest field is at most this elongated
+#: (``field_elongation``, sqrt of the ratio of its principal variances). A round field is
+#: ~1 and one cut by a wall ~2; a boundary cell's field along a wall, or a band's stripe,
+#: is a long thin field (~6 along a 1 m wall 15 cm wide), which a place cell's is not.
+PLACE_MAX_ELONGATION = 4.0
+
 
 def classify(
     scores: xr.Dataset,
@@ -55,6 +61,7 @@ def classify(
     grid_min_score: float = GRID_MIN_SCORE,
     place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
     wave_quantile: float = WAVE_QUANTILE,
+    place_max_elongation: float = PLACE_MAX_ELONGATION,
 ) -> xr.Dataset:
     """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
 
@@ -80,6 +87,9 @@ def classify(
     wave_quantile : float
         Band, two-wave and square patterns have a plane-wave share above this quantile of
         their own null.
+    place_max_elongation : float
+        When ``field_elongation`` is given, a place cell's largest field is at most this
+        elongated (not a stripe along a wall or a band).
 
     Returns
     -------
@@ -92,7 +102,9 @@ def classify(
         ~90 degrees apart), each of the three with a plane-wave share > its null's
         ``wave_quantile`` and, when ``single_field`` is given, not a single field;
         ``is_place`` (spatial information > its null's ``place_quantile``
-        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``). A NaN score or threshold
+        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``, and, when
+        ``field_elongation`` is given, the largest field no more elongated than
+        ``place_max_elongation``). A NaN score or threshold
         gives False. Attrs record the rules.
 
     Raises
@@ -162,9 +174,15 @@ def classify(
         lo, hi = (int(v) for v in place_n_fields)
         sig = si.notnull() & (si > threshold("spatial_info", place_quantile)).fillna(False)
         out[IS_PLACE] = sig & (nf >= lo) & (nf <= hi)
+        compact = ""
+        if "field_elongation" in have:
+            first = scores["field_elongation"].isel(field=0)
+            out[IS_PLACE] = out[IS_PLACE] & (first <= place_max_elongation).fillna(False)
+            compact = f", the largest no more elongated than {place_max_elongation:g}"
+            attrs.update(place_max_elongation=place_max_elongation)
         out[IS_PLACE].attrs = {
             "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
-            f"its shuffle null and {lo}-{hi} place fields"
+            f"its shuffle null and {lo}-{hi} place fields{compact}"
         }
         attrs.update(place_quantile=place_quantile, place_n_fields=np.array([lo, hi]))
     if not out.data_vars:

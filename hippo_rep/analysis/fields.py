@@ -66,6 +66,9 @@ def _field_tables(
     rows, cols = np.indices((ny, nx))
     sx = np.bincount(lab, weights=(vals * cols).ravel(), minlength=n_lab + 1)
     sy = np.bincount(lab, weights=(vals * rows).ravel(), minlength=n_lab + 1)
+    sxx = np.bincount(lab, weights=(vals * cols * cols).ravel(), minlength=n_lab + 1)
+    syy = np.bincount(lab, weights=(vals * rows * rows).ravel(), minlength=n_lab + 1)
+    sxy = np.bincount(lab, weights=(vals * rows * cols).ravel(), minlength=n_lab + 1)
     peak = np.zeros(n_lab + 1)
     if n_lab:
         peak[1:] = ndimage.maximum(vals, labels, index=np.arange(1, n_lab + 1))
@@ -83,12 +86,26 @@ def _field_tables(
     n_fields = np.bincount(mids, minlength=b).astype(np.int64)
     sel = rank < max_fields
     o, r, m = order[sel], rank[sel], mids[sel]
-    tables = []  # area, mass, peak, centroid x, centroid y: (B, max_fields)
+    tables = []  # area, mass, peak, centroid x, centroid y, elongation: (B, max_fields)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for v in (area[o], mass[o], peak[o], sx[o] / mass[o], sy[o] / mass[o]):
+        cx, cy = sx[o] / mass[o], sy[o] / mass[o]
+        elong = _elongation(sxx[o] / mass[o] - cx * cx, syy[o] / mass[o] - cy * cy,
+                            sxy[o] / mass[o] - cx * cy)
+        for v in (area[o], mass[o], peak[o], cx, cy, elong):
             tables.append(np.full((b, max_fields), np.nan))
             tables[-1][m, r] = v
     return (n_fields, *tables, field_labels)
+
+
+def _elongation(vxx: np.ndarray, vyy: np.ndarray, vxy: np.ndarray) -> np.ndarray:
+    """sqrt(λ_max / λ_min) of the activity-weighted covariance of a field's bin positions,
+    each bin counted as a uniform square (variance 1/12 bin² added along both axes, so a
+    one-bin field is 1 and a line of n bins is about n): 1 for a round field, large for a
+    stripe along a wall or a band."""
+    vxx, vyy = vxx + 1 / 12, vyy + 1 / 12
+    half = (vxx + vyy) / 2
+    root = np.sqrt(np.maximum(((vxx - vyy) / 2) ** 2 + vxy ** 2, 0.0))
+    return np.sqrt((half + root) / np.maximum(half - root, 1e-12))
 
 
 def _above(maps: np.ndarray, threshold: float) -> np.ndarray:
@@ -203,6 +220,9 @@ def place_fields_kernel(
          "activity-weighted centroid, column index", "bins"),
         ("field_centroid_y", ("field",), np.float64, "activity-weighted centroid, row index",
          "bins"),
+        ("field_elongation", ("field",), np.float64,
+         "sqrt of the ratio of the principal variances of the field's activity-weighted "
+         "bin positions (1 = round)", "1"),
         ("field_labels", MAP_DIMS, np.int64,
          "field label per bin (0 = none, k = k-th largest by mass)", "1"),
     )
@@ -272,7 +292,9 @@ def place_fields(
         ``field_peak`` (..., field): peak activity; ``field_centroid_x``,
         ``field_centroid_y`` (..., field): activity-weighted centroid in bins (column and
         row index, 0 = first bin; map coords via ``np.interp(c, range(n), maps.x)``);
-        NaN where a map has fewer fields;
+        ``field_elongation`` (..., field): sqrt of the ratio of the principal variances of
+        the field's activity-weighted bin positions (1 = round; a stripe along a wall or a
+        band is long and thin); NaN where a map has fewer fields;
         ``field_labels`` (..., y, x): int, 0 = no field, k = the k-th field.
 
     Raises

@@ -186,3 +186,25 @@ def test_dask_backed_maps():
         assert lazy.n_fields.chunks is not None
         xr.testing.assert_identical(lazy.compute(), place_fields(maps, method=method))
     xr.testing.assert_identical(place_score(maps.chunk({"unit": 1})).compute(), place_score(maps))
+
+
+@pytest.mark.parametrize("shape,expected", [((1, 1), 1.0), ((4, 4), 1.0), ((1, 6), 6.0),
+                                            ((9, 1), 9.0), ((2, 8), 4.0)])
+def test_field_elongation_of_uniform_rectangles(shape, expected):
+    """A uniform h x w block of bins (each a uniform square): principal variances h²/12 and
+    w²/12, so the elongation is max(h, w) / min(h, w) exactly."""
+    m = np.zeros((20, 20))
+    h, w = shape
+    m[5:5 + h, 3:3 + w] = 1.0
+    ds = place_fields(as_map(m), min_area=1)
+    assert int(ds.n_fields) == 1
+    assert float(ds.field_elongation[0]) == pytest.approx(expected, rel=1e-9)
+
+
+def test_field_elongation_is_rotation_invariant_and_round_for_a_gaussian():
+    ds = place_fields(place_field_map(40, [(20.0, 20.0)], 4.0))
+    assert float(ds.field_elongation[0]) == pytest.approx(1.0, abs=0.02)
+    diag = np.zeros((30, 30))
+    for i in range(12):  # a diagonal stripe two bins wide
+        diag[5 + i, 5 + i] = diag[5 + i, 6 + i] = 1.0
+    assert float(place_fields(as_map(diag), min_area=1).field_elongation[0]) > 4
