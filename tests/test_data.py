@@ -181,3 +181,21 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     lr3 = s1["reached"]["0.5"]["temt_per_chunk_lr3e-4"]
     assert lr3["updates"] < s1["reached"]["0.5"]["tem"]["updates"]
     assert s1["reached"]["0.9"]["temt_per_chunk_lr3e-4"] is not None
+
+
+def test_shipped_unfinished_readout_run_continues_where_it_stopped():
+    """data/temt_readout_long.pt: the weights of an unfinished 20,000-iteration read-out run
+    at iteration 5,000; --continue-from resumes its schedule there, with the same settings."""
+    from hippo_rep.training.checkpoint import read_checkpoint
+    from hippo_rep.training.trainer import continue_config
+
+    path = DATA / "temt_readout_long.pt"
+    payload = read_checkpoint(path)
+    assert payload["optimizer_state"] is None and payload["step"] == 5000
+    cfg = continue_config(path)
+    assert cfg.model.cells == "readout" and cfg.train.iterations == 20000
+    assert cfg.train.loss_cells_energy == 0.3 and cfg.train.transition_lr_scale == 1.0
+    assert cfg.train.init_continue and cfg.train.init_from == str(path)
+    with open(DATA / "temt_readout_long_metrics.csv") as f:
+        last = list(csv.DictReader(f))[-1]
+    assert int(last["iteration"]) == 5000
