@@ -89,6 +89,16 @@ class SessionError(AnalysisError):
 # --------------------------------------------------------------------------------------------
 
 
+
+def _not_increasing(values: np.ndarray) -> tuple[int, str] | None:
+    """The first index i where ``values[i + 1] <= values[i]`` and whether it is a
+    "duplicate" or "unsorted" value; None when the values strictly increase."""
+    step = np.diff(values)
+    if not (step <= 0).any():
+        return None
+    i = int(np.argmax(step <= 0))
+    return i, "duplicate" if step[i] == 0 else "unsorted"
+
 def _vector(value, name: str) -> np.ndarray:
     """A 1-D float64 array from numpy / xarray / pandas / pynapple (its values)."""
     if hasattr(value, "values") and not isinstance(value, np.ndarray):
@@ -362,10 +372,9 @@ def validate_session(ds: object, source=None) -> xr.Dataset:
         raise SessionError(f"{where}: times hold {t.size} tracking sample(s); at least 2 needed")
     if not np.isfinite(t).all():
         raise SessionError(f"{where}: times (s) of the tracking samples must be finite")
-    step = np.diff(t)
-    if (step <= 0).any():
-        i = int(np.argmax(step <= 0))
-        what = "duplicate" if step[i] == 0 else "unsorted"
+    bad = _not_increasing(t)
+    if bad is not None:
+        i, what = bad
         raise SessionError(f"{where}: times must be strictly increasing; {what} at tracking "
                            f"sample {i + 1} ({t[i]:.6g} s, then {t[i + 1]:.6g} s)")
     pos = {}
@@ -433,10 +442,10 @@ def _check_spikes(ds: xr.Dataset, t: np.ndarray, pops: np.ndarray, where: str) -
     for c, (start, end) in enumerate(zip(ends - counts, ends, strict=True)):
         s = spikes[start:end]
         name = f"cell {c} (population {pops[c]!r}, id {ids[c]!r})"
-        step = np.diff(s)
-        if (step <= 0).any():
-            i = int(np.argmax(step <= 0))
-            what = "a duplicate" if step[i] == 0 else "an unsorted"
+        bad = _not_increasing(s)
+        if bad is not None:
+            i, what = bad
+            what = f"an {what}" if what == "unsorted" else f"a {what}"
             raise SessionError(f"{where}: spike times of {name} hold {what} time at spike "
                                f"{i + 1} ({s[i]:.6g} s, then {s[i + 1]:.6g} s)")
         if s.size and (s[0] < lo or s[-1] >= hi):
