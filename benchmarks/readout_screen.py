@@ -17,6 +17,7 @@ interruption. Each command is printed before it runs; every stage is a ``hippo-r
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import subprocess
 import sys
@@ -43,8 +44,8 @@ SHUFFLES = 20
 #: Every screened run: longer walks, a smaller learning rate, clipped gradients, 2,000
 #: iterations, the cell constraints ramped in from iteration 200 over 300 iterations.
 COMMON = ["model.cells=readout", "world.walk_steps=300", "train.lr=5e-4",
-          "train.grad_clip=1.0", "train.iterations=2000", "train.cells_ramp_start=200",
-          "train.cells_ramp=300", "train.threads=1"]
+          "train.grad_clip=1.0", "train.iterations=2000",
+          "train.cells_ramp_start=200", "train.cells_ramp=300", "train.threads=1"]
 #: Setting name → overrides on top of COMMON.
 SETTINGS = {
     # no cell constraints, W_a at a tenth of the learning rate (the control)
@@ -107,13 +108,9 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> N
                           f"train.seed={seed}", "train.threads=1"], log)
             for name in names:
                 run_dir = out / f"{name}_{family}_s{seed}"
-                t0 = time.perf_counter()
-                fresh = not (run_dir / "trained").is_file()
                 _train(run_dir, [*COMMON, *SETTINGS[name], f"train.seed={seed}",
                                  f"world.worlds=[\"{SCREEN_WORLD[family]}\"]",
                                  f"train.init_from={base / 'checkpoint.pt'}"], log)
-                if fresh:
-                    (run_dir / "train_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
                 _stages(run_dir, family, seed, log)
 
 
@@ -122,6 +119,8 @@ def _row(run_dir: Path) -> dict:
     power, and the fractions of (environment, unit) maps of the recorded cells (population
     ``g``) per class, with the median |ψ| of the maps holding three waves."""
     import xarray as xr
+
+    import hippo_rep.schema  # noqa: F401  (registers the ds.hippo accessor)
 
     ev = json.loads((run_dir / "eval.json").read_text())
     row = {"run": run_dir.name,
@@ -134,20 +133,17 @@ def _row(run_dir: Path) -> dict:
     row["triad_len_ratio"] = triad.get("length_ratio", np.nan)
     row["wcp_g"] = (ev.get("walk_constant_power") or {}).get("g", np.nan)
     with xr.open_dataset(run_dir / "analysis.nc") as an:
-        g = an.sel(population="g") if "population" in an["is_grid"].dims else an
-        unit_g = an["variable"] == "g" if "variable" in an.coords else True
+        cells = an.hippo.population("g")  # the recorded cells of a read-out model
         for head, var in (("hexagonal", "is_grid"), ("two_wave", "is_two_wave"),
                           ("band", "is_band"), ("square", "is_square")):
-            row[head] = float(g[var].where(unit_g).mean())
-        if "triad_phase" in an:
-            psi = np.abs(an["triad_phase"].where(unit_g).values.ravel())
-            row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
-        mem = an["variable"] == "memory_activity" if "variable" in an.coords else None
-        if mem is not None and bool(mem.any()):
-            row["place"] = float(an["is_place"].where(mem).mean())
-    secs = run_dir / "train_seconds"
-    if secs.is_file():
-        row["it_per_s"] = 2000 / float(secs.read_text())
+            row[head] = float(cells[var].mean())
+        psi = np.abs(cells["triad_phase"].values.ravel())
+        row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
+        if "memory_activity" in an.hippo.populations:
+            row["place"] = float(an.hippo.population("memory_activity")["is_place"].mean())
+    with open(run_dir / "metrics.csv") as f:  # the trainer's own clock (resumes included)
+        last = list(csv.DictReader(f))[-1]
+    row["it_per_s"] = int(last["iteration"]) / float(last["elapsed_s"])
     return row
 
 

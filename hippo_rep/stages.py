@@ -211,15 +211,12 @@ def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
     """
     options = {k: v for k, v in session_options.items() if v is not None}
     if Path(recording).suffix.lower() == ".nwb" or is_session_file(recording):
-        result = analyse(open_any_session(recording), shuffles=shuffles, seed=seed,
-                         remap_shuffles=remap_shuffles, scheduler=scheduler,
-                         progress=progress, **options)
-        write_analysis(result, out, overwrite=overwrite)
-        return result
-    with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
-            open_recording(recording) as ds:
-        rec = load_checked(ds, recording)
-    result = analyse(rec, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
+        data = open_any_session(recording)
+    else:
+        with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
+                open_recording(recording) as ds:
+            data = load_checked(ds, recording)
+    result = analyse(data, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
                      decode=decode, scheduler=scheduler, progress=progress, **options)
     write_analysis(result, out, overwrite=overwrite)
     return result

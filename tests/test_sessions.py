@@ -288,6 +288,16 @@ def _small(rng=None, minutes=2):
                                attrs={"animal": "sim"})
 
 
+def test_a_malformed_arena_attr_names_the_attr_and_the_file(tmp_path):
+    """A session file edited by hand (arena as one string) must give a one-line error
+    naming the attr and the file, not numpy's conversion error."""
+    s = _small()
+    s.attrs["arena"] = "0,100,0,100"
+    s.to_netcdf(tmp_path / "s.nc")
+    with pytest.raises(SessionError, match=r"s\.nc.*attr arena must be 4 numbers"):
+        open_session(tmp_path / "s.nc")
+
+
 def test_session_netcdf_round_trip(tmp_path):
     s = _small()
     xr.testing.assert_identical(open_session(write_session(s, tmp_path / "s.nc")), s)

@@ -155,10 +155,13 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
     if not path.is_file():
         raise FileNotFoundError(f"{where} not found")
     pynwb = _pynwb()
+    io = None
     try:
         io = pynwb.NWBHDF5IO(str(path), "r", load_namespaces=True)
         nwbfile = io.read()
     except Exception as err:  # h5py / hdmf raise many types for non-NWB files
+        if io is not None:
+            io.close()
         raise SessionError(f"{where} is not a readable NWB file ({type(err).__name__})"
                            ) from None
     try:
@@ -200,16 +203,14 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
     id_of: dict[str, list] = {}
     for p, i, s in zip(pops, ids, trains, strict=True):
         by_pop.setdefault(p, []).append(s)
-        id_of.setdefault(p, []).append(i)
+        id_of.setdefault(p, []).append(i)  # the cells' ids in the session's (population) order
     try:
         ds = session_from_spikes(data[:, 0], data[:, 1], times, by_pop, length_unit=unit,
                                  arena=arena, attrs=attrs)
     except SessionError as err:
         raise SessionError(f"{where}: {err}") from None
-    # the cells in population order, with their ids
-    order = np.concatenate([np.flatnonzero(np.array(pops) == p) for p in by_pop])
-    return ds.assign_coords({CELL_ID: (ds[CELL_ID].dims, np.array(ids, dtype=str)[order],
-                                       ds[CELL_ID].attrs)})
+    ordered = np.array([i for p in by_pop for i in id_of[p]], dtype=str)
+    return ds.assign_coords({CELL_ID: (ds[CELL_ID].dims, ordered, ds[CELL_ID].attrs)})
 
 
 def open_any_session(path: str | os.PathLike) -> xr.Dataset:

@@ -480,7 +480,7 @@ def analyse(
                     min_shift_fraction=min_shift_fraction, variables=variables,
                     resolution=res, decode=decode, chunk_units=chunk_units))
     if session:
-        _session_attrs(out, prep, first, shifts)
+        _session_attrs(out, prep, first)
     return out
 
 
@@ -538,8 +538,7 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
                           attrs=attrs)
 
 
-def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset,
-                   shifts: xr.DataArray) -> None:
+def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset) -> None:
     """The attrs of a session's analysis that differ from a recording's."""
     dt = float(first.attrs["sample_interval_s"])
     for k in ("memory_masking", "map_resolution"):

@@ -89,7 +89,6 @@ class SessionError(AnalysisError):
 # --------------------------------------------------------------------------------------------
 
 
-
 def _not_increasing(values: np.ndarray) -> tuple[int, str] | None:
     """The first index i where ``values[i + 1] <= values[i]`` and whether it is a
     "duplicate" or "unsorted" value; None when the values strictly increase."""
@@ -98,6 +97,7 @@ def _not_increasing(values: np.ndarray) -> tuple[int, str] | None:
         return None
     i = int(np.argmax(step <= 0))
     return i, "duplicate" if step[i] == 0 else "unsorted"
+
 
 def _vector(value, name: str) -> np.ndarray:
     """A 1-D float64 array from numpy / xarray / pandas / pynapple (its values)."""
@@ -412,7 +412,11 @@ def validate_session(ds: object, source=None) -> xr.Dataset:
 
 
 def _check_arena(arena, pos: dict, unit: str, where: str) -> None:
-    box = np.asarray(arena, dtype=np.float64).ravel()
+    try:
+        box = np.asarray(arena, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise SessionError(f"{where}: attr {ARENA_ATTR} must be 4 numbers (x_min, x_max, "
+                           f"y_min, y_max); got {quote(arena)}") from None
     if box.size != 4 or not np.isfinite(box).all() or box[1] <= box[0] or box[3] <= box[2]:
         raise SessionError(f"{where}: attr {ARENA_ATTR} must be finite (x_min, x_max, y_min, "
                            f"y_max) with max > min; got {quote(box.tolist())}")
@@ -551,35 +555,29 @@ def session_speed(session: xr.Dataset) -> xr.DataArray:
                         attrs={"units": "cm/s", "long_name": "running speed"})
 
 
-def spike_counts(session: xr.Dataset, population: str | None = None) -> xr.DataArray:
-    """Spikes per tracking sample, ``(time, unit)`` float64, of one population (default all
-    cells): a spike counts in the sample whose ``[t_i - dt/2, t_i + dt/2)`` holds it, none if
-    it falls in a tracking gap. Attr ``spikes_in_gaps``: the spikes counted nowhere."""
-    validate_session(session)
-    if session.attrs[CELLS_ATTR] != "spikes":
-        raise SessionError("spike_counts needs a session of spike times (attr cells = 'spikes')")
-    return _spike_counts(session, _cells_of(session, population))
-
-
 def _spike_counts(session: xr.Dataset, cells: np.ndarray) -> xr.DataArray:
-    """:func:`spike_counts` of the cells at positions ``cells`` of a checked session."""
+    """Spikes per tracking sample, ``(time, unit)`` float64, of the cells at positions
+    ``cells`` of a checked session: a spike counts in the sample whose
+    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap (attr
+    ``spikes_in_gaps``: the spikes counted nowhere)."""
     t = np.asarray(session[TIME].values, dtype=np.float64)
     half = sample_interval(session) / 2
     counts = np.asarray(session[N_SPIKES].values)
-    ends = np.cumsum(counts)
+    starts = np.cumsum(counts) - counts
     spikes = np.asarray(session[SPIKE_TIMES].values, dtype=np.float64)
-    out = np.zeros((t.size, cells.size))
-    lost = 0
-    for j, c in enumerate(cells):
-        s = spikes[ends[c] - counts[c]: ends[c]]
-        i = np.searchsorted(t + half, s, side="right")  # first sample ending after s
-        ok = i < t.size
-        i = np.minimum(i, t.size - 1)
-        ok &= s >= t[i] - half
-        lost += int((~ok).sum())
-        out[:, j] = np.bincount(i[ok], minlength=t.size)
-    return xr.DataArray(out, dims=(TIME, UNIT_DIM), attrs={"units": "spikes",
-                        "spikes_in_gaps": lost})
+    # every selected spike at once, with its column
+    idx = np.concatenate([np.arange(starts[c], starts[c] + counts[c]) for c in cells]
+                         ) if cells.size else np.zeros(0, dtype=np.int64)
+    col = np.repeat(np.arange(cells.size), counts[cells])
+    s = spikes[idx]
+    i = np.searchsorted(t + half, s, side="right")  # first sample ending after s
+    ok = i < t.size
+    i = np.minimum(i, t.size - 1)
+    ok &= s >= t[i] - half
+    out = np.bincount(i[ok] * cells.size + col[ok], minlength=t.size * cells.size)
+    return xr.DataArray(out.reshape(t.size, cells.size).astype(np.float64),
+                        dims=(TIME, UNIT_DIM),
+                        attrs={"units": "spikes", "spikes_in_gaps": int((~ok).sum())})
 
 
 def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
@@ -592,15 +590,11 @@ def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
     return np.flatnonzero(pops == population)
 
 
-def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
-    """Rate per tracking sample of one population, ``(env, time, unit)`` float64 with one
-    ``env``: spikes per sample / :func:`sample_interval` (Hz) or the session's rates; coord
-    ``unit`` = index within the population, ``cell_id`` the cells' ids."""
-    return _session_activity(validate_session(session), population)
-
-
 def _session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
-    """:func:`session_activity` of a checked session."""
+    """Rate per tracking sample of one population of a checked session, ``(env, time,
+    unit)`` float64 with one ``env``: spikes per sample / :func:`sample_interval` (Hz) or the
+    session's rates; coord ``unit`` = index within the population, ``cell_id`` the cells'
+    ids."""
     cells = _cells_of(session, population)
     if session.attrs[CELLS_ATTR] == "spikes":
         counts = _spike_counts(session, cells)
@@ -678,7 +672,7 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     min_speed_cm_s : float
         Samples slower than this are dropped (0 keeps every tracked sample).
     activity, node : xarray.DataArray, optional
-        :func:`session_activity` and :func:`session_node` when the caller has them.
+        :func:`_session_activity` and :func:`session_node` when the caller has them.
 
     Returns
     -------
