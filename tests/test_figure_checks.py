@@ -292,3 +292,18 @@ def test_figure_from_the_shipped_data_passes_the_checks(shipped, name):
 def test_figure_the_shipped_data_lacks_passes_the_checks(synthetic, name):
     problems = render(name, synthetic[name])
     assert problems == [], f"{name}:\n{report(problems)}"
+
+
+def test_checking_leaves_a_rotated_text_as_it_was():
+    """The checker measures a tilted text unrotated and must put its rotation back exactly
+    (330°, not the 150° of rotation % 180: that would turn the text upside down)."""
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting.checks import check_figure as check
+
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1])
+    text = ax.text(0.5, 0.5, "tilted", rotation=-30)
+    check(fig)
+    assert text.get_rotation() == 330.0

@@ -213,14 +213,15 @@ def _corners(t, bb, renderer):
     centre as that box, turned by the rotation."""
     import numpy as np
 
-    angle = t.get_rotation() % 180
+    original = t.get_rotation()
+    angle = original % 180
     if angle in (0, 90):
         return None
     t.set_rotation(0)
     try:
         flat = t.get_window_extent(renderer)
     finally:
-        t.set_rotation(angle)
+        t.set_rotation(original)  # as it was (330°, not 150°: the figure stays unchanged)
     half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [flat.width / 2, flat.height / 2]
     a = np.deg2rad(angle)
     rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
