@@ -124,6 +124,11 @@ class ModelConfig(TypedConfig):
     # landmark correction collapsed in 8x8 runs (W_a contracts all positions onto one;
     # memories fall to the number of distinct observations); orthogonal ones cannot contract.
     transition_param: str = choice("orthogonal", ("free", "orthogonal"))
+    # Grid modules: W_a block-diagonal in blocks of this many units (0 = one block of all n_g
+    # units). A block is a module of waves that train.loss_isometry shapes on its own (Gao,
+    # Xie, Zhu, Wu & Wu 2021; Xu, Gao, Zhang, Wei & Wu, ICLR 2025); 6 units hold three
+    # rotation planes, the fewest waves a hexagonal lattice needs. Even, and divides n_g.
+    g_module_size: int = setting(0, _size("MAX_WIDTH", low=0))
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
     # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
     # hippo_rep.models.temt), which learned ~2x slower per iteration here.
@@ -236,6 +241,11 @@ class ModelConfig(TypedConfig):
                               "model.memory = \"full\" or \"window\" (FAM slots and the "
                               "Hebbian memory key on g); got kind = "
                               f"{self.kind!r}, memory = {self.memory!r}")
+        if self.g_module_size and (self.g_module_size % 2 or self.n_g % self.g_module_size
+                                   or self.kind != "temt"):
+            raise ConfigError(f"model.g_module_size = {self.g_module_size} must be even and "
+                              f"divide model.n_g = {self.n_g}, with model.kind = \"temt\" "
+                              f"(got kind = {self.kind!r})")
         if self.memory != "full" and self.kind != "temt":
             raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
         self._check_tem()
@@ -322,6 +332,23 @@ class TrainConfig(TypedConfig):
     # subspace can carry an offset in g itself, which crowds out the spatial code under
     # unit-RMS g; penalised, an offset can come only through the cells' b.
     loss_g_const: float = setting(0.0, _NON_NEGATIVE)
+    # Conformal isometry of each grid module m (model.g_module_size; Xu, Gao, Zhang, Wei & Wu,
+    # ICLR 2025): for two steps i, j of a walk at most isometry_lags apart whose nodes are at
+    # most isometry_range apart, ||u_m(i) − u_m(j)|| = s_m |x_i − x_j|, u_m = g_m / ||g_m||;
+    # mean squared error over pairs and modules. Hexagonal lattices are the most
+    # distance-preserving tori, so this is what selects a triad of waves in a module.
+    loss_isometry: float = setting(0.0, _NON_NEGATIVE)
+    # s_0: the scale of module 0, per lattice unit (a module of three equal waves at 60° has
+    # wavelength ≈ 4.4 / s nodes: 0.7 → about 6 nodes on a square lattice).
+    isometry_scale: float = setting(0.7, _POSITIVE)
+    # s_{m+1} = s_m / isometry_scale_ratio: modules of growing spacing (1 = one scale).
+    isometry_scale_ratio: float = setting(1.0, _POSITIVE)
+    # Largest node distance (lattice units) of a pair in the isometry loss: 2.3 takes the
+    # displacements (1,0), (1,1), (2,0) and (2,1) of a square lattice, enough to tell a
+    # hexagonal from a square lattice of waves; a smaller range cannot.
+    isometry_range: float = setting(2.3, _POSITIVE)
+    # Pairs of steps at most this many steps apart along the walk.
+    isometry_lags: int = setting(8, _size("MAX_WALK_STEPS"))
     # The cell constraints (loss_cells_energy, loss_cells_neg, loss_g_const) come in after path
     # integration is learned: weight 0 before this iteration, then a linear ramp...
     cells_ramp_start: int = setting(300, _size("MAX_ITERATIONS", low=0))
@@ -400,6 +427,9 @@ class Config(TypedConfig):
 
     def check(self) -> None:
         m = self.model
+        if self.train.loss_isometry > 0 and m.kind != "temt":
+            raise ConfigError(f"train.loss_isometry needs model.kind = \"temt\" (the modules of "
+                              f"its g); got {m.kind!r}")
         if m.kind == "tem" and math.comb(m.tem_n_x_c, 2) < self.world.n_obs:
             raise ConfigError(f"model.tem_n_x_c = {m.tem_n_x_c} has {math.comb(m.tem_n_x_c, 2)} "
                               f"two-hot codes, fewer than world.n_obs = {self.world.n_obs}")

@@ -402,10 +402,14 @@ class TEMt(nn.Module):
         return g
 
     def transition_matrices(self) -> torch.Tensor:
-        """The action matrices W_a, (n_actions, d, d); g_next = f(g @ W_a[a])."""
+        """The action matrices W_a, (n_actions, d, d); g_next = f(g @ W_a[a]). Block-diagonal
+        with ``model.g_module_size`` (each module's units move among themselves only)."""
+        W = self.W_a
+        if self.config.g_module_size:
+            W = W * module_mask(self.config.n_g, self.config.g_module_size).to(W)
         if self.config.transition_param == "orthogonal":
-            return torch.linalg.matrix_exp(self.W_a - self.W_a.transpose(1, 2))
-        return self.W_a
+            return torch.linalg.matrix_exp(W - W.transpose(1, 2))
+        return W
 
     def transition(self, g: torch.Tensor, action: torch.Tensor,
                    W: torch.Tensor | None = None) -> torch.Tensor:
@@ -892,6 +896,15 @@ def load_across_memory(model: TEMt, state_dict: dict) -> list[str]:
     missing, unexpected = model.load_state_dict(state_dict, strict=False)
     return [f"missing {k}" for k in missing if k not in MEMORY_ONLY_WEIGHTS] + \
         [f"unexpected {k}" for k in unexpected if k not in MEMORY_ONLY_WEIGHTS]
+
+
+def module_mask(n_g: int, size: int) -> torch.Tensor:
+    """(n_g, n_g) block-diagonal 0/1 mask of grid modules of ``size`` units (all ones for
+    ``size`` 0: one module)."""
+    if not size:
+        return torch.ones(n_g, n_g)
+    m = torch.arange(n_g) // size
+    return (m[:, None] == m[None, :]).float()
 
 
 def _rescale(g: torch.Tensor) -> torch.Tensor:

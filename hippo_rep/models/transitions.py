@@ -131,7 +131,11 @@ def wave_vectors(model, kind: str) -> dict:
         first (under g_norm = "rms" the components of largest modulus dominate after a few
         steps); ``n_constant``: eigenvalues with k = 0 (no spatial variation).
     """
-    W = model.transition_matrices().double()
+    return _waves(model.transition_matrices().double(), kind)
+
+
+def _waves(W: torch.Tensor, kind: str) -> dict:
+    """:func:`wave_vectors` of the action matrices ``W`` (n_actions, d, d), float64."""
     u = _unit_vectors(kind)
     w1, w2 = W[1], W[2]
     comm = float(torch.linalg.norm(w1 @ w2 - w2 @ w1)
@@ -219,13 +223,38 @@ def hexagonal_triad(waves: list[dict], length_ratio: float = TRIAD_LENGTH_RATIO,
 
 
 @torch.no_grad()
+def module_waves(model, kind: str) -> list[dict] | None:
+    """Per grid module (``model.g_module_size``; None without modules or for a nonlinear σ)
+    the waves of its block of W_a and its best triad: a module of three planes either is one
+    hexagonal triad or holds none.
+
+    Returns
+    -------
+    list of dict or None
+        Per module: ``units`` [first, last + 1), ``waves`` (:func:`wave_vectors`' ``waves`` of
+        the block), ``hexagonal_triad`` (:func:`hexagonal_triad` of them).
+    """
+    size = model.config.g_module_size
+    if not size or model.config.transition_activation != "linear":
+        return None
+    W = model.transition_matrices().double()
+    out = []
+    for a in range(0, W.shape[-1], size):
+        waves = _waves(W[:, a:a + size, a:a + size], kind)["waves"]
+        out.append({"units": [a, a + size], "waves": waves,
+                    "hexagonal_triad": hexagonal_triad(waves)})
+    return out
+
+
+@torch.no_grad()
 def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
     """Everything above for one model, as plain JSON-ready data.
 
     ``inverse_error`` (per opposite pair ||W_a W_ā − I||_F / √d, of the linear part),
     ``loop_returns`` (:func:`loop_returns`), and for a linear σ ``wave_vectors``
     (:func:`wave_vectors`) and ``hexagonal_triad`` (:func:`hexagonal_triad` of its waves;
-    both None for a nonlinear σ, whose states are not sums of waves).
+    both None for a nonlinear σ, whose states are not sums of waves), and ``modules``
+    (:func:`module_waves`: per grid module, its waves and triad).
     """
     if not model.recurrent:
         return {"recurrent": False}
@@ -239,6 +268,7 @@ def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
             "loop_returns": loop_returns(model, kind, seed),
             "wave_vectors": waves,
             "hexagonal_triad": hexagonal_triad(waves["waves"]) if linear else None,
+            "modules": module_waves(model, kind),
             "transition_activation": model.config.transition_activation,
             "transition_param": model.config.transition_param,
             "g_norm": model.config.g_norm}

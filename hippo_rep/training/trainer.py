@@ -49,14 +49,20 @@ TEM_METRIC_FIELDS = ("tem_p_g", "tem_p_x", "tem_x_gen", "tem_x_g", "tem_x_p", "t
 CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
 
 
+#: Extra metric of runs with an isometry loss (:func:`isometry_loss`).
+ISOMETRY_METRIC_FIELDS = ("loss_isometry",)
+
+
 def _has_cell_terms(config: Config) -> bool:
     return config.model.cells == "readout" or config.train.loss_g_const > 0
 
 
 def metric_fields(config: Config) -> tuple[str, ...]:
-    """Columns of metrics.csv for this run's model kind (and cell terms, when it has them)."""
+    """Columns of metrics.csv for this run's model kind (and cell and isometry terms, when it
+    has them)."""
     return (METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
-            + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ()))
+            + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ())
+            + (ISOMETRY_METRIC_FIELDS if config.train.loss_isometry > 0 else ()))
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
@@ -155,6 +161,53 @@ def cell_losses(out: Output, cfg: Config, weight: float) -> dict[str, torch.Tens
                               + tc.loss_cells_neg * parts["loss_cells_neg"]
                               + tc.loss_g_const * parts["loss_g_const"])
     return parts
+
+
+def module_scales(cfg: Config) -> torch.Tensor:
+    """(n_modules,) isometry scale s_m of each grid module: train.isometry_scale divided by
+    train.isometry_scale_ratio once per module."""
+    m = cfg.model
+    n = m.n_g // (m.g_module_size or m.n_g)
+    return cfg.train.isometry_scale / cfg.train.isometry_scale_ratio ** torch.arange(
+        n, dtype=torch.float32)
+
+
+def isometry_loss(g: torch.Tensor, pos: torch.Tensor, cfg: Config) -> torch.Tensor:
+    """Conformal-isometry error of the grid modules over one chunk (``train.loss_isometry``).
+
+    Parameters
+    ----------
+    g : Tensor, (batch, steps, n_g)
+        Positional encodings; module m is units [m·size, (m+1)·size) (``model.g_module_size``,
+        0 = all units), normalised to unit length per module.
+    pos : Tensor, (batch, steps, 2)
+        Node positions of the steps, lattice units.
+
+    Returns
+    -------
+    Tensor, ()
+        Mean over modules and over step pairs (i, j), 0 < j − i ≤ ``train.isometry_lags``,
+        whose nodes are at most ``train.isometry_range`` apart, of
+        (||u_m(j) − u_m(i)|| − s_m |x_j − x_i|)² (:func:`module_scales`); 0 without pairs.
+    """
+    tc = cfg.train
+    size = cfg.model.g_module_size or g.shape[-1]
+    B, T, d = g.shape
+    u = g.reshape(B, T, d // size, size)
+    u = u / u.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+    s = module_scales(cfg).to(g)
+    total, n = g.new_zeros(()), 0
+    for lag in range(1, min(tc.isometry_lags, T - 1) + 1):
+        dist = (pos[:, lag:] - pos[:, :-lag]).norm(dim=-1)  # (B, T - lag)
+        keep = dist <= tc.isometry_range
+        if not keep.any():
+            continue
+        # sqrt with a floor: a revisit's Δu is 0, where the norm's gradient is undefined
+        du = ((u[:, lag:] - u[:, :-lag]).pow(2).sum(-1) + 1e-12).sqrt()  # (B, T - lag, M)
+        err = (du - s * dist[..., None]).pow(2).mean(-1)
+        total = total + err[keep].sum()
+        n += int(keep.sum())
+    return total / max(n, 1)
 
 
 def updates_per_walk(cfg: Config) -> int:
@@ -364,6 +417,11 @@ class Trainer:
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.stack([t["revisit"] for t in types])  # (B, walk_steps)
         revisit = torch.as_tensor(rev, device=self.device)
+        pos = None
+        if tc.loss_isometry > 0:  # node positions (lattice units) for the isometry loss
+            pos = torch.as_tensor(np.stack([w.coords[n] for w, n in zip(ep.worlds, ep.nodes,
+                                                                         strict=True)]),
+                                  dtype=torch.float32, device=self.device)
         for c, s in enumerate(range(0, wc.walk_steps, chunk)):
             update = iteration * n_chunks + c if per_chunk else iteration
             if hasattr(self.model, "anneal") and (per_chunk or c == 0):
@@ -377,6 +435,10 @@ class Trainer:
                 parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
                          "loss": parts["loss"] + cells["loss"],
                          "cells_weight": torch.tensor(w)}
+            if pos is not None:
+                iso = isometry_loss(out.g, pos[:, s:s + chunk], cfg)
+                parts = {**parts, "loss_isometry": iso,
+                         "loss": parts["loss"] + tc.loss_isometry * iso}
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "

@@ -1,0 +1,167 @@
+"""Grid modules (block-diagonal W_a) and the conformal-isometry loss, on known weights and
+known embeddings."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hippo_rep.config import ConfigError, load_config
+from hippo_rep.models.temt import build_model, module_mask
+from hippo_rep.models.transitions import transition_diagnostics
+from hippo_rep.training.checkpoint import load_checkpoint
+from hippo_rep.training.trainer import (
+    ISOMETRY_METRIC_FIELDS,
+    Trainer,
+    isometry_loss,
+    metric_fields,
+    module_scales,
+)
+from hippo_rep.worlds import n_actions_for
+
+MODULES = ["model.g_module_size=6"]  # tiny: n_g = 24, four modules
+
+
+def _cfg(sets=()):
+    return load_config("tiny", list(sets))
+
+
+def test_module_mask_is_block_diagonal():
+    m = module_mask(6, 2)
+    assert m.shape == (6, 6) and m.sum() == 12
+    assert m[0, 1] == 1 and m[1, 2] == 0 and m[5, 4] == 1
+    assert torch.equal(module_mask(4, 0), torch.ones(4, 4))
+
+
+@pytest.mark.parametrize("param", ["orthogonal", "free"])
+def test_modules_move_only_their_own_units(param):
+    cfg = _cfg([*MODULES, f"model.transition_param={param}", "model.transition_init_std=0.3"])
+    model = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    W = model.transition_matrices().detach()
+    off = W * (1 - module_mask(24, 6))
+    assert float(off.abs().max()) == 0.0
+    assert float((W * module_mask(24, 6) - torch.eye(24)).abs().max()) > 0.05
+    # the same weights without modules couple units across blocks
+    full = build_model(_cfg([f"model.transition_param={param}",
+                             "model.transition_init_std=0.3"]).model, 5, 10, seed=0)
+    coupled = full.transition_matrices().detach() * (1 - module_mask(24, 6))
+    assert float(coupled.abs().max()) > 0.05
+
+
+@pytest.mark.parametrize("sets, key", [
+    (["model.g_module_size=5"], "g_module_size"),    # odd
+    (["model.g_module_size=10"], "g_module_size"),   # does not divide n_g = 24
+    (["model.kind=tem", "train.loss_isometry=1"], "loss_isometry"),
+])
+def test_impossible_modules_are_refused(sets, key):
+    with pytest.raises(ConfigError, match=key):
+        _cfg(sets)
+
+
+def _line(k, steps, size=2, n_modules=1):
+    """g of a walk along x, one step per time step: each module one rotation plane at k."""
+    x = torch.arange(steps, dtype=torch.float32)
+    plane = torch.stack([torch.cos(k * x), torch.sin(k * x)], -1)  # (T, 2)
+    g = plane.repeat(1, n_modules * size // 2)
+    pos = torch.stack([x, torch.zeros_like(x)], -1)
+    return g[None], pos[None]
+
+
+def test_isometry_loss_of_a_known_embedding():
+    k = 0.9
+    g, pos = _line(k, 12)
+    # one rotation plane: ||u(x + d) − u(x)|| = 2 sin(k d / 2)
+    exact = 2 * math.sin(k / 2)
+    cfg = _cfg(["model.n_g=2", "train.isometry_lags=3", "train.isometry_range=1.5",
+                f"train.isometry_scale={exact}"])
+    assert float(isometry_loss(g, pos, cfg)) == pytest.approx(0.0, abs=1e-10)
+    # another scale: exactly (2 sin(k/2) − s)² (pairs 2 and 3 steps apart are out of range)
+    cfg = _cfg(["model.n_g=2", "train.isometry_lags=3", "train.isometry_range=1.5",
+                "train.isometry_scale=0.5"])
+    assert float(isometry_loss(g, pos, cfg)) == pytest.approx((exact - 0.5) ** 2, rel=1e-5)
+    # with the 2-step pairs in range: the mean over both lags' pairs
+    cfg = _cfg(["model.n_g=2", "train.isometry_lags=3", "train.isometry_range=2.5",
+                "train.isometry_scale=0.5"])
+    e1, e2 = (exact - 0.5) ** 2, (2 * math.sin(k) - 1.0) ** 2
+    assert float(isometry_loss(g, pos, cfg)) == pytest.approx((11 * e1 + 10 * e2) / 21,
+                                                             rel=1e-5)
+
+
+def test_isometry_scales_per_module():
+    cfg = _cfg([*MODULES, "train.isometry_scale=0.8", "train.isometry_scale_ratio=2"])
+    assert module_scales(cfg).tolist() == pytest.approx([0.8, 0.4, 0.2, 0.1])
+    # each module is held to its own scale: modules at the same k, scale 0.8 fits none
+    k = 2 * math.asin(0.4)  # 2 sin(k / 2) = 0.8
+    g, pos = _line(k, 10, size=6, n_modules=4)
+    got = float(isometry_loss(g, pos, _cfg([*MODULES, "train.isometry_scale=0.8",
+                                            "train.isometry_scale_ratio=2",
+                                            "train.isometry_lags=1"])))
+    assert got == pytest.approx(((0.8 - 0.4) ** 2 + (0.8 - 0.2) ** 2 + (0.8 - 0.1) ** 2) / 4,
+                                rel=1e-5)
+
+
+def test_revisits_ask_for_the_same_state_and_stay_finite():
+    g = torch.ones(1, 4, 2, requires_grad=True)
+    pos = torch.zeros(1, 4, 2)
+    loss = isometry_loss(g, pos, _cfg(["model.n_g=2"]))
+    loss.backward()
+    assert float(loss) == pytest.approx(0.0, abs=1e-10)
+    assert torch.isfinite(g.grad).all()
+
+
+def test_isometry_trains_the_modules_and_logs(tmp_path):
+    def run(sets, name):
+        cfg = load_config("tiny", [*MODULES, *sets, "train.iterations=3"])
+        tr = Trainer(cfg, tmp_path / name, progress=False)
+        rows = [tr.step(i) for i in range(3)]
+        return tr.model.state_dict()["W_a"].clone(), rows
+
+    w0, rows0 = run([], "off")
+    w1, rows1 = run(["train.loss_isometry=1"], "on")
+    assert "loss_isometry" not in rows0[0] and rows1[0]["loss_isometry"] > 0
+    assert not torch.equal(w0, w1)
+    assert set(ISOMETRY_METRIC_FIELDS) <= set(metric_fields(load_config(
+        "tiny", ["train.loss_isometry=1"])))
+    assert not set(ISOMETRY_METRIC_FIELDS) & set(metric_fields(load_config("tiny")))
+
+
+def test_old_checkpoints_have_one_module():
+    _, cfg, _ = load_checkpoint("data/temt_paper.pt")
+    assert cfg.model.g_module_size == 0 and cfg.train.loss_isometry == 0
+
+
+def _module_model(waves):
+    """Modules of 6 units whose W_a rotate unit pair j by k_j·u_a (planes 3m..3m+2 are module
+    m's): each module is the three plane waves listed for it (wavelength, angle in degrees)."""
+    cfg = _cfg([*MODULES, "model.landmark=false"])
+    m = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    units = [(1, 0), (0, 1), (-1, 0), (0, -1)]  # actions 1-4 (hippo_rep.worlds.DIRECTIONS)
+    A = torch.zeros(5, 24, 24)
+    for j, (lam, ang) in enumerate(waves):
+        k = 2 * math.pi / lam * np.array([math.cos(math.radians(ang)),
+                                          math.sin(math.radians(ang))])
+        for a, u in enumerate(units, start=1):
+            th = float(k @ np.array(u))
+            A[a, 2 * j, 2 * j + 1], A[a, 2 * j + 1, 2 * j] = th, -th
+    with torch.no_grad():
+        m.W_a.copy_(A / 2)  # orthogonal parametrisation: W_a = exp(S - S^T) = exp(A)
+    return m
+
+
+def test_each_module_is_a_triad_or_holds_none():
+    waves = [(7.0, 0.0), (7.0, 60.0), (7.0, 120.0),      # module 0: hexagonal
+             (6.0, 0.0), (6.0, 90.0), (8.5, 45.0),       # module 1: square and a diagonal
+             (5.0, 10.0), (5.0, 70.0), (6.0, 130.0),     # module 2: lengths 20% apart
+             (9.0, 30.0), (9.0, 90.0), (9.0, 150.0)]     # module 3: hexagonal, rotated
+    res = transition_diagnostics(_module_model(waves), "square")["modules"]
+    assert [m["units"] for m in res] == [[0, 6], [6, 12], [12, 18], [18, 24]]
+    assert [m["hexagonal_triad"]["found"] for m in res] == [True, False, False, True]
+    assert all(len(m["waves"]) == 3 for m in res)
+    np.testing.assert_allclose(sorted(w["wavelength"] for w in res[3]["waves"]), [9.0] * 3,
+                               rtol=1e-4)
+    assert res[2]["hexagonal_triad"]["length_ratio"] == pytest.approx(6 / 5, rel=1e-4)
+    # no modules: no per-module entry
+    cfg = _cfg()
+    plain = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    assert transition_diagnostics(plain, "square")["modules"] is None
