@@ -7,6 +7,9 @@ constraints ramped in over iterations 200–500. Every run is evaluated on held-
 (loop closure, zero-shot, memories per node, the W_a triad, walk-constant power), recorded on
 held-out 16×16 worlds of its family and analysed with the lattice-aware classifier.
 
+The SCRATCH settings (grid modules with the isometry loss) train from scratch instead, for
+3,000 iterations on 10×10 and 12×12 worlds of the family (``--only isometry``).
+
     python benchmarks/readout_screen.py run OUT [--seeds 0 1] [--only NAME ...] [--worlds ...]
     python benchmarks/readout_screen.py table OUT
 
@@ -59,6 +62,22 @@ SETTINGS = {
                        "train.loss_g_const=1.0"],
 }
 
+#: Settings trained from scratch (their n_g differs from the base run's): grid modules of six
+#: units (three rotation planes) with the conformal-isometry loss (Xu et al., ICLR 2025), on
+#: the small preset's walks and learning rate, 3,000 iterations on 10×10 and 12×12 worlds.
+SCRATCH_COMMON = ["model.n_g=60", "model.g_module_size=6", "train.loss_isometry=1.0",
+                  "train.iterations=3000", "train.checkpoint_every=250",
+                  "train.eval_every=250", "train.threads=1"]
+#: Extra screen worlds of the from-scratch settings (beside SCREEN_WORLD).
+SCRATCH_WORLD = {"square": "square:12", "hex": "hex:12"}
+SCRATCH = {
+    # g itself is the recorded population
+    "isometry": [],
+    # non-negative read-out cells with an energy cost on top of the modules
+    "isometry_readout": ["model.cells=readout", "train.loss_cells_energy=0.3",
+                         "train.cells_ramp_start=300", "train.cells_ramp=300"],
+}
+
 
 def _hippo(args: list[str], log: Path) -> None:
     cmd = ["hippo-rep", *args]
@@ -104,10 +123,17 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> N
     for seed in seeds:
         for family in families:
             base = out / f"base_{family}_s{seed}"
-            _train(base, [*BASE, f"world.worlds=[\"{BASE_WORLD[family]}\"]",
-                          f"train.seed={seed}", "train.threads=1"], log)
+            if not all(name in SCRATCH for name in names):  # the scratch runs need no base
+                _train(base, [*BASE, f"world.worlds=[\"{BASE_WORLD[family]}\"]",
+                              f"train.seed={seed}", "train.threads=1"], log)
             for name in names:
                 run_dir = out / f"{name}_{family}_s{seed}"
+                if name in SCRATCH:
+                    worlds = f"[\"{SCREEN_WORLD[family]}\", \"{SCRATCH_WORLD[family]}\"]"
+                    _train(run_dir, [*SCRATCH_COMMON, *SCRATCH[name], f"train.seed={seed}",
+                                     f"world.worlds={worlds}"], log)
+                    _stages(run_dir, family, seed, log)
+                    continue
                 _train(run_dir, [*COMMON, *SETTINGS[name], f"train.seed={seed}",
                                  f"world.worlds=[\"{SCREEN_WORLD[family]}\"]",
                                  f"train.init_from={base / 'checkpoint.pt'}"], log)
@@ -132,6 +158,10 @@ def _row(run_dir: Path) -> dict:
     row["triad_angle_dev"] = triad.get("max_angle_deviation", np.nan)
     row["triad_len_ratio"] = triad.get("length_ratio", np.nan)
     row["wcp_g"] = (ev.get("walk_constant_power") or {}).get("g", np.nan)
+    modules = (ev["transitions"] or {}).get("modules")
+    # grid modules: the fraction whose own waves are a hexagonal triad
+    row["module_triads"] = (float(np.mean([m["hexagonal_triad"]["found"] for m in modules]))
+                            if modules else np.nan)
     with xr.open_dataset(run_dir / "analysis.nc") as an:
         cells = an.hippo.population("g")  # the recorded cells of a read-out model
         for head, var in (("hexagonal", "is_grid"), ("two_wave", "is_two_wave"),
@@ -165,7 +195,8 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    r.add_argument("--only", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
+    r.add_argument("--only", nargs="+", choices=sorted({**SETTINGS, **SCRATCH}),
+                   default=list(SETTINGS))
     r.add_argument("--worlds", nargs="+", choices=sorted(BASE_WORLD), default=["square", "hex"])
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)

@@ -159,6 +159,8 @@ TRAIN_SETTINGS = {
                        "model.g_norm=none", "train.loss_l2_g=0.05"],
     "window_frozen_W": ["model.memory=window", "model.memory_block=8", "model.memory_blocks=1",
                         "train.transition_lr_scale=0"],
+    # the isometry loss reaches W_a through the corrected g of every step
+    "modules_isometry": ["model.g_module_size=6", "train.loss_isometry=1"],
 }
 
 
