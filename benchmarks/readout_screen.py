@@ -65,7 +65,11 @@ SETTINGS = {
 #: Settings trained from scratch (their n_g differs from the base run's): grid modules of six
 #: units (three rotation planes) with the conformal-isometry loss (Xu et al., ICLR 2025), on
 #: the small preset's walks and learning rate, 3,000 iterations on 10×10 and 12×12 worlds.
+#: W_a starts at random rotations of ~1 rad per step (init std 0.25): from near identity
+#: every wave starts arena-long, where the loss's gradient on its length and amplitude
+#: vanishes, and one wave per module took all the power (1,140 iterations, no triad).
 SCRATCH_COMMON = ["model.n_g=60", "model.g_module_size=6", "train.loss_isometry=1.0",
+                  "model.transition_init_std=0.25",
                   "train.iterations=3000", "train.checkpoint_every=250",
                   "train.eval_every=250", "train.threads=1"]
 #: Extra screen worlds of the from-scratch settings (beside SCREEN_WORLD).
@@ -73,6 +77,8 @@ SCRATCH_WORLD = {"square": "square:12", "hex": "hex:12"}
 SCRATCH = {
     # g itself is the recorded population
     "isometry": [],
+    # the control: the same modules and start, without the isometry loss
+    "modules": ["train.loss_isometry=0"],
     # non-negative read-out cells with an energy cost on top of the modules
     "isometry_readout": ["model.cells=readout", "train.loss_cells_energy=0.3",
                          "train.cells_ramp_start=300", "train.cells_ramp=300"],
