@@ -7,12 +7,14 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 Every registered figure, drawn from the shipped data (or small synthetic inputs where the
 shipped data lacks its input), passes :func:`hippo_rep.plotting.checks.check_figure`: no
-texts over each other or into another panel, no empty panel that does not say why, a
-colour bar on every map (``tests/test_figure_checks.py``).
+texts over each other, into another panel or past the figure's edges, no empty panel that
+does not say why, a colour bar on every map, no legend over data
+(``tests/test_figure_checks.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -154,22 +156,52 @@ FIGURES: dict[str, Callable[[FigureInputs], object]] = {}
 
 
 def register(name: str):
-    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry."""
+    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry;
+    the figure it returns has its layout settled (:func:`settle_layout`)."""
 
     def deco(fn):
-        FIGURES[name] = fn
-        return fn
+        @functools.wraps(fn)
+        def build(inputs: FigureInputs):
+            return settle_layout(fn(inputs))
+
+        FIGURES[name] = build
+        return build
 
     return deco
 
 
-#: Characters per line of a figure-wide title at 7 pt on a :data:`FULL_WIDTH` figure.
+def settle_layout(fig):
+    """Lay out ``fig`` once before it is saved or checked (a draw without rendering, where
+    it has a layout engine); returns it.
+
+    Constrained layout makes room for the texts as they were last drawn (a y label is put
+    beside its tick labels while the axes draws), so the first layout of a new figure can
+    leave a label past the figure's edge (``tem_vs_temt``: its first y label, 10 px) that
+    the next layout fixes; saving lays the figure out once more, so every format written
+    shows the settled layout."""
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()
+    return fig
+
+
+#: Font size of a figure-wide title (the suptitle), points.
+TITLE_FONTSIZE = 7.0
+#: Characters per line of a figure-wide title at :data:`TITLE_FONTSIZE` on a
+#: :data:`FULL_WIDTH` figure.
 TITLE_CHARS = 125
 
 
 def _wrap(text: str, width: int = TITLE_CHARS) -> str:
     """A long figure title in lines that fit the page width (its own line breaks kept)."""
     return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
+def _suptitle(fig, text: str, fontsize: float = TITLE_FONTSIZE):
+    """The figure-wide title, in lines that fit the figure's width at ``fontsize`` (scaled
+    from :data:`TITLE_CHARS`; its own line breaks kept): a longer line runs past the
+    figure's edges."""
+    width = int(TITLE_CHARS * fig.get_figwidth() / FULL_WIDTH * TITLE_FONTSIZE / fontsize)
+    return fig.suptitle(_wrap(text, width), fontsize=fontsize)
 
 
 def _label_panels(axes) -> None:
@@ -192,8 +224,8 @@ def learning_figure(inputs: FigureInputs):
     accuracy_by_step_type(evals, ax=axes[1], colors=colors)
     first = next(iter(evals.values()))
     meta = first.get("meta", {})
-    fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
-                 f"{meta.get('steps', '?')} steps", fontsize=8)
+    _suptitle(fig, f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments "
+                   f"× {meta.get('steps', '?')} steps", 8)
     _label_panels(axes)
     return fig
 
@@ -222,12 +254,12 @@ def learning_speed_figure(inputs: FigureInputs):
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=7,
                frameon=False)
     worlds = ", ".join(data.get("worlds", []))
-    fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
-                 f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
-                 f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
-                 f"{data.get('tem_schedule', '?')})"
-                 + ("" if data.get("complete", True) else " — partial: run still going or "
-                    "stopped early") + _resumed(data), fontsize=7)
+    _suptitle(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
+                   f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
+                   f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
+                   f"{data.get('tem_schedule', '?')})"
+                   + ("" if data.get("complete", True) else " — partial: run still going or "
+                      "stopped early") + _resumed(data))
     _label_panels(axes)
     return fig
 
@@ -382,13 +414,13 @@ def tem_vs_temt_figure(inputs: FigureInputs):
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
     _classes_and_remapping(fig, grid[5, :], named, COMPARE_COLORS)
     units = temt["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
-                       "envs): rate maps in the first environment, the most grid-like g units "
-                       "(g60 = gridness-60; white = unvisited) and the most place-like p units "
-                       "and memory neurons (place = place metric; ties by spatial information; "
-                       f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
-                       f"{PLACE_MAP_CAPTION.format(units=units)}; every unit x environment in "
-                       "the distributions"), fontsize=7)
+    _suptitle(fig, f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
+                   "envs): rate maps in the first environment, the most grid-like g units "
+                   "(g60 = gridness-60; white = unvisited) and the most place-like p units "
+                   "and memory neurons (place = place metric; ties by spatial information; "
+                   f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
+                   f"{PLACE_MAP_CAPTION.format(units=units)}; every unit x environment in "
+                   "the distributions")
     return fig
 
 
@@ -414,8 +446,8 @@ def transitions_figure(inputs: FigureInputs):
     loop_return_panel(evals, ax=axes[1], colors=colors)
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})
-    fig.suptitle(f"transition structure ({label}); memories on held-out {meta.get('world', '')}"
-                 f", {meta.get('steps', '?')}-step walks", fontsize=8)
+    _suptitle(fig, f"transition structure ({label}); memories on held-out "
+                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks", 8)
     _label_panels(axes)
     return fig
 
@@ -450,11 +482,11 @@ def grid_cells_figure(inputs: FigureInputs):
                 autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram",
                                 colorbar=True)
     units = ds["rate_map"].attrs.get("units", "")
-    fig.suptitle("most grid-like positional units g (ranked by gridness-60, g60, in env "
-                 f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = spacing "
-                 f"in bins)\ncolour bars: mean activity per bin ({units}) from the map's lowest "
-                 "value to its peak; autocorrelograms in Pearson r; white = unvisited",
-                 fontsize=7)
+    _suptitle(fig, "most grid-like positional units g (ranked by gridness-60, g60, in env "
+                   f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = "
+                   f"spacing in bins)\ncolour bars: mean activity per bin ({units}) from the "
+                   "map's lowest value to its peak; autocorrelograms in Pearson r; white = "
+                   "unvisited")
     return fig
 
 
@@ -505,10 +537,10 @@ def controls_figure(inputs: FigureInputs):
                  ax=bottom[1], tol=LATTICE_PHASE_TOL,
                  title="triad phase\n(shaded: lattice of peaks / of troughs)")
     units = ds["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap("model-grown controls: pattern formation (relu, periodic √3/2 and "
-                       "square box) and its negatives (tanh, no surround, linear eigenmodes); "
-                       f"colour bars: activity ({units}) from the map's lowest value to its "
-                       "peak, autocorrelograms in Pearson r"), fontsize=7)
+    _suptitle(fig, "model-grown controls: pattern formation (relu, periodic √3/2 and "
+                   "square box) and its negatives (tanh, no surround, linear eigenmodes); "
+                   f"colour bars: activity ({units}) from the map's lowest value to its "
+                   "peak, autocorrelograms in Pearson r")
     return fig
 
 
@@ -565,9 +597,9 @@ def place_cells_figure(inputs: FigureInputs):
                    "maps large enough for a grid unit to show several fields)", fontsize=7)
     units = full["rate_map"].attrs.get("units", "")
     who = "TEM grounded locations p" if pop == P else "memory neurons (softmax units)"
-    fig.suptitle(_wrap(f"{who} with the highest place score (ties: spatial information; peak "
-                       f"at least {MIN_PEAK_FRACTION:.0%} of the population's largest in the "
-                       f"environment); {PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
+    _suptitle(fig, f"{who} with the highest place score (ties: spatial information; peak "
+                   f"at least {MIN_PEAK_FRACTION:.0%} of the population's largest in the "
+                   f"environment); {PLACE_MAP_CAPTION.format(units=units)}")
     return fig
 
 
@@ -618,10 +650,10 @@ def fam_slots_figure(inputs: FigureInputs):
     _classes_and_remapping(fig, grid[3, :], {k: (full, p) for k, p in shown.items()},
                            {k: POPULATION_COLORS[p] for k, p in shown.items()})
     units = full["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
-                       "most spatially informative first; SI = spatial information "
-                       f"({axis_label(full['spatial_info'], 'SI').split('(', 1)[1][:-1]}); "
-                       f"{PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
+    _suptitle(fig, f"FAM slots (top row) beside memory neurons (second row), env {env}, "
+                   "most spatially informative first; SI = spatial information "
+                   f"({axis_label(full['spatial_info'], 'SI').split('(', 1)[1][:-1]}); "
+                   f"{PLACE_MAP_CAPTION.format(units=units)}")
     return fig
 
 
@@ -677,13 +709,13 @@ def session_cells_figure(inputs: FigureInputs):
             autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram",
                             colorbar=True)
     bin_cm = _attr(full, "map_bin_size_cm", float("nan"))
-    fig.suptitle(_wrap(
-        f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
+    _suptitle(
+        fig, f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
         f"{_attr(full, 'smooth_cm', float('nan')):g} cm, speed > "
         f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s; colour bars in Hz from the "
         f"map's lowest rate to its peak; blue outline: bins at or above "
         f"{PLACE_THRESHOLD:.0%} of the peak; white = unvisited) and autocorrelograms "
-        "(Pearson r)", int(TITLE_CHARS * fig.get_figwidth() / FULL_WIDTH)), fontsize=7)
+        "(Pearson r)")
     return fig
 
 
@@ -765,9 +797,9 @@ def scores_figure(inputs: FigureInputs):
                    f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
-    fig.suptitle(_wrap(f"scores of every (unit, environment) against circular-shift nulls "
-                 f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                 f"fractions of the unit × environment pairs that exist)", 110), fontsize=8)
+    _suptitle(fig, f"scores of every (unit, environment) against circular-shift nulls "
+                   f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
+                   f"fractions of the unit × environment pairs that exist)", 8)
     _label_panels(axes.ravel())
     return fig
 
@@ -822,7 +854,7 @@ def remapping_figure(inputs: FigureInputs):
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
              f"Note on d: {PER_UNIT_NOTE}.")
-    fig.suptitle(textwrap.fill(title, 150), fontsize=6.5)
+    _suptitle(fig, title, 6.5)
     _label_panels(axes.ravel())
     return fig
 
@@ -842,8 +874,8 @@ def passkey_figure(inputs: FigureInputs):
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
         else "± SD"
-    fig.suptitle(f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), {bars}; "
-                 f"chance {CHANCE:.3f})", fontsize=8)
+    _suptitle(fig, f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), "
+                   f"{bars}; chance {CHANCE:.3f})", 8)
     _label_panels(axes)
     return fig
 
@@ -899,8 +931,8 @@ def sweep_figure(inputs: FigureInputs):
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
-    fig.suptitle(f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
-                 fontsize=8)
+    _suptitle(fig, f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
+              8)
     _label_panels(axes)
     return fig
 
