@@ -24,6 +24,7 @@ import numpy as np
 from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
 from hippo_rep.plotting import paper_style
+from hippo_rep.plotting.axes import figure_title
 from hippo_rep.plotting.display import (
     DEFAULT_FORMAT,
     FORMATS,
@@ -33,7 +34,7 @@ from hippo_rep.plotting.display import (
     text_output,
 )
 from hippo_rep.plotting.display import show as show_figure
-from hippo_rep.plotting.maps import autocorrelogram, rate_map
+from hippo_rep.plotting.maps import autocorrelogram, map_caption, rate_map
 from hippo_rep.plotting.scores import (
     axis_label,
     class_fraction_bars,
@@ -413,8 +414,8 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     ncol = min(len(envs), COMPARE_COLUMNS)
     nrow = -(-len(envs) // ncol)
     units = analysis["rate_map"].attrs.get("units", "")
-    title = (f"{variable} unit {unit_index} in {len(envs)} environments (a colour bar per map, "
-             f"{units}, from its lowest value to its peak)")
+    title = (f"{variable} unit {unit_index} in {len(envs)} environments, a colour bar per map; "
+             f"{map_caption(units, outline=variable in MEMORY_POPULATIONS)}")
     if "remap_corr_mean" in analysis.data_vars:
         r = float(analysis["remap_corr_mean"].sel(unit=unit))
         title += f"; mean remap corr r = {r:.2f}" if np.isfinite(r) else ""
@@ -433,7 +434,7 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
                 ax.set_axis_off()
         for ax in axes[len(envs):]:
             ax.set_axis_off()
-        fig.suptitle(title, fontsize=7)
+        figure_title(fig, title)
     return fig
 
 
