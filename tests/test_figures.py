@@ -425,3 +425,33 @@ def test_place_map_lives_in_plotting_and_figures_still_finds_it():
 
     ax = place_map(m, ax=Figure().subplots(), title="a place map")
     assert ax.collections[0].get_cmap().name == PLACE_CMAP and ax.get_title() == "a place map"
+
+
+def test_unit_figure_is_a_pure_plotting_function(synthetic_analysis):
+    """The explorer's unit panel: a new Figure outside pyplot, or drawn into the figure
+    (or subfigure) given; the global style as it was; the checks pass."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from hippo_rep.explore import ExploreError, ranked_units, unit_figure
+    from hippo_rep.plotting.checks import check_figure, report
+
+    ds = synthetic_analysis
+    env0 = ds["env"].values[0]
+    (best, _), *_ = ranked_units(ds, env0, "g")
+    before, style = plt.get_fignums(), dict(matplotlib.rcParams)
+    fig = unit_figure(ds, env0, "g", best)
+    assert isinstance(fig, Figure) and plt.get_fignums() == before
+    assert dict(matplotlib.rcParams) == style
+    assert check_figure(fig) == [], report(check_figure(fig))
+    units = ds["rate_map"].attrs.get("units") or "activity units"
+    labels = [cax.get_ylabel() for ax in fig.axes for cax in ax.child_axes]
+    assert labels == [f"mean activity ({units})", "Pearson r"]
+    host = Figure(figsize=(7, 5), layout="constrained")
+    top, _ = host.subfigures(2, 1)
+    assert unit_figure(ds, env0, "g", best, fig=top) is top
+    assert len(top.axes) == 3 and all(ax.figure is top for ax in top.axes)
+    with pytest.raises(ExploreError, match="populations"):
+        unit_figure(ds, env0, "g", 999, fig=host)
+    assert len(host.axes) == 3  # nothing drawn for a unit that does not exist
