@@ -24,6 +24,7 @@ import numpy as np
 from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
 from hippo_rep.plotting import paper_style
+from hippo_rep.plotting.axes import figure_title
 from hippo_rep.plotting.display import (
     DEFAULT_FORMAT,
     FORMATS,
@@ -33,7 +34,7 @@ from hippo_rep.plotting.display import (
     text_output,
 )
 from hippo_rep.plotting.display import show as show_figure
-from hippo_rep.plotting.maps import autocorrelogram, rate_map
+from hippo_rep.plotting.maps import autocorrelogram, map_caption, rate_map
 from hippo_rep.plotting.scores import (
     axis_label,
     class_fraction_bars,
@@ -84,8 +85,14 @@ DEFAULT_RANK_SCORE = "spatial_info"
 #: Units per population shown by the static explorer (no ipywidgets).
 STATIC_UNITS = 2
 
-#: Size of one explorer figure (rate map, autocorrelogram, scores), inches.
+#: Size of one explorer figure (rate map, autocorrelogram, scores), inches: the width and
+#: the least height (it grows with the lines of scores, :data:`SCORE_LINE_INCHES` each).
 UNIT_FIGSIZE = (7.0, 2.4)
+
+#: Height of one line of the explorer's scores text (7 pt monospace), inches, and the lines'
+#: worth of room its title and the figure's padding take.
+SCORE_LINE_INCHES = 0.135
+SCORE_EXTRA_LINES = 4
 
 #: Rendered panels the explorer keeps (oldest dropped first), so going back is instant.
 EXPLORER_CACHE = 64
@@ -313,8 +320,12 @@ def map_problem(analysis, env, variable: str, unit_index: int) -> str | None:
     return None
 
 
-def unit_figure(analysis, env, variable: str, unit_index: int):
+def unit_figure(analysis, env, variable: str, unit_index: int, fig=None):
     """Rate map, spatial autocorrelogram and scores of one unit in one environment.
+
+    A pure plotting function, like the panels of :mod:`hippo_rep.plotting`: it draws into
+    ``fig`` (or a new one) and returns it; no pyplot figure is made, nothing is shown or
+    saved, and the global style is left as it was (the paper style applies while drawing).
 
     Parameters
     ----------
@@ -325,18 +336,21 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
         Population ("g", "g_pi", "memory_activity").
     unit_index : int
         Index of the unit within its population.
+    fig : matplotlib.figure.Figure or SubFigure, optional
+        Where to draw (three panels side by side); default a new
+        :class:`~matplotlib.figure.Figure` of :data:`UNIT_FIGSIZE` with constrained layout.
 
     Returns
     -------
-    matplotlib.figure.Figure
-        Not registered with pyplot: display it with :func:`hippo_rep.plotting.display.show`
-        (or return it from a cell after
+    matplotlib.figure.Figure or SubFigure
+        ``fig``, or the new figure: not registered with pyplot: display it with
+        :func:`hippo_rep.plotting.display.show` (or return it from a cell after
         :func:`hippo_rep.plotting.display.register_figure_formatter`), or save it.
 
     Raises
     ------
     ExploreError
-        With the one-line reason of :func:`map_problem`.
+        With the one-line reason of :func:`map_problem` (before anything is drawn).
     """
     from matplotlib.figure import Figure
 
@@ -345,17 +359,20 @@ def unit_figure(analysis, env, variable: str, unit_index: int):
         raise ExploreError(why)
     unit = _unit_of(analysis, variable, unit_index)
     m = analysis["rate_map"].sel(env=env, unit=unit)
+    units = analysis["rate_map"].attrs.get("units") or "activity units"
+    scores = unit_scores(analysis, env, variable, unit_index)
     with paper_style():
-        fig = Figure(figsize=UNIT_FIGSIZE, layout="constrained")
+        if fig is None:
+            height = max(UNIT_FIGSIZE[1], SCORE_LINE_INCHES * (len(scores) + SCORE_EXTRA_LINES))
+            fig = Figure(figsize=(UNIT_FIGSIZE[0], height), layout="constrained")
         axes = fig.subplots(1, 3, width_ratios=[1, 1, 1.3])
+        # slim colour bars beside the maps, as every map of the package has
         rate_map(m, ax=axes[0], outline_fields=variable in MEMORY_POPULATIONS,
-                 title=f"rate map, env {env}\n{variable} {unit_index}")
-        fig.colorbar(axes[0].collections[0], ax=axes[0], shrink=0.8,
-                     label="mean activity (activity units)")
-        autocorrelogram(sac_of(m), ax=axes[1], title="spatial autocorrelogram")
-        fig.colorbar(axes[1].collections[0], ax=axes[1], shrink=0.8, label="Pearson r")
-        scores_text(unit_scores(analysis, env, variable, unit_index), ax=axes[2],
-                    title="scores (pctl: vs own shuffle null)")
+                 title=f"rate map, env {env}\n{variable} {unit_index}", colorbar=True,
+                 units=f"mean activity ({units})")
+        autocorrelogram(sac_of(m), ax=axes[1], title="spatial autocorrelogram",
+                        colorbar=True)
+        scores_text(scores, ax=axes[2], title="scores (pctl: vs own shuffle null)")
     return fig
 
 
@@ -413,8 +430,8 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     ncol = min(len(envs), COMPARE_COLUMNS)
     nrow = -(-len(envs) // ncol)
     units = analysis["rate_map"].attrs.get("units", "")
-    title = (f"{variable} unit {unit_index} in {len(envs)} environments (a colour bar per map, "
-             f"{units}, from its lowest value to its peak)")
+    title = (f"{variable} unit {unit_index} in {len(envs)} environments, a colour bar per map; "
+             f"{map_caption(units, outline=variable in MEMORY_POPULATIONS)}")
     if "remap_corr_mean" in analysis.data_vars:
         r = float(analysis["remap_corr_mean"].sel(unit=unit))
         title += f"; mean remap corr r = {r:.2f}" if np.isfinite(r) else ""
@@ -433,7 +450,7 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
                 ax.set_axis_off()
         for ax in axes[len(envs):]:
             ax.set_axis_off()
-        fig.suptitle(title, fontsize=7)
+        figure_title(fig, title)
     return fig
 
 

@@ -7,13 +7,14 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 Every registered figure, drawn from the shipped data (or small synthetic inputs where the
 shipped data lacks its input), passes :func:`hippo_rep.plotting.checks.check_figure`: no
-texts over each other or into another panel, no empty panel that does not say why, a
-colour bar on every map (``tests/test_figure_checks.py``).
+texts over each other, into another panel or past the figure's edges, no empty panel that
+does not say why, a colour bar on every map, no legend over data
+(``tests/test_figure_checks.py``).
 """
 
 from __future__ import annotations
 
-import textwrap
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,14 +34,20 @@ from hippo_rep.analysis.classify import (
 )
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
-from hippo_rep.defaults import GRID_THRESHOLD, PLACE_THRESHOLD
+from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
-from hippo_rep.plotting.axes import panel_letter
+from hippo_rep.plotting.axes import figure_title, panel_letter
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
-from hippo_rep.plotting.maps import UNVISITED_GREY, autocorrelogram, rate_map
+from hippo_rep.plotting.maps import (
+    UNVISITED_GREY_NAME,
+    autocorrelogram,
+    map_caption,
+    place_map,
+    rate_map,
+)
 from hippo_rep.plotting.passkey import passkey_curves, passkey_long_filler
 from hippo_rep.plotting.place import field_count_by_population, place_score_by_population
 from hippo_rep.plotting.remapping import (
@@ -154,22 +161,32 @@ FIGURES: dict[str, Callable[[FigureInputs], object]] = {}
 
 
 def register(name: str):
-    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry."""
+    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry;
+    the figure it returns has its layout settled (:func:`settle_layout`)."""
 
     def deco(fn):
-        FIGURES[name] = fn
-        return fn
+        @functools.wraps(fn)
+        def build(inputs: FigureInputs):
+            return settle_layout(fn(inputs))
+
+        FIGURES[name] = build
+        return build
 
     return deco
 
 
-#: Characters per line of a figure-wide title at 7 pt on a :data:`FULL_WIDTH` figure.
-TITLE_CHARS = 125
+def settle_layout(fig):
+    """Lay out ``fig`` once before it is saved or checked (a draw without rendering, where
+    it has a layout engine); returns it.
 
-
-def _wrap(text: str, width: int = TITLE_CHARS) -> str:
-    """A long figure title in lines that fit the page width (its own line breaks kept)."""
-    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+    Constrained layout makes room for the texts as they were last drawn (a y label is put
+    beside its tick labels while the axes draws), so the first layout of a new figure can
+    leave a label past the figure's edge (``tem_vs_temt``: its first y label, 10 px) that
+    the next layout fixes; saving lays the figure out once more, so every format written
+    shows the settled layout."""
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()
+    return fig
 
 
 def _label_panels(axes) -> None:
@@ -192,8 +209,8 @@ def learning_figure(inputs: FigureInputs):
     accuracy_by_step_type(evals, ax=axes[1], colors=colors)
     first = next(iter(evals.values()))
     meta = first.get("meta", {})
-    fig.suptitle(f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments × "
-                 f"{meta.get('steps', '?')} steps", fontsize=8)
+    figure_title(fig, f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments "
+                   f"× {meta.get('steps', '?')} steps", 8)
     _label_panels(axes)
     return fig
 
@@ -222,12 +239,12 @@ def learning_speed_figure(inputs: FigureInputs):
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=7,
                frameon=False)
     worlds = ", ".join(data.get("worlds", []))
-    fig.suptitle(f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
-                 f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
-                 f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
-                 f"{data.get('tem_schedule', '?')})"
-                 + ("" if data.get("complete", True) else " — partial: run still going or "
-                    "stopped early") + _resumed(data), fontsize=7)
+    figure_title(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
+                   f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
+                   f"{data.get('threads', '?')} CPU thread(s); TEM schedule "
+                   f"{data.get('tem_schedule', '?')})"
+                   + ("" if data.get("complete", True) else " — partial: run still going or "
+                      "stopped early") + _resumed(data))
     _label_panels(axes)
     return fig
 
@@ -258,15 +275,46 @@ MIN_PEAK_FRACTION = 0.01
 
 def _top_units(ds, score: str, env, n: int, tie: str | None = None,
                min_peak_fraction: float = 0.0) -> np.ndarray:
-    """The ``n`` units of ``ds`` with the highest ``score`` in ``env`` (ties by ``tie``),
-    leaving out those whose map's peak is below ``min_peak_fraction`` of the largest."""
-    s = ds[score].sel(env=env).fillna(-np.inf).values
+    """At most ``n`` units of ``ds`` with the highest ``score`` in ``env`` (ties by
+    ``tie``), best first: only units whose score is finite and, with
+    ``min_peak_fraction``, whose map's peak is at least that fraction of the largest. Fewer
+    than ``n``, or none, when fewer units qualify (the figures then say how many)."""
+    s = np.asarray(ds[score].sel(env=env).values, dtype=float)
+    ok = np.isfinite(s)
     if min_peak_fraction > 0 and "rate_map" in ds:
-        peak = ds["rate_map"].sel(env=env).max(("y", "x")).fillna(-np.inf).values
-        s = np.where(peak >= min_peak_fraction * np.max(peak), s, -np.inf)
+        peak = np.nan_to_num(ds["rate_map"].sel(env=env).max(("y", "x")).values, nan=-np.inf)
+        ok &= peak >= min_peak_fraction * np.max(peak, initial=-np.inf)
     keys = (-s,) if tie is None or tie not in ds else (
         -ds[tie].sel(env=env).fillna(-np.inf).values, -s)
-    return ds["unit"].values[np.lexsort(keys)[:n]]
+    order = np.lexsort(keys)
+    return ds["unit"].values[order[ok[order]][:n]]
+
+
+#: Font size of the note in the first empty slot of a row of maps with fewer units than
+#: it has room for (:func:`_fewer_units_note`), points.
+NOTE_FONTSIZE = 6
+
+
+def _fewer_units_note(ax, shown: int, n: int, why: str) -> None:
+    """Say, in the first empty slot ``ax`` of a row of ``n`` maps, that only ``shown`` are
+    shown and ``why`` (no other unit qualifies); the axes is switched off."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, f"{shown} of {n} shown:\nno other unit\n{why}", transform=ax.transAxes,
+            ha="center", va="center", fontsize=NOTE_FONTSIZE)
+
+
+def _counted(counts: dict, noun: str) -> str:
+    """``"the 6 {noun}"``, ``"the 6 {noun} in env 0 and 2 in env 1"`` (counts by label
+    where they differ) or ``"no {noun}"`` (none at all)."""
+    values = list(counts.values())
+    if not any(values):
+        return f"no {noun}"
+    if len(set(values)) == 1:
+        return f"the {values[0]} {noun}"
+    first, *rest = counts.items()
+    return (f"the {first[1]} {noun} in {first[0]}"
+            + "".join(f"{' and' if i == len(rest) - 1 else ','} {k} in {lab}"
+                      for i, (lab, k) in enumerate(rest)))
 
 
 def _tem_modules(tem) -> np.ndarray:
@@ -338,8 +386,8 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     env = tem_g["env"].values[0]
     best = [(_top_units(tem_g.isel(unit=module == m), "gridness_60", env, 1), f"module {m}")
             for m in np.unique(module)[:n]]
-    rows.append(("TEM g", tem_g, env, [(u[0], lab) for u, lab in best], "gridness_60",
-                 "viridis", False))
+    rows.append(("TEM g", tem_g, env, [(u[0], lab) for u, lab in best if len(u)],
+                 "gridness_60", "viridis", False))
     rows.append(("TEM p", tem_p, env,
                  [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info",
                                               MIN_PEAK_FRACTION)],
@@ -356,7 +404,12 @@ def tem_vs_temt_figure(inputs: FigureInputs):
         for j in range(n):
             ax = fig.add_subplot(grid[i, j])
             if j >= len(units):
-                ax.set_axis_off()
+                if j == len(units):
+                    _fewer_units_note(ax, len(units), n, f"has a finite {SCORE_SHORT[score]}"
+                                      + (f"\nand a peak ≥ {MIN_PEAK_FRACTION:.0%}" if outline
+                                         else ""))
+                else:
+                    ax.set_axis_off()
                 continue
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
@@ -382,13 +435,13 @@ def tem_vs_temt_figure(inputs: FigureInputs):
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
     _classes_and_remapping(fig, grid[5, :], named, COMPARE_COLORS)
     units = temt["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap(f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
-                       "envs): rate maps in the first environment, the most grid-like g units "
-                       "(g60 = gridness-60; white = unvisited) and the most place-like p units "
-                       "and memory neurons (place = place metric; ties by spatial information; "
-                       f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
-                       f"{PLACE_MAP_CAPTION.format(units=units)}; every unit x environment in "
-                       "the distributions"), fontsize=7)
+    figure_title(fig, f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
+                   "envs): rate maps in the first environment, the most grid-like g units "
+                   "(g60 = gridness-60; white = unvisited) and the most place-like p units "
+                   "and memory neurons (place = place metric; ties by spatial information; "
+                   f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
+                   f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}; every "
+                   "unit x environment in the distributions")
     return fig
 
 
@@ -414,8 +467,8 @@ def transitions_figure(inputs: FigureInputs):
     loop_return_panel(evals, ax=axes[1], colors=colors)
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})
-    fig.suptitle(f"transition structure ({label}); memories on held-out {meta.get('world', '')}"
-                 f", {meta.get('steps', '?')}-step walks", fontsize=8)
+    figure_title(fig, f"transition structure ({label}); memories on held-out "
+                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks", 8)
     _label_panels(axes)
     return fig
 
@@ -450,11 +503,9 @@ def grid_cells_figure(inputs: FigureInputs):
                 autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram",
                                 colorbar=True)
     units = ds["rate_map"].attrs.get("units", "")
-    fig.suptitle("most grid-like positional units g (ranked by gridness-60, g60, in env "
-                 f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = spacing "
-                 f"in bins)\ncolour bars: mean activity per bin ({units}) from the map's lowest "
-                 "value to its peak; autocorrelograms in Pearson r; white = unvisited",
-                 fontsize=7)
+    figure_title(fig, "most grid-like positional units g (ranked by gridness-60, g60, in env "
+                   f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = "
+                   f"spacing in bins)\n{map_caption(units, autocorrelograms=True)}")
     return fig
 
 
@@ -505,28 +556,10 @@ def controls_figure(inputs: FigureInputs):
                  ax=bottom[1], tol=LATTICE_PHASE_TOL,
                  title="triad phase\n(shaded: lattice of peaks / of troughs)")
     units = ds["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap("model-grown controls: pattern formation (relu, periodic √3/2 and "
-                       "square box) and its negatives (tanh, no surround, linear eigenmodes); "
-                       f"colour bars: activity ({units}) from the map's lowest value to its "
-                       "peak, autocorrelograms in Pearson r"), fontsize=7)
+    figure_title(fig, "model-grown controls: pattern formation (relu, periodic √3/2 and "
+                   "square box) and its negatives (tanh, no surround, linear eigenmodes); "
+                   f"{map_caption(units, autocorrelograms=True)}")
     return fig
-
-
-#: Colour map of place-like maps: zero light, the peak dark (a sparse map is a few dark bins
-#: on a light ground, not a black mask); unvisited bins grey.
-PLACE_CMAP = "magma_r"
-
-#: What the place-like maps show (``units``: the rate map's units).
-PLACE_MAP_CAPTION = ("colour bars: mean activity per bin ({units}) from the map's lowest value "
-                     "to its peak (top tick); blue outline: bins at or above "
-                     f"{PLACE_THRESHOLD:.0%} of the peak (the field threshold); grey = unvisited")
-
-
-def place_map(m, ax, title: str):
-    """A place-like rate map as the place figures draw it: :data:`PLACE_CMAP`, fields
-    outlined, unvisited grey, a colour bar ticked at 0 and the peak."""
-    return rate_map(m, ax=ax, outline_fields=True, cmap=PLACE_CMAP, colorbar=True, units="",
-                    unvisited=UNVISITED_GREY, title=title)
 
 
 @register("place_cells")
@@ -545,12 +578,17 @@ def place_cells_figure(inputs: FigureInputs):
                             height_ratios=[1.0] * len(envs) + [1.5])
     axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
                      for i in range(len(envs))]).reshape(len(envs), N_UNITS_SHOWN)
+    counts = {}
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
         # ties in place score (1 = all mass in one field) broken by spatial information
         top = _top_units(ds, "place_score", env, N_UNITS_SHOWN, "spatial_info",
                          MIN_PEAK_FRACTION)
+        counts[f"env {env}"] = len(top)
         for j in range(N_UNITS_SHOWN):
+            if j == len(top):
+                _fewer_units_note(axes[i, j], len(top), N_UNITS_SHOWN,
+                                  f"has a place score\nand a peak ≥ {MIN_PEAK_FRACTION:.0%}")
             if j >= len(top):
                 axes[i, j].set_axis_off()
                 continue
@@ -565,9 +603,10 @@ def place_cells_figure(inputs: FigureInputs):
                    "maps large enough for a grid unit to show several fields)", fontsize=7)
     units = full["rate_map"].attrs.get("units", "")
     who = "TEM grounded locations p" if pop == P else "memory neurons (softmax units)"
-    fig.suptitle(_wrap(f"{who} with the highest place score (ties: spatial information; peak "
-                       f"at least {MIN_PEAK_FRACTION:.0%} of the population's largest in the "
-                       f"environment); {PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
+    figure_title(fig, f"{_counted(counts, who)} with the highest place score (ties: spatial "
+                   f"information; a finite score and a peak at least {MIN_PEAK_FRACTION:.0%} "
+                   "of the population's largest in the environment); "
+                   f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}")
     return fig
 
 
@@ -595,12 +634,16 @@ def fam_slots_figure(inputs: FigureInputs):
     env = full["env"].values[0]
     fig = plt.figure(figsize=(FULL_WIDTH, 8.4), layout="constrained")
     grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.4])
+    counts = {}
     for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
         ds = full.hippo.population(pop)
         score, info = ds["place_score"].sel(env=env), ds["spatial_info"].sel(env=env)
         top = _top_units(ds, "spatial_info", env, N_FAM_SHOWN)
+        counts[pop] = len(top)
         for j in range(N_FAM_SHOWN):
             ax = fig.add_subplot(grid[i, j])
+            if j == len(top):
+                _fewer_units_note(ax, len(top), N_FAM_SHOWN, "has a finite\nspatial information")
             if j >= len(top):
                 ax.set_axis_off()
                 continue
@@ -618,10 +661,12 @@ def fam_slots_figure(inputs: FigureInputs):
     _classes_and_remapping(fig, grid[3, :], {k: (full, p) for k, p in shown.items()},
                            {k: POPULATION_COLORS[p] for k, p in shown.items()})
     units = full["rate_map"].attrs.get("units", "")
-    fig.suptitle(_wrap(f"FAM slots (top row) beside memory neurons (second row), env {env}, "
-                       "most spatially informative first; SI = spatial information "
-                       f"({axis_label(full['spatial_info'], 'SI').split('(', 1)[1][:-1]}); "
-                       f"{PLACE_MAP_CAPTION.format(units=units)}"), fontsize=7)
+    figure_title(fig, f"{_counted({0: counts[FAM_ACTIVITY]}, 'FAM slots')} (top row) beside "
+                   f"{_counted({0: counts[MEMORY_ACTIVITY]}, 'memory neurons')} (second row) "
+                   f"with the highest finite spatial information in env {env}, most "
+                   "informative first; SI = spatial information "
+                   f"({axis_label(full['spatial_info'], 'SI').split('(', 1)[1][:-1]}); "
+                   f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}")
     return fig
 
 
@@ -677,13 +722,11 @@ def session_cells_figure(inputs: FigureInputs):
             autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram",
                             colorbar=True)
     bin_cm = _attr(full, "map_bin_size_cm", float("nan"))
-    fig.suptitle(_wrap(
-        f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
+    figure_title(
+        fig, f"session cells ({', '.join(pops)}): rate maps ({bin_cm:g} cm bins, smoothing σ "
         f"{_attr(full, 'smooth_cm', float('nan')):g} cm, speed > "
-        f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s; colour bars in Hz from the "
-        f"map's lowest rate to its peak; blue outline: bins at or above "
-        f"{PLACE_THRESHOLD:.0%} of the peak; white = unvisited) and autocorrelograms "
-        "(Pearson r)", int(TITLE_CHARS * fig.get_figwidth() / FULL_WIDTH)), fontsize=7)
+        f"{_attr(full, 'min_speed_cm_s', float('nan')):g} cm/s) and autocorrelograms; "
+        f"{map_caption('Hz', quantity='firing rate', outline=True, autocorrelograms=True)}")
     return fig
 
 
@@ -765,9 +808,9 @@ def scores_figure(inputs: FigureInputs):
                    f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
-    fig.suptitle(_wrap(f"scores of every (unit, environment) against circular-shift nulls "
-                 f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                 f"fractions of the unit × environment pairs that exist)", 110), fontsize=8)
+    figure_title(fig, f"scores of every (unit, environment) against circular-shift nulls "
+                   f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
+                   f"fractions of the unit × environment pairs that exist)", 8)
     _label_panels(axes.ravel())
     return fig
 
@@ -822,7 +865,7 @@ def remapping_figure(inputs: FigureInputs):
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
              f"Note on d: {PER_UNIT_NOTE}.")
-    fig.suptitle(textwrap.fill(title, 150), fontsize=6.5)
+    figure_title(fig, title, 6.5)
     _label_panels(axes.ravel())
     return fig
 
@@ -842,8 +885,8 @@ def passkey_figure(inputs: FigureInputs):
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
         else "± SD"
-    fig.suptitle(f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), {bars}; "
-                 f"chance {CHANCE:.3f})", fontsize=8)
+    figure_title(fig, f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), "
+                   f"{bars}; chance {CHANCE:.3f})", 8)
     _label_panels(axes)
     return fig
 
@@ -899,8 +942,8 @@ def sweep_figure(inputs: FigureInputs):
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
-    fig.suptitle(f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
-                 fontsize=8)
+    figure_title(fig, f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
+              8)
     _label_panels(axes)
     return fig
 

@@ -10,12 +10,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from hippo_rep.plotting.checks import (  # noqa: E402
+    RULES,
     check_figure,
+    draw,
     empty_axes,
     images_without_colorbar,
     legends_over_data,
     overlapping_texts,
     report,
+    texts_outside_figure,
     texts_over_panels,
 )
 
@@ -36,7 +39,8 @@ def clean(fig):
     im = b.imshow(np.arange(12.0).reshape(3, 4))
     fig.colorbar(im, ax=b, label="activity")
     b.set_title("a map")
-    fig.suptitle("a figure", y=1.02)
+    fig.suptitle("a figure")
+    fig.subplots_adjust(bottom=0.2, top=0.8)  # the x label and the titles inside the figure
 
 
 def test_a_clean_figure_passes(fig):
@@ -47,7 +51,7 @@ def test_a_clean_figure_passes(fig):
 def test_a_bare_figure_without_pyplot_is_checked_too():
     from matplotlib.figure import Figure
 
-    f = Figure(figsize=(3, 2))
+    f = Figure(figsize=(3, 2), layout="constrained")  # its tick labels inside the figure
     ax = f.subplots()
     ax.imshow(np.eye(3))
     assert [p.rule for p in check_figure(f)] == ["colorbar"]
@@ -127,6 +131,122 @@ def test_a_legend_over_a_curve_is_found(fig):
     a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes
     a.set_ylim(0, 1.05)
     assert legends_over_data(fig) == []
+
+
+def legend_over(ax, draw_under):
+    """A legend at the upper right of ``ax`` with ``draw_under(ax)`` drawn there (a low
+    curve keeps the legend's entry and the axes' data)."""
+    ax.plot([0, 1], [0, 0.1], label="low")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    draw_under(ax)
+    ax.legend(loc="upper right")
+
+
+def test_a_legend_over_a_reference_line_is_found(fig):
+    a = fig.axes[0]
+    legend_over(a, lambda ax: ax.axhline(0.93, color="0.5"))
+    (p,) = legends_over_data(fig)
+    assert p.rule == "legend" and "a line" in p.detail
+    a.lines[-1].set_ydata([0.5, 0.5])  # below the legend
+    assert legends_over_data(fig) == []
+
+
+@pytest.mark.parametrize("segments", ["errorbar", "hlines"])
+def test_a_legend_over_error_bars_or_segments_is_found(fig, segments):
+    a = fig.axes[0]
+    if segments == "errorbar":  # a bar from 0.05 to 0.95 under the legend, its point below
+        legend_over(a, lambda ax: ax.errorbar([0.85], [0.5], yerr=[0.45], fmt="o",
+                                              label="mean ± SD"))
+    else:
+        legend_over(a, lambda ax: ax.hlines([0.93], 0, 1, label="segments"))
+    (p,) = legends_over_data(fig)
+    assert p.rule == "legend" and "error bars or line segments" in p.detail
+    a.set_ylim(0, 2)  # the segments now under the legend's bottom
+    assert legends_over_data(fig) == []
+
+
+def test_error_bar_caps_under_a_legend_are_data_but_the_gap_between_markers_is_not(fig):
+    a = fig.axes[0]
+    # markers at two corners, no line between them: the legend between covers nothing
+    legend_over(a, lambda ax: ax.plot([0.3, 0.995], [0.995, 0.3], "o", ms=2, label="pts"))
+    assert legends_over_data(fig) == []
+    a.plot([0.9], [0.93], "_", ms=8, label="cap")  # a marker under the legend
+    a.legend(loc="upper right")
+    (p,) = legends_over_data(fig)
+    assert "line 'cap'" in p.detail
+
+
+def test_a_line_without_a_finite_point_is_no_data(fig):
+    a, b = fig.axes
+    legend_over(a, lambda ax: ax.plot([0.8, 1], [np.nan, np.nan], label="not drawn"))
+    assert legends_over_data(fig) == []
+    b.set_title("a NaN curve")
+    b.plot([0, 1], [np.nan, np.nan])  # draws nothing: the panel is empty
+    (p,) = empty_axes(fig)
+    assert "a NaN curve" in p.detail
+    b.lines[0].set_ydata([0, 1])
+    assert empty_axes(fig) == []
+
+
+def test_a_suptitle_wider_than_the_figure_is_outside(fig):
+    clean(fig)
+    title = fig.texts[0]
+    title.set_text("a figure-wide title " * 8)
+    (p,) = texts_outside_figure(fig)
+    assert p.rule == "outside" and "left" in p.detail and "right" in p.detail
+    title.set_text("a figure-wide title " * 2)
+    assert texts_outside_figure(fig) == []
+
+
+def test_a_label_below_the_bottom_edge_and_a_tilted_text_past_the_top_are_outside(fig):
+    clean(fig)
+    a = fig.axes[0]
+    a.set_xlabel("x (units)", labelpad=40)
+    note = a.text(0.5, 1.05, "tilted", rotation=30, transform=a.transAxes)
+    found = texts_outside_figure(fig)
+    assert [("x (units)" in p.detail, "bottom" in p.detail) for p in found] == [(True, True)]
+    note.set_y(1.6)
+    found = texts_outside_figure(fig)
+    assert len(found) == 2 and "'tilted'" in found[1].detail and "top" in found[1].detail
+
+
+def broken(fig):
+    """A figure breaking every rule once: two notes over each other, a note into the
+    next panel, a legend over its curve, a map without a colour bar, a suptitle past both
+    edges and an empty panel."""
+    a, b = fig.axes
+    legend_over(a, lambda ax: ax.plot([0, 1], [0.95, 0.95], label="under the legend"))
+    a.text(0.1, 0.5, "first note", transform=a.transAxes)
+    a.text(0.12, 0.5, "second note", transform=a.transAxes)
+    a.text(0.7, 0.2, "a note running on into b", transform=a.transAxes)
+    b.imshow(np.eye(3))
+    b.set_title("a map")
+    extra = fig.add_axes((0.45, 0.85, 0.1, 0.1))
+    extra.set_title("nothing")
+    fig.suptitle("a figure-wide title " * 8, y=0.95)
+    fig.subplots_adjust(bottom=0.2, top=0.7)
+
+
+def test_a_figure_with_every_problem_gets_all_of_them_from_one_drawing(fig):
+    broken(fig)
+    draws = []
+    original = fig.canvas.draw
+    fig.canvas.draw = lambda *args, **kw: (draws.append(1), original(*args, **kw))
+    problems = check_figure(fig)
+    assert len(draws) == 1  # once for every rule, not once per rule
+    assert {p.rule for p in problems} == {"overlap", "outside", "empty", "colorbar", "legend"}
+    # the same findings as each rule drawing the figure for itself, and the shared drawing
+    # gives each rule what it finds alone
+    alone = [p for rule in RULES for p in rule(fig)]
+    shared = draw(fig)
+    assert problems == alone == [p for rule in RULES for p in rule(fig, drawing=shared)]
+    assert len(draws) == 1 + len(RULES) + 1
+    details = report(problems)
+    for what in ("'first note'", "into the panel 'a map'", "figure-wide title",
+                 "'nothing' draws nothing", "'a map' shows a map without",
+                 "lies over line 'under the legend'"):
+        assert what in details, details
 
 
 def test_hidden_and_empty_texts_are_ignored(fig):

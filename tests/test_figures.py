@@ -311,3 +311,147 @@ def test_field_count_by_population_bar_heights():
         "a: mean 2.25 (n = 4)", "b: mean 2.00 (n = 2)"]
     assert ax.get_xticklabels()[-1].get_text() == "5+"
     plt.close(fig)
+
+
+def _title(fig) -> str:
+    return fig._suptitle.get_text().replace("\n", " ")
+
+
+def test_place_cells_caption_and_rows_say_how_many_units_qualify(synthetic_analysis):
+    """_top_units leaves out units with an undefined score: the caption gives the true
+    count per environment, and the first empty slot of a short row says why it is short;
+    with none at all the caption says so."""
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.figures import MIN_PEAK_FRACTION, N_UNITS_SHOWN, _top_units
+    from hippo_rep.plotting.checks import check_figure, report
+
+    ds = synthetic_analysis
+    mem = (ds["variable"] == "memory_activity").values
+    env0, env1 = ds["env"].values[:2]
+    keep = np.flatnonzero(mem)[:2]  # two memory neurons keep a score in env 0, none in env 1
+    score = ds["place_score"].copy()
+    gone = np.isin(np.arange(ds.sizes["unit"]), keep, invert=True) & mem
+    score.loc[{"env": env0}] = score.sel(env=env0).where(~gone)
+    score.loc[{"env": env1}] = score.sel(env=env1).where(~mem)
+    short = ds.assign(place_score=score)
+    pop = short.hippo.population("memory_activity")
+    assert set(_top_units(pop, "place_score", env0, N_UNITS_SHOWN, "spatial_info",
+                          MIN_PEAK_FRACTION)) <= set(ds["unit"].values[keep])
+    assert len(_top_units(pop, "place_score", env1, N_UNITS_SHOWN)) == 0
+    n0 = len(_top_units(pop, "place_score", env0, N_UNITS_SHOWN, "spatial_info",
+                        MIN_PEAK_FRACTION))
+    assert n0 in (1, 2)
+    fig = FIGURES["place_cells"](FigureInputs(analysis=short))
+    title = _title(fig)
+    assert (f"the {n0} memory neurons (softmax units) in env {env0} and 0 in env {env1} with "
+            "the highest place score") in title, title
+    notes = [t.get_text() for ax in fig.axes for t in ax.texts if " shown:" in t.get_text()]
+    assert [n.split(":")[0] for n in notes] == [f"{n0} of {N_UNITS_SHOWN} shown",
+                                               f"0 of {N_UNITS_SHOWN} shown"]
+    assert check_figure(fig) == [], report(check_figure(fig))
+    plt.close(fig)
+    none = ds.assign(place_score=ds["place_score"].where(~mem))
+    fig = FIGURES["place_cells"](FigureInputs(analysis=none))
+    assert _title(fig).startswith("no memory neurons (softmax units) with the highest")
+    plt.close(fig)
+
+
+def test_counted_names_the_count_per_label():
+    from hippo_rep.figures import _counted
+
+    assert _counted({"env 0": 6, "env 1": 6}, "units") == "the 6 units"
+    assert _counted({"env 0": 6, "env 1": 2}, "units") == "the 6 units in env 0 and 2 in env 1"
+    assert _counted({"a": 1, "b": 2, "c": 0}, "units") == "the 1 units in a, 2 in b and 0 in c"
+    assert _counted({"env 0": 0}, "units") == "no units"
+
+
+def test_map_figures_share_one_caption_of_their_colour_bars(synthetic_analysis):
+    import matplotlib.pyplot as plt
+
+    from hippo_rep.plotting.maps import UNVISITED_GREY_NAME, map_caption
+
+    units = synthetic_analysis["rate_map"].attrs.get("units", "")
+    for name, caption in (
+            ("place_cells", map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)),
+            ("grid_cells", map_caption(units, autocorrelograms=True))):
+        fig = FIGURES[name](FigureInputs(analysis=synthetic_analysis))
+        assert caption in _title(fig), (name, _title(fig))
+        plt.close(fig)
+
+
+def test_map_caption_says_what_each_option_draws():
+    from hippo_rep.defaults import PLACE_THRESHOLD
+    from hippo_rep.plotting.maps import map_caption
+
+    plain = map_caption("a.u.")
+    assert plain == ("colour bars: mean activity per bin (a.u.) from the map's lowest value "
+                     "to its peak (top tick); white = unvisited")
+    full = map_caption("Hz", quantity="firing rate", outline=True, unvisited="grey",
+                       autocorrelograms=True)
+    assert full.startswith("colour bars: firing rate (Hz) from")
+    assert f"blue outline: bins at or above {PLACE_THRESHOLD:.0%} of the peak" in full
+    assert full.endswith("grey = unvisited; autocorrelograms in Pearson r")
+    assert "()" not in map_caption("")
+
+
+def test_a_legend_below_drops_the_same_points_whatever_the_axes_height():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting.axes import LEGEND_DROP_PT, legend_below
+
+    fig = Figure(figsize=(4, 6))
+    FigureCanvasAgg(fig)
+    tall, short = fig.add_axes((0.1, 0.45, 0.8, 0.5)), fig.add_axes((0.1, 0.1, 0.8, 0.1))
+    gaps = []
+    for ax, drop in ((tall, LEGEND_DROP_PT), (short, LEGEND_DROP_PT), (short, 50.0)):
+        ax.plot([0, 1], [0, 1], label="a curve")
+        legend = legend_below(ax, drop, frameon=False, borderaxespad=0)
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        top = legend.get_window_extent(r).y1
+        gaps.append((ax.get_window_extent(r).y0 - top) * 72 / fig.dpi)
+    np.testing.assert_allclose(gaps, [LEGEND_DROP_PT, LEGEND_DROP_PT, 50.0], atol=0.5)
+
+
+def test_place_map_lives_in_plotting_and_figures_still_finds_it():
+    from hippo_rep import figures
+    from hippo_rep.plotting.maps import PLACE_CMAP, place_map
+
+    assert figures.place_map is place_map
+    m = __import__("xarray").DataArray(np.eye(3), dims=("y", "x"))
+    from matplotlib.figure import Figure
+
+    ax = place_map(m, ax=Figure().subplots(), title="a place map")
+    assert ax.collections[0].get_cmap().name == PLACE_CMAP and ax.get_title() == "a place map"
+
+
+def test_unit_figure_is_a_pure_plotting_function(synthetic_analysis):
+    """The explorer's unit panel: a new Figure outside pyplot, or drawn into the figure
+    (or subfigure) given; the global style as it was; the checks pass."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from hippo_rep.explore import ExploreError, ranked_units, unit_figure
+    from hippo_rep.plotting.checks import check_figure, report
+
+    ds = synthetic_analysis
+    env0 = ds["env"].values[0]
+    (best, _), *_ = ranked_units(ds, env0, "g")
+    before, style = plt.get_fignums(), dict(matplotlib.rcParams)
+    fig = unit_figure(ds, env0, "g", best)
+    assert isinstance(fig, Figure) and plt.get_fignums() == before
+    assert dict(matplotlib.rcParams) == style
+    assert check_figure(fig) == [], report(check_figure(fig))
+    units = ds["rate_map"].attrs.get("units") or "activity units"
+    labels = [cax.get_ylabel() for ax in fig.axes for cax in ax.child_axes]
+    assert labels == [f"mean activity ({units})", "Pearson r"]
+    host = Figure(figsize=(7, 5), layout="constrained")
+    top, _ = host.subfigures(2, 1)
+    assert unit_figure(ds, env0, "g", best, fig=top) is top
+    assert len(top.axes) == 3 and all(ax.figure is top for ax in top.axes)
+    with pytest.raises(ExploreError, match="populations"):
+        unit_figure(ds, env0, "g", 999, fig=host)
+    assert len(host.axes) == 3  # nothing drawn for a unit that does not exist

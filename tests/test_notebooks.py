@@ -248,7 +248,8 @@ def test_explorer_static_fallback_without_ipywidgets(tiny, monkeypatch):
     figs = explore_rate_maps(ds, n_static=1, show=False)
     # per population: its best unit, then that unit in both environments
     assert len(figs) == 6 and all(isinstance(f, Figure) for f in figs)
-    assert len(figs[0].axes) == 5  # map, autocorrelogram, scores, two colour bars
+    # map, autocorrelogram, scores; the two maps' colour bars inset beside them
+    assert len(figs[0].axes) == 3 and [len(a.child_axes) for a in figs[0].axes] == [1, 1, 0]
     assert len(figs[1].axes) == ds.sizes["env"]  # one map per environment
     with pytest.raises(ImportError):
         explore_rate_maps(ds, widgets=True, show=False)

@@ -1,4 +1,7 @@
-"""The axes a panel ``fn(data, ax=None) -> ax`` draws on."""
+"""The axes a panel ``fn(data, ax=None) -> ax`` draws on, and what is placed around
+panels: panel letters, a legend below the axes, a figure-wide title that fits."""
+
+import textwrap
 
 
 def get_ax(ax=None):
@@ -46,3 +49,42 @@ def panel_letter(ax, letter: str, fontsize: float = 10):
                        textcoords="offset points", ha="right", va="top",
                        fontweight="bold", fontsize=fontsize, annotation_clip=False)
     return note
+
+
+#: Drop of a legend placed below its axes (:func:`legend_below`): under the tick labels and
+#: the x label at the paper style's sizes, points.
+LEGEND_DROP_PT = 30.0
+
+
+def legend_below(ax, drop_pt: float = LEGEND_DROP_PT, **kwargs):
+    """A legend of ``ax`` centred below it, its top ``drop_pt`` points under the axes'
+    bottom edge whatever the axes' height (an offset in points, not in axes fraction: clear
+    of one line of tick labels and the x label by default; pass more for taller tick
+    labels). ``kwargs`` go to :meth:`~matplotlib.axes.Axes.legend`. Returns the legend."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -drop_pt / 72, ax.figure.dpi_scale_trans)
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
+                     **kwargs)
+
+
+#: Font size of a figure-wide title (:func:`figure_title`), points.
+TITLE_FONTSIZE = 7.0
+#: Width of the figure :data:`TITLE_CHARS` is measured on, inches (a two-column figure).
+TITLE_WIDTH_IN = 7.0
+#: Characters per line of a figure-wide title at :data:`TITLE_FONTSIZE` on a figure
+#: :data:`TITLE_WIDTH_IN` wide.
+TITLE_CHARS = 125
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
+    """``text`` in lines of at most ``width`` characters (its own line breaks kept)."""
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
+def figure_title(fig, text: str, fontsize: float = TITLE_FONTSIZE):
+    """The figure-wide title (suptitle) of ``fig``, in lines that fit the figure's width at
+    ``fontsize`` (:data:`TITLE_CHARS` scaled by width and font size; its own line breaks
+    kept): a longer line runs past the figure's edges. Returns the title."""
+    width = int(TITLE_CHARS * fig.get_figwidth() / TITLE_WIDTH_IN * TITLE_FONTSIZE / fontsize)
+    return fig.suptitle(wrap_title(text, width), fontsize=fontsize)

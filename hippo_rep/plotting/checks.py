@@ -1,7 +1,10 @@
 """Checks of a rendered figure that a reviewer would otherwise make by eye.
 
-Pure functions of a :class:`matplotlib.figure.Figure`; each draws the figure once (Agg or
-whatever canvas it has) and returns a list of :class:`Problem`, empty when the figure passes:
+Pure functions of a :class:`matplotlib.figure.Figure` that return a list of
+:class:`Problem`, empty when the figure passes. Each rule draws the figure once (Agg or
+whatever canvas it has) when called alone; :func:`check_figure` draws it once for all of them
+and shares that drawing (the renderer, the texts drawn and their measured boxes:
+:class:`Drawing`) across the rules:
 
 - :func:`overlapping_texts`: pairs of drawn, non-empty text artists (titles, panel
   letters, tick labels, axis labels, annotations, legend texts, suptitle, colour-bar labels)
@@ -12,21 +15,26 @@ whatever canvas it has) and returns a list of :class:`Problem`, empty when the f
 - :func:`texts_over_panels`: drawn texts that reach into the plotting area of a panel
   other than their own (a panel letter over the neighbour's curves, a title or tick label
   running into the next panel).
-- :func:`empty_axes`: visible axes that draw no data (no line in data coordinates —
-  ``axhline``/``axvline`` are reference lines —, image, collection, patch beyond the
-  background or table) and carry no visible text inside them saying why (a title or a panel
-  letter outside the box does not count); an axes switched off and blank is a gap, not a
-  panel.
-- :func:`legends_over_data`: a legend inside its axes drawn over the axes' data (a curve
-  or reference line, a bar, a point runs under its entries).
+- :func:`texts_outside_figure`: drawn texts that run past an edge of the figure (a long
+  suptitle wider than the page): cut off in a plain save, and with the paper style's tight
+  save box they widen the saved figure beyond its set size.
+- :func:`empty_axes`: visible axes that draw no data (no line in data coordinates with a
+  finite point —``axhline``/``axvline`` are reference lines —, image, collection, patch
+  beyond the background or table) and carry no visible text inside them saying why (a title
+  or a panel letter outside the box does not count); an axes switched off and blank is a
+  gap, not a panel.
+- :func:`legends_over_data`: a legend inside its axes drawn over the axes' data (a curve,
+  a reference line such as ``axhline``, an error bar or ``hlines``/``vlines`` segment, a
+  bar, a point or marker runs under its entries; a line without any finite point is not
+  data).
 - :func:`images_without_colorbar`: axes showing a map (an ``AxesImage`` or ``QuadMesh``)
   none of whose maps is read by a colour bar in the figure (its own, an inset one included,
   or that of another map on the same colour map and limits: a shared bar).
 
-:func:`check_figure` runs all five; :func:`report` writes the problems one per line.
+:func:`check_figure` runs all six; :func:`report` writes the problems one per line.
 Nothing is saved and the figure is not changed (other than being drawn; a bare ``Figure``
 without a canvas that renders gets an Agg one). Not checked: texts other than legends over
-data (lines, bars), text outside the saved area, font sizes.
+data (lines, bars), font sizes.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ MIN_GAP_PT = 4.0
 @dataclass(frozen=True)
 class Problem:
     """One defect found: its ``rule`` ("overlap": texts over each other, run together or
-    into another panel; "empty"; "colorbar"; "legend": over data) and what, in words."""
+    into another panel; "outside": a text past the figure's edge; "empty"; "colorbar";
+    "legend": over data) and what, in words."""
 
     rule: str
     detail: str
@@ -88,6 +97,41 @@ def _drawn_texts(fig) -> tuple[list, object]:
     return list(drawn.values()), renderer
 
 
+class Drawing:
+    """A figure drawn once, shared by the rules: its ``renderer``, the ``texts`` it drew
+    (visible, non-empty) and, measured once each, their window boxes (:meth:`box`) and the
+    corners of rotated ones (:meth:`corners`).
+
+    Make it with :func:`draw` and pass it to the rules as ``drawing=``; a figure changed
+    after it was drawn needs a new one."""
+
+    def __init__(self, fig):
+        self.fig = fig
+        self.texts, self.renderer = _drawn_texts(fig)
+        self._boxes: dict[int, object] = {}
+        self._corners: dict[int, object] = {}
+
+    def box(self, artist):
+        """The artist's window extent (pixels), measured once."""
+        key = id(artist)
+        if key not in self._boxes:
+            self._boxes[key] = artist.get_window_extent(self.renderer)
+        return self._boxes[key]
+
+    def corners(self, t):
+        """The four corners (pixels) of a rotated text's own rectangle (None: not
+        rotated; :func:`_corners`), measured once."""
+        key = id(t)
+        if key not in self._corners:
+            self._corners[key] = _corners(t, self.box(t), self.renderer)
+        return self._corners[key]
+
+
+def draw(fig) -> Drawing:
+    """Draw ``fig`` once for several rules (:class:`Drawing`)."""
+    return Drawing(fig)
+
+
 def _name(t) -> str:
     text = t.get_text().replace("\n", " / ")
     if len(text) > 50:
@@ -100,18 +144,19 @@ def _name(t) -> str:
 
 
 def overlapping_texts(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
-                      min_gap: float = MIN_GAP_PT) -> list[Problem]:
+                      min_gap: float = MIN_GAP_PT, drawing: Drawing | None = None
+                      ) -> list[Problem]:
     """Pairs of drawn texts whose rendered boxes overlap: their intersection is taller than
     ``tolerance`` points and wider than ``-min_gap`` points (texts on one line closer than
-    ``min_gap`` run together)."""
-    texts, renderer = _drawn_texts(fig)
+    ``min_gap`` run together). ``drawing``: the figure already drawn (:func:`draw`)."""
+    drawing = drawing or draw(fig)
     px = fig.dpi / 72.0
     tolerance, min_gap = tolerance * px, min_gap * px
     boxes = []
-    for t in texts:
-        bb = t.get_window_extent(renderer)
+    for t in drawing.texts:
+        bb = drawing.box(t)
         if bb.width > 0 and bb.height > 0:
-            boxes.append((t, bb, _corners(t, bb, renderer)))
+            boxes.append((t, bb, drawing.corners(t)))
     problems = []
     for i in range(len(boxes)):
         ti, bi, ci = boxes[i]
@@ -156,7 +201,7 @@ def _all_axes_under(ax) -> list:
     return out
 
 
-def _panels(fig, renderer) -> list:
+def _panels(fig, drawing: Drawing) -> list:
     """(axes, window box) of every visible panel that shows something: drawn axes (axis
     on) or axes holding data or text; blank switched-off gaps and colour bars aside."""
     out = []
@@ -165,24 +210,26 @@ def _panels(fig, renderer) -> list:
             continue
         if not ax.axison and not _has_data(ax) and not _own_texts(ax):
             continue
-        out.append((ax, ax.get_window_extent(renderer)))
+        out.append((ax, drawing.box(ax)))
     return out
 
 
-def texts_over_panels(fig, tolerance: float = OVERLAP_TOLERANCE_PT) -> list[Problem]:
+def texts_over_panels(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
+                      drawing: Drawing | None = None) -> list[Problem]:
     """Drawn texts that reach into the plotting area of another panel (a panel letter over
     the neighbour's curves, a long tick label or title running into the next panel): the
     text's box overlaps, by more than ``tolerance`` points both ways, the box of an axes
-    other than its own (or its own colour bar or inset)."""
-    texts, renderer = _drawn_texts(fig)
+    other than its own (or its own colour bar or inset). ``drawing``: the figure already
+    drawn (:func:`draw`)."""
+    drawing = drawing or draw(fig)
     tolerance *= fig.dpi / 72.0
-    panels = _panels(fig, renderer)
+    panels = _panels(fig, drawing)
     families = _families(fig)
     problems = []
-    for t in texts:
+    for t in drawing.texts:
         own = families.get(id(t.axes), {id(t.axes)}) if t.axes is not None else set()
-        bb = t.get_window_extent(renderer)
-        corners = _corners(t, bb, renderer)
+        bb = drawing.box(t)
+        corners = drawing.corners(t)
         for ax, box in panels:
             if id(ax) in own:
                 continue
@@ -196,6 +243,33 @@ def texts_over_panels(fig, tolerance: float = OVERLAP_TOLERANCE_PT) -> list[Prob
             what = ax.get_title() or ax.get_label() or "untitled"
             problems.append(Problem("overlap", f"{_name(t)} reaches into the panel "
                                                f"{what[:30]!r} ({w:.0f} x {h:.0f} px)"))
+    return problems
+
+
+def texts_outside_figure(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
+                         drawing: Drawing | None = None) -> list[Problem]:
+    """Drawn texts that run past an edge of the figure by more than ``tolerance`` points (a
+    suptitle wider than the page, a label beyond the bottom edge): cut off in a plain save;
+    with a tight save box (the paper style's) the saved figure grows beyond its set size.
+    Rotated texts are measured by their own rectangle's corners. ``drawing``: the figure
+    already drawn (:func:`draw`)."""
+    import numpy as np
+
+    drawing = drawing or draw(fig)
+    tolerance *= fig.dpi / 72.0
+    edge = fig.bbox
+    problems = []
+    for t in drawing.texts:
+        bb = drawing.box(t)
+        corners = drawing.corners(t)
+        pts = corners if corners is not None else _box_corners(bb)
+        (x0, y0), (x1, y1) = np.min(pts, axis=0), np.max(pts, axis=0)
+        past = {"left": edge.x0 - x0, "right": x1 - edge.x1, "bottom": edge.y0 - y0,
+                "top": y1 - edge.y1}
+        sides = [f"{side} by {d:.0f} px" for side, d in past.items() if d > tolerance]
+        if sides:
+            problems.append(Problem("outside", f"{_name(t)} runs past the figure's "
+                                               f"{' and '.join(sides)}"))
     return problems
 
 
@@ -251,11 +325,21 @@ def _is_colorbar_axes(ax) -> bool:
     return getattr(ax, "_colorbar", None) is not None or ax.get_label() == "<colorbar>"
 
 
+def _finite_points(line):
+    """The (x, y) points of a Line2D with both coordinates finite (n x 2)."""
+    import numpy as np
+
+    xy = np.asarray(line.get_xydata(), dtype=float).reshape(-1, 2)
+    return xy[np.isfinite(xy).all(axis=1)]
+
+
 def _has_data(ax) -> bool:
-    """Whether ``ax`` draws data: a line in data coordinates (``axhline``/``axvline``, in
-    axes coordinates along one side, are reference lines, not data), an image, a
-    collection, a patch other than the background, or a table."""
-    lines = [ln for ln in ax.lines if ln.get_visible() and ln.get_transform() is ax.transData]
+    """Whether ``ax`` draws data: a line in data coordinates with at least one finite point
+    (``axhline``/``axvline``, in axes coordinates along one side, are reference lines, not
+    data; an all-NaN line draws nothing), an image, a collection, a patch other than the
+    background, or a table."""
+    lines = [ln for ln in ax.lines if ln.get_visible() and ln.get_transform() is ax.transData
+             and len(_finite_points(ln))]
     others = [a for a in (*ax.images, *ax.collections, *ax.patches, *ax.tables)
               if a.get_visible()]
     return bool(lines or others)
@@ -267,30 +351,31 @@ def _own_texts(ax) -> list:
     return [t for t in texts if t.get_visible() and t.get_text().strip()]
 
 
-def _notes_inside(ax, renderer) -> list:
+def _notes_inside(ax, drawing: Drawing) -> list:
     """Visible, non-empty texts of ``ax`` whose centre lies inside the axes box."""
-    box = ax.get_window_extent(renderer)
+    box = drawing.box(ax)
     out = []
     for t in ax.texts:
         if t.get_visible() and t.get_text().strip():
-            bb = t.get_window_extent(renderer)
+            bb = drawing.box(t)
             if box.contains((bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2):
                 out.append(t)
     return out
 
 
-def empty_axes(fig) -> list[Problem]:
+def empty_axes(fig, drawing: Drawing | None = None) -> list[Problem]:
     """Visible axes (colour bars aside) with no data artist and no visible text of their
     own inside it (``ax.text`` or an annotation within the axes box: a title, or a panel
-    letter outside the box, does not say why it is empty)."""
-    renderer = _renderer(fig)
+    letter outside the box, does not say why it is empty). ``drawing``: the figure already
+    drawn (:func:`draw`)."""
+    drawing = drawing or draw(fig)
     problems = []
     for ax in fig.axes:
         if not ax.get_visible() or _is_colorbar_axes(ax) or _has_data(ax):
             continue
         if not ax.axison and not _own_texts(ax):
             continue  # switched off and blank: a deliberate gap in a grid of panels
-        if _notes_inside(ax, renderer):
+        if _notes_inside(ax, drawing):
             continue  # it says why (a note written in the axes)
         what = ax.get_title() or ax.get_label() or "untitled"
         problems.append(Problem("empty", f"axes {what[:50]!r} draws nothing and says why "
@@ -318,11 +403,13 @@ def _all_axes(fig) -> list:
     return [a for ax in fig.axes for a in _all_axes_under(ax)]
 
 
-def images_without_colorbar(fig) -> list[Problem]:
+def images_without_colorbar(fig, drawing: Drawing | None = None) -> list[Problem]:
     """Axes showing a map (AxesImage or QuadMesh) none of whose maps is read by a colour bar
     in the figure: the map's own (its ``colorbar`` attribute, that bar's axes in the figure),
-    or the bar of another map on the same colour map, norm and limits (a shared bar)."""
-    _renderer(fig)
+    or the bar of another map on the same colour map, norm and limits (a shared bar).
+    ``drawing``: the figure already drawn (:func:`draw`)."""
+    if drawing is None:
+        draw(fig)  # the colour bars of a layout engine are made while drawing
     every = _all_axes(fig)
     cbar_axes = {id(ax) for ax in every if _is_colorbar_axes(ax)}
     # the colour scales a colour bar in the figure reads: its mappable's own, and any other
@@ -344,47 +431,75 @@ def images_without_colorbar(fig) -> list[Problem]:
     return problems
 
 
-def _data_in_box(ax, box, renderer) -> str | None:
-    """What data of ``ax`` (a line, reference lines included, a bar or other patch, a point
-    of a scatter) lies in the display box ``box``; None when nothing does."""
+def _points_in_box(pts, box) -> bool:
+    return bool(len(pts)) and bool(((pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1)
+                                    & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)).any())
+
+
+def _no_line(style) -> bool:
+    return style in ("None", "none", "", " ")
+
+
+def _data_in_box(ax, box) -> str | None:
+    """What data of ``ax`` lies in the display box ``box``; None when nothing does: a line
+    (reference lines such as ``axhline`` included; its markers alone where it has no line
+    style, as error-bar caps; a line without a finite point draws nothing), a segment of a
+    line collection (error bars, ``hlines``/``vlines``), a bar or other patch, a point of a
+    scatter."""
     import numpy as np
-    from matplotlib.collections import PathCollection
+    from matplotlib.collections import LineCollection, PathCollection
 
     for ln in ax.lines:
-        if ln.get_visible() and len(ln.get_xydata()):
-            path = ln.get_transform().transform_path(ln.get_path())
-            if path.intersects_bbox(box, filled=False):
-                return f"line {ln.get_label()!r}" if not ln.get_label().startswith("_") \
-                    else "a line"
+        if not ln.get_visible() or not len(_finite_points(ln)):
+            continue
+        transform = ln.get_transform()
+        if _no_line(ln.get_linestyle()):  # markers only: the points, not a path between
+            if _no_line(ln.get_marker()):
+                continue
+            hit = _points_in_box(transform.transform(_finite_points(ln)), box)
+        else:
+            hit = transform.transform_path(ln.get_path()).intersects_bbox(box, filled=False)
+        if hit:
+            return f"line {ln.get_label()!r}" if not ln.get_label().startswith("_") \
+                else "a line"
     for patch in ax.patches:
         if patch.get_visible():
             path = patch.get_transform().transform_path(patch.get_path())
             if len(path.vertices) and path.intersects_bbox(box, filled=patch.get_fill()):
                 return "a bar or patch"
     for coll in ax.collections:
-        if isinstance(coll, PathCollection) and coll.get_visible():
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection):
             pts = np.asarray(coll.get_offset_transform().transform(coll.get_offsets()))
-            if len(pts) and ((pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1)
-                             & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)).any():
+            if _points_in_box(pts, box):
                 return "points"
+        elif isinstance(coll, LineCollection):
+            transform = coll.get_transform()
+            for path in coll.get_paths():
+                v = path.vertices
+                if len(v) and np.isfinite(v).all(axis=1).any() and transform.transform_path(
+                        path).intersects_bbox(box, filled=False):
+                    return "error bars or line segments"
     return None
 
 
-def legends_over_data(fig) -> list[Problem]:
-    """Legends drawn inside their axes over its data: a curve, reference line, bar or point
-    runs under the legend's text (a legend outside the axes box is not checked)."""
-    renderer = _renderer(fig)
+def legends_over_data(fig, drawing: Drawing | None = None) -> list[Problem]:
+    """Legends drawn inside their axes over its data: a curve, reference line (``axhline``),
+    error bar, bar or point runs under the legend's text (a legend outside the axes box is
+    not checked). ``drawing``: the figure already drawn (:func:`draw`)."""
+    drawing = drawing or draw(fig)
     problems = []
     for ax in _all_axes(fig):
         legend = ax.get_legend()
         if legend is None or not legend.get_visible() or not ax.get_visible():
             continue
-        box = legend.get_window_extent(renderer)
-        if not ax.get_window_extent(renderer).overlaps(box):
+        box = drawing.box(legend)
+        if not drawing.box(ax).overlaps(box):
             continue
         # the legend's entries only (texts and handles), not its padding
-        inner = legend._legend_box.get_window_extent(renderer)
-        what = _data_in_box(ax, inner, renderer)
+        inner = drawing.box(legend._legend_box)
+        what = _data_in_box(ax, inner)
         if what:
             title = ax.get_title() or ax.get_label() or "untitled"
             problems.append(Problem("legend", f"the legend of axes {title[:40]!r} lies over "
@@ -392,12 +507,16 @@ def legends_over_data(fig) -> list[Problem]:
     return problems
 
 
+#: The rules :func:`check_figure` runs, in the order of its report.
+RULES = (overlapping_texts, texts_over_panels, texts_outside_figure, empty_axes,
+         images_without_colorbar, legends_over_data)
+
+
 def check_figure(fig) -> list[Problem]:
-    """Every problem :func:`overlapping_texts`, :func:`texts_over_panels`,
-    :func:`empty_axes`, :func:`images_without_colorbar` and :func:`legends_over_data` find
-    (empty: the figure passes)."""
-    return [*overlapping_texts(fig), *texts_over_panels(fig), *empty_axes(fig),
-            *images_without_colorbar(fig), *legends_over_data(fig)]
+    """Every problem the :data:`RULES` find (empty: the figure passes), the figure drawn
+    once for all of them (:func:`draw`)."""
+    drawing = draw(fig)
+    return [p for rule in RULES for p in rule(fig, drawing=drawing)]
 
 
 def report(problems) -> str:

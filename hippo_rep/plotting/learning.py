@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.axes import get_ax, legend_below
 
 #: Line styles and colours of the two ideal agents.
 AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (limit)"),
                "edge_agent": dict(color="#999999", ls=":", label="edge agent")}
+#: Drop of the legends of :func:`accuracy_curve` and :func:`accuracy_by_step_type` below
+#: their axes (:func:`~hippo_rep.plotting.axes.legend_below`), points: clear of the step
+#: types' three-line tick labels (about 34 pt at the paper style's sizes), and the same for
+#: both so the two legends of the ``learning`` figure sit level.
+LEARNING_LEGEND_DROP_PT = 38.0
 #: Step types shown as bars, with axis labels.
 STEP_LABELS = {"first_visit": "first\nvisit", "revisit_known_edge": "known\nedge",
                "revisit_new_edge": "new edge\n(loop\nclosure)",
@@ -43,7 +48,7 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     ax.set_ylim(0, 1.02)
     # below the axes: inside, wherever it sat, it hid some curve (a model near chance at the
     # bottom, the agents above it)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=2, fontsize=6.5)
+    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2, fontsize=6.5)
     return ax
 
 
@@ -67,7 +72,7 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
     ax.set_xticks(np.arange(len(keys)), [STEP_LABELS[k] for k in keys])
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=len(groups))
+    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=len(groups))
     return ax
 
 

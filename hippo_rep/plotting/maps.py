@@ -14,6 +14,19 @@ OUTLINE_COLOR = "#56B4E9"
 #: Colour of unvisited bins where a map's own colour map reaches white (e.g. ``magma_r``).
 UNVISITED_GREY = "0.82"
 
+#: Colour map of place-like maps (:func:`place_map`): zero light, the peak dark (a sparse
+#: map is a few dark bins on a light ground, not a black mask); unvisited bins grey.
+PLACE_CMAP = "magma_r"
+
+#: What the colour bar of a rate map reads, in captions (:func:`map_caption`).
+MAP_QUANTITY = "mean activity per bin"
+
+#: The colours of :data:`OUTLINE_COLOR`, of the default (white) background and of
+#: :data:`UNVISITED_GREY` in words, for captions.
+OUTLINE_NAME = "blue"
+BACKGROUND_NAME = "white"
+UNVISITED_GREY_NAME = "grey"
+
 #: Font size of colour-bar ticks and label on a map, points.
 CBAR_FONTSIZE = 5
 
@@ -139,3 +152,30 @@ def autocorrelogram(sac, ax=None, title: str | None = None, colorbar: bool = Fal
     if colorbar:
         map_colorbar(mesh, ax, label="Pearson r")
     return ax
+
+
+def place_map(m, ax=None, title: str | None = None):
+    """A place-like rate map as the place figures draw it: :data:`PLACE_CMAP`, fields
+    outlined, unvisited bins :data:`UNVISITED_GREY`, a colour bar ticked at the lowest value
+    and the peak (no units: the caption, :func:`map_caption` with ``outline=True`` and
+    ``unvisited=UNVISITED_GREY_NAME``, gives them). Returns the axes."""
+    return rate_map(m, ax=ax, outline_fields=True, cmap=PLACE_CMAP, colorbar=True, units="",
+                    unvisited=UNVISITED_GREY, title=title)
+
+
+def map_caption(units: str = "", quantity: str = MAP_QUANTITY, outline: bool = False,
+                unvisited: str = BACKGROUND_NAME, autocorrelograms: bool = False) -> str:
+    """What the maps of a figure drawn with :func:`rate_map` (``colorbar=True``) show, for
+    its caption: the colour bars (``quantity`` in ``units`` from the map's lowest value to
+    its peak, the top tick), with ``outline`` the field outlines (bins at or above
+    :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the peak), the colour of unvisited bins
+    (``unvisited``, in words) and with ``autocorrelograms`` their scale (Pearson r)."""
+    parts = [f"colour bars: {quantity}{f' ({units})' if units else ''} from the map's lowest "
+             "value to its peak (top tick)"]
+    if outline:
+        parts.append(f"{OUTLINE_NAME} outline: bins at or above {PLACE_THRESHOLD:.0%} of the "
+                     "peak (the field threshold)")
+    parts.append(f"{unvisited} = unvisited")
+    if autocorrelograms:
+        parts.append("autocorrelograms in Pearson r")
+    return "; ".join(parts)

@@ -262,8 +262,10 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
                 color=POPULATION_COLORS.get(population, "0.3"))
     ax.set_xlim(-1.05, 1.05)
     ax.set_ylim(-1.05, 1.05)
-    ax.set_xlabel("unit-pair r, env a (unitless)")
-    ax.set_ylabel("unit-pair r, env b (unitless)")
+    # short: the widest label of the panel (a longer one ran past the figure's right edge
+    # when the panel is in the last column)
+    ax.set_xlabel("pair r, env a (unitless)")
+    ax.set_ylabel("pair r, env b (unitless)")
     if title:
         ax.set_title(title, fontsize=7)
     return ax

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below
 
 #: Histogram bins of a score distribution.
 N_BINS = 30
@@ -18,11 +18,6 @@ NULL_COLOR = "#999999"
 
 #: The y axis extends to this multiple of the tallest bar.
 HEADROOM = 1.15
-
-#: Drop of a legend placed below its axes (:func:`score_histogram`,
-#: :func:`class_fraction_bars`): under the tick labels and the x label at the paper style's
-#: sizes, points.
-LEGEND_DROP_PT = 30.0
 
 #: Line styles of threshold lines, by role.
 THRESHOLD_STYLE = {
@@ -87,8 +82,6 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     matplotlib Axes
         Y axis: fraction of values per bin.
     """
-    from matplotlib.transforms import ScaledTranslation
-
     ax = get_ax(ax)
     n_obs = int(np.asarray(observed).size)
     obs = _finite(observed)
@@ -140,10 +133,7 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     if ax.get_legend_handles_labels()[0]:
         # below the axes, clear of the bars and the threshold lines (inside, a threshold
         # line ran through the legend's text)
-        below = ax.transAxes + ScaledTranslation(0, -LEGEND_DROP_PT / 72,
-                                                 ax.figure.dpi_scale_trans)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
-                  ncol=2, fontsize=5.5, frameon=False)
+        legend_below(ax, LEGEND_DROP_PT, ncol=2, fontsize=5.5, frameon=False)
     return ax
 
 
@@ -202,7 +192,6 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
         population's denominator (``name (n = N)``) where it is the same in every class.
     """
     from matplotlib.offsetbox import AnnotationBbox, HPacker, TextArea
-    from matplotlib.transforms import ScaledTranslation
 
     ax = get_ax(ax)
     pop_dim, cls_dim = fractions["fraction"].dims
@@ -235,12 +224,8 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     ax.set_ylim(len(classes) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel("fraction classified (of the unit × environment pairs that exist)")
-    # below the x label whatever the axes' height: a fixed offset in points, not in axes
-    # fraction
-    below = ax.transAxes + ScaledTranslation(0, -LEGEND_DROP_PT / 72, ax.figure.dpi_scale_trans)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
-              ncol=min(len(pops), 2), fontsize=5.5, frameon=False,
-              title="counts right of the bars, in this order", title_fontsize=5.5)
+    legend_below(ax, LEGEND_DROP_PT, ncol=min(len(pops), 2), fontsize=5.5, frameon=False,
+                 title="counts right of the bars, in this order", title_fontsize=5.5)
     if title:
         ax.set_title(title, fontsize=7)
     return ax
