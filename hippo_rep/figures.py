@@ -384,10 +384,13 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
     rows = []
     env = tem_g["env"].values[0]
-    best = [(_top_units(tem_g.isel(unit=module == m), "gridness_60", env, 1), f"module {m}")
-            for m in np.unique(module)[:n]]
-    rows.append(("TEM g", tem_g, env, [(u[0], lab) for u, lab in best if len(u)],
-                 "gridness_60", "viridis", False))
+    best = []  # one unit per module: its best by gridness, else its first (saying so)
+    for m in np.unique(module)[:n]:
+        in_m = tem_g.isel(unit=module == m)
+        top = _top_units(in_m, "gridness_60", env, 1)
+        best.append((top[0], f"module {m}") if len(top) else
+                    (in_m["unit"].values[0], f"module {m}, no gridness"))
+    rows.append(("TEM g", tem_g, env, best, "gridness_60", "viridis", False))
     rows.append(("TEM p", tem_p, env,
                  [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info",
                                               MIN_PEAK_FRACTION)],
