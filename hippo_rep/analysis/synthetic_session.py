@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from .sessions import session_from_spikes
+from .synthetic import plane_wave_sum
 
 #: Tracking rate of :func:`simulate_trajectory` (Hz).
 TRACKING_HZ = 50.0
@@ -60,10 +61,7 @@ def grid_cell_rate(x, y, spacing: float = 40.0, orientation: float = 0.0,
     (distance between neighbouring fields) and ``orientation`` (degrees, modulo 60), with a
     field at ``phase`` (x, y); at most ``peak`` Hz."""
     k = 4 * np.pi / (np.sqrt(3) * spacing)
-    total = 0.0
-    for j in range(3):
-        th = np.deg2rad(orientation + 60 * j + 30)
-        total = total + np.cos(k * ((x - phase[0]) * np.cos(th) + (y - phase[1]) * np.sin(th)))
+    total = plane_wave_sum(x, y, k, [orientation + 60 * j + 30 for j in range(3)], phase)
     return peak * np.maximum(total, 0) / 3
 
 
@@ -76,9 +74,7 @@ def place_cell_rate(x, y, centre: Sequence[float], width: float = 8.0,
 def band_cell_rate(x, y, wavelength: float = 25.0, angle: float = 30.0,
                    peak: float = 10.0) -> np.ndarray:
     """One rectified cosine of ``wavelength`` cm along ``angle``: parallel bands."""
-    th = np.deg2rad(angle)
-    return peak * np.maximum(np.cos(2 * np.pi * (x * np.cos(th) + y * np.sin(th))
-                                    / wavelength), 0)
+    return peak * np.maximum(plane_wave_sum(x, y, 2 * np.pi / wavelength, [angle], (0.0, 0.0)), 0)
 
 
 def boundary_cell_rate(x, y, wall: str = "west", distance: float = 0.0, width: float = 8.0,
