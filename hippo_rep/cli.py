@@ -356,6 +356,45 @@ def cmd_analyse(args) -> int:
     return 0
 
 
+def cmd_remap_sessions(args) -> int:
+    from hippo_rep.analysis.nwb import open_any_session
+    from hippo_rep.analysis.session_remapping import (
+        session_remapping,
+        write_session_remapping,
+    )
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".nc":
+        raise OutputError(f"--out {str(out)!r} must end in .nc")
+    check_output_path(out, "--out", inputs=[args.a, args.b], overwrite=args.overwrite)
+    _count(args.shuffles, "--shuffles")
+    _count(args.seed, "--seed", low=0)
+    options = {k: v for k, v in (("bin_size_cm", args.bin_size), ("smooth_cm", args.smooth),
+                                 ("min_speed_cm_s", args.min_speed),
+                                 ("min_shift_s", args.min_shift)) if v is not None}
+    t0 = time.perf_counter()
+    # each session read and checked once, by its reader (errors name the file)
+    result = session_remapping(open_any_session(args.a), open_any_session(args.b),
+                               shuffles=args.shuffles, rng=args.seed,
+                               common_cells=args.common_cells, sessions_checked=True, **options)
+    write_session_remapping(result, out, overwrite=args.overwrite)
+    stable = result["stable"]
+    print(f"{int(stable.sum())} of {stable.size} cells stable (map correlation above the "
+          f"null's {result.attrs['null_quantile']:g} quantile, {result.attrs['n_shuffles']} "
+          "shuffles)")
+    for pop in result["population"].values:
+        cells = result["cell_population"] == pop
+        pv = float(result["pv_corr_mean"].sel(population=pop))
+        print(f"  {pop}: {int(stable.where(cells, False).sum())} of {int(cells.sum())} stable; "
+              f"median rate ratio B/A {float(result['rate_ratio'].where(cells).median()):.3g}; "
+              f"mean PV correlation {pv:.3g}")
+    if result.attrs["n_cells_only_a"] or result.attrs["n_cells_only_b"]:
+        print(f"  compared the cells in both: {result.attrs['n_cells_only_a']} only in A, "
+              f"{result.attrs['n_cells_only_b']} only in B left out")
+    print(f"session remapping → {out} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
 def cmd_controls(args) -> int:
     from hippo_rep.analysis import plane_waves
     from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
@@ -747,6 +786,32 @@ def build_parser() -> argparse.ArgumentParser:
                       help="smallest circular shift of the spike trains in the shuffles, s "
                            f"(default: {SESSION_MIN_SHIFT_S:g})")
     a.set_defaults(func=cmd_analyse)
+
+    rs = sub.add_parser("remap-sessions", help="which of the same cells remapped between two "
+                                               "sessions (NWB or session .nc) → one .nc")
+    rs.add_argument("a", help="session A: SESSION.nwb (Position + Units) or a session .nc")
+    rs.add_argument("b", help="session B, the same cells (matched by population and cell id)")
+    rs.add_argument("--out", required=True, help="output REMAPPING.nc")
+    rs.add_argument("--shuffles", type=int, default=N_SHUFFLES,
+                    help="circular shifts of B's spike trains in the null "
+                         "(default: %(default)s)")
+    rs.add_argument("--seed", type=int, default=0, help="seed of the shifts (default: 0)")
+    rs.add_argument("--common-cells", action="store_true",
+                    help="compare the cells in both sessions (default: cells in only one "
+                         "session are an error)")
+    rs.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    rs.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                    help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    rs.add_argument("--smooth", type=float, default=None, metavar="CM",
+                    help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                         f"{SESSION_SMOOTH_CM:g})")
+    rs.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                    help="drop tracking samples slower than this, cm/s (default: "
+                         f"{SESSION_MIN_SPEED_CM_S:g})")
+    rs.add_argument("--min-shift", type=float, default=None, metavar="S",
+                    help="smallest circular shift of B's spike trains, s (default: "
+                         f"{SESSION_MIN_SHIFT_S:g})")
+    rs.set_defaults(func=cmd_remap_sessions)
 
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
     pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)

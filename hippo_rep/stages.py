@@ -28,10 +28,10 @@ import dask
 import xarray as xr
 
 from hippo_rep import run_files as F
-from hippo_rep.analysis.nwb import open_any_session
+from hippo_rep.analysis.nwb import read_nwb
 from hippo_rep.analysis.pipeline import analyse, write_analysis
 from hippo_rep.analysis.remapping import TEM_SHUFFLES
-from hippo_rep.analysis.sessions import is_session_file
+from hippo_rep.analysis.sessions import open_if_session
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
 from hippo_rep.defaults import (
@@ -210,14 +210,17 @@ def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
     ``progress`` shows the analysis' progress bar (stderr).
     """
     options = {k: v for k, v in session_options.items() if v is not None}
-    if Path(recording).suffix.lower() == ".nwb" or is_session_file(recording):
-        data = open_any_session(recording)
-    else:
+    # a session is opened once and checked once, by its reader (naming the file)
+    data = (read_nwb(recording) if Path(recording).suffix.lower() == ".nwb"
+            else open_if_session(recording))
+    session = data is not None
+    if not session:
         with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
                 open_recording(recording) as ds:
             data = load_checked(ds, recording)
     result = analyse(data, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
-                     decode=decode, scheduler=scheduler, progress=progress, **options)
+                     decode=decode, scheduler=scheduler, progress=progress,
+                     session_checked=session, **options)
     write_analysis(result, out, overwrite=overwrite)
     return result
 

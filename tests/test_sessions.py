@@ -294,8 +294,96 @@ def test_a_malformed_arena_attr_names_the_attr_and_the_file(tmp_path):
     s = _small()
     s.attrs["arena"] = "0,100,0,100"
     s.to_netcdf(tmp_path / "s.nc")
-    with pytest.raises(SessionError, match=r"s\.nc.*attr arena must be 4 numbers"):
+    with pytest.raises(SessionError, match=r"s\.nc.*attr arena must be 4 numbers") as err:
         open_session(tmp_path / "s.nc")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("arena", [(0, 100, 0), (0, 100, 50, 50), (0, np.nan, 0, 100),
+                                   ("a", "b", "c", "d")])
+def test_a_bad_arena_argument_is_one_line_naming_it(arena):
+    with pytest.raises(SessionError, match=r"^arena must be 4 numbers \(x_min, x_max, y_min, "
+                                           r"y_max\), finite, with max > min; got") as err:
+        _bad(arena=arena)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("arena, bin_size, where", [
+    ((0, 10, 0, 10), 10.0, "gives 1 x 1 bins on the arena, x \\[0, 10\\] y \\[0, 10\\] cm"),
+    ((0, 10, 0, 10), 25.0, "gives 1 x 1 bins on the arena, x \\[0, 10\\]"),
+    (None, 2.5, "gives 4 x 0 bins on the positions' extent \\(no arena attr\\), x \\[1, 9\\] "
+                "y \\[5, 5\\] cm"),
+])
+def test_a_degenerate_bin_grid_is_refused_naming_bin_size_and_the_arena(arena, bin_size,
+                                                                        where):
+    """Fewer than 2 bins a side (a bin as large as the arena, an arena of zero height: every
+    y equal and no arena attr) would give empty or NaN maps: refused, in maps and analyse."""
+    s = _bad(arena=arena)
+    for run in (lambda: session_rate_maps(s, bin_size_cm=bin_size),
+                lambda: analyse(s, bin_size_cm=bin_size, shuffles=1, min_shift_s=0)):
+        with pytest.raises(SessionError, match=f"^bin_size_cm {bin_size:g} {where}.*; at least "
+                                               "2 bins a side are needed") as err:
+            run()
+        assert "\n" not in str(err.value)
+    if arena is not None:  # 2 bins a side are enough
+        assert session_rate_maps(s, bin_size_cm=5.0)["rate_map"].sizes["x"] == 2
+
+
+def test_a_session_file_is_opened_once_and_checked_once(tmp_path, monkeypatch):
+    """``hippo-rep analyse`` of a session reads the file once and validates it once (by its
+    reader, whose errors name the file), for a session netCDF and for NWB."""
+    import hippo_rep.analysis.pipeline as pipeline
+    import hippo_rep.analysis.sessions as sessions
+    from hippo_rep.stages import analyse_stage
+
+    checks, opens = [], []
+    validate, open_dataset = sessions.validate_session, xr.open_dataset
+
+    def counted_validate(ds, source=None):
+        checks.append(source)
+        return validate(ds, source)
+
+    def counted_open(path, *args, **kwargs):
+        opens.append(str(path))
+        return open_dataset(path, *args, **kwargs)
+
+    s = _small(minutes=1)
+    nc = write_session(s, tmp_path / "s.nc")
+    monkeypatch.setattr(sessions, "validate_session", counted_validate)
+    monkeypatch.setattr(pipeline, "validate_session", counted_validate)
+    monkeypatch.setattr(xr, "open_dataset", counted_open)
+    analyse_stage(nc, tmp_path / "a.nc", shuffles=1, decode=False, min_shift_s=5)
+    assert checks == [nc] and opens.count(str(nc)) == 1
+    analyse(s, shuffles=1, min_shift_s=5)  # a session given to analyse is checked there
+    assert len(checks) == 2
+    pytest.importorskip("pynwb")
+    nwb = write_nwb(s, tmp_path / "s.nwb")
+    checks.clear()
+    analyse_stage(nwb, tmp_path / "b.nc", shuffles=1, decode=False, min_shift_s=5)
+    assert len(checks) == 1  # read_nwb's (session_from_spikes), not analyse's again
+
+
+def test_a_damaged_session_file_names_the_file_and_the_variable(tmp_path, capsys):
+    """A chunk that cannot be decoded (a compressed variable overwritten on disk) is found
+    by the package's checked loader, one line naming the file and the variable."""
+    import h5py
+
+    path = tmp_path / "s.nc"
+    _small(minutes=1).to_netcdf(path, engine="h5netcdf",
+                                encoding={"spike_times": {"zlib": True, "chunksizes": (64,)}})
+    with h5py.File(path, "r") as f:
+        info = f["spike_times"].id.get_chunk_info(0)
+    with open(path, "r+b") as f:
+        f.seek(info.byte_offset)
+        f.write(b"\xff" * info.size)
+    with pytest.raises(SessionError, match=r"^session '.*s\.nc': variable 'spike_times' cannot "
+                                           r"be read, the file is damaged") as err:
+        open_session(path)
+    assert "\n" not in str(err.value)
+    capsys.readouterr()
+    assert cli.main(["analyse", str(path), "--out", str(tmp_path / "a.nc")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "variable 'spike_times' cannot be read" in err[0], err
 
 
 def test_session_netcdf_round_trip(tmp_path):

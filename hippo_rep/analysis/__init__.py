@@ -18,7 +18,9 @@ units) with :func:`write_analysis` / :func:`open_analysis`.
 Your own recorded cells (:mod:`~hippo_rep.analysis.sessions`): :func:`session_from_spikes`,
 :func:`session_from_rates`, :func:`validate_session`, :func:`write_session` /
 :func:`open_session`, :func:`read_nwb` / :func:`write_nwb` (NWB, pynwb),
-:func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording.
+:func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording;
+:func:`session_remapping` compares the same cells in two sessions
+(:mod:`~hippo_rep.analysis.session_remapping`).
 :func:`simulate_session` simulates one with known ground truth (grid, place, boundary and
 band cells; :mod:`~hippo_rep.analysis.synthetic_session`).
 """
@@ -38,6 +40,7 @@ from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
 from .recordings import AnalysisError, rate_maps, unit_activity
 from .remapping import remapping
+from .session_remapping import session_remapping
 from .sessions import (
     SessionError,
     open_session,
@@ -83,6 +86,7 @@ __all__ = [
     "session_from_rates",
     "session_from_spikes",
     "session_rate_maps",
+    "session_remapping",
     "shuffle_null",
     "simulate_session",
     "smooth",

@@ -34,6 +34,7 @@ from .sessions import (
     X,
     Y,
     open_session,
+    parse_arena,
     session_from_spikes,
     tracking_clock,
     validate_session,
@@ -255,7 +256,7 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     )
     frame = "origin of the tracking camera"
     if ARENA_ATTR in session.attrs:
-        box = np.asarray(session.attrs[ARENA_ATTR], dtype=np.float64).ravel()
+        box = parse_arena(session.attrs[ARENA_ATTR], where="session")
         frame = f"{ARENA_PREFIX} [{', '.join(repr(float(v)) for v in box)}]"
     xy = np.stack([session[X].values, session[Y].values], axis=1).astype(np.float64)
     series = SpatialSeries(name="position", data=xy, reference_frame=frame,

@@ -91,12 +91,15 @@ from .remapping import (
     stack_units,
 )
 from .sessions import (
+    ARENA_ATTR,
     CELL_ID,
+    CELLS_ATTR,
     SESSION_KIND,
     SESSION_MIN_FIELD_AREA_CM2,
     _session_activity,
     _session_rate_maps,
     is_session,
+    parse_arena,
     sample_interval,
     session_node,
     session_populations,
@@ -206,6 +209,7 @@ def analyse(
     min_speed_cm_s: float | None = None,
     min_shift_s: float | None = None,
     progress: bool = False,
+    session_checked: bool = False,
 ) -> xr.Dataset:
     """Analyse a recording or a session: maps, scores, shuffle nulls, classification,
     remapping, decoding.
@@ -213,13 +217,14 @@ def analyse(
     Runs with single-threaded BLAS (:data:`~hippo_rep.defaults.BLAS_THREADS`).
 
     A *session* (your own cells in a continuous arena, :mod:`~hippo_rep.analysis.sessions`)
-    is validated once and turned into the same inputs as a recording: its rate per tracking
-    sample (spikes per sample / sample interval) as the activity, the square bin of every
-    speed-filtered sample as its "node" (one bin per node), one environment. Every per-unit
-    kernel, the shuffles (circular shifts of each cell's spike train, at least
-    ``min_shift_s``) and the classification are then the recording's. Its analysis holds
-    ``x``, ``y`` in cm, ``occupancy`` in seconds, ``rate_map`` in Hz, ``spacing_cm`` and
-    ``wave_length_cm``, the coord ``cell_id`` on ``unit``, and its populations by their
+    is validated once (not here with ``session_checked``: its reader did) and turned into
+    the same inputs as a recording: its rate per tracking sample (spikes per sample / sample
+    interval) as the activity, the square bin of every speed-filtered sample as its "node"
+    (one bin per node), one environment. Every per-unit kernel, the shuffles (circular
+    shifts of each cell's spike train, at least ``min_shift_s``) and the classification are
+    then the recording's. Its analysis holds ``x``, ``y`` in cm, ``occupancy`` in seconds,
+    ``rate_map`` in Hz, ``spacing_cm`` and ``wave_length_cm``, the coord ``cell_id`` on
+    ``unit``, and its populations by their
     names; it has no decoding (needs environments) and no ``spacing_nodes``.
 
     Parameters
@@ -277,6 +282,11 @@ def analyse(
         scored (the synchronous and threads schedulers, a Client of threads); with worker
         processes it fills when they are done. Off by default: library calls are quiet. The
         result is the same either way.
+    session_checked : bool
+        The session has just passed :func:`~hippo_rep.analysis.validate_session` (as what
+        :func:`~hippo_rep.analysis.open_session` and :func:`~hippo_rep.analysis.read_nwb`
+        return has, with errors naming the file): it is not checked again. Sessions only;
+        default False (checked here).
 
     Returns
     -------
@@ -318,7 +328,8 @@ def analyse(
             if value is not None:
                 raise AnalysisError(f"{name} is for recordings; a session takes "
                                     + ("smooth_cm" if name == "smooth_sigma" else "bin_size_cm"))
-        validate_session(recording)
+        if not session_checked:
+            validate_session(recording)
         held = session_populations(recording)
         variables = held if variables is None else list(dict.fromkeys(variables))
         missing = [v for v in variables if v not in held]
@@ -328,6 +339,7 @@ def analyse(
         decode = False  # decoding is across environments; a session is one
     else:
         given = [k for k, v in session_opts.items() if v is not None]
+        given += ["session_checked"] if session_checked else []
         if given:
             raise AnalysisError(f"{given[0]} is for sessions; a recording takes smooth_sigma "
                                 "and resolution")
@@ -525,12 +537,12 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
         raise AnalysisError(f"min_shift_s {shift_s:g} s must be under half the session's "
                             f"{duration:.6g} s")
     attrs = {k: session.attrs[k] for k in session.attrs
-             if k not in (KIND_ATTR, "cells", "arena")}
+             if k not in (KIND_ATTR, CELLS_ATTR, ARENA_ATTR)}
     attrs = {f"session_{k}": v for k, v in attrs.items()}
-    attrs.update(session_cells=session.attrs["cells"], spikes_in_tracking_gaps=gaps,
+    attrs.update(session_cells=session.attrs[CELLS_ATTR], spikes_in_tracking_gaps=gaps,
                  speed_filtered_fraction=float((node.values < 0).mean()))
-    if "arena" in session.attrs:
-        attrs["session_arena"] = np.asarray(session.attrs["arena"], dtype=np.float64)
+    if ARENA_ATTR in session.attrs:
+        attrs["session_arena"] = parse_arena(session.attrs[ARENA_ATTR], where="session")
     return _SessionInputs(node=node, acts=acts, maps=maps, cell_id=np.concatenate(ids),
                           min_shift_s=float(shift_s), min_shift_fraction=fraction,
                           field_min_area=max(1, math.ceil(

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hippo_rep.datasets import missing_reader
+from hippo_rep.datasets import load_checked, missing_reader
 from hippo_rep.defaults import SESSION_BIN_SIZE_CM, SESSION_MIN_SPEED_CM_S, SESSION_SMOOTH_CM
 from hippo_rep.fileio import atomic_write, quote
 from hippo_rep.schema import KIND_ATTR, POPULATIONS, AnalysisError
@@ -78,6 +78,9 @@ RESERVED_POPULATIONS: tuple[str, ...] = POPULATIONS
 SESSION_MIN_FIELD_AREA_CM2 = 56.25
 #: Positions may lie outside the arena by this fraction of its size (rounding at the walls).
 ARENA_RTOL = 1e-6
+#: Fewest bins a side of a session's maps: a bin size of the arena's size or more (or an
+#: arena of zero width) leaves nothing to map.
+SESSION_MIN_BINS = 2
 
 
 class SessionError(AnalysisError):
@@ -180,6 +183,36 @@ def _rate_cells(rates, pop: str, n_time: int) -> tuple[list[str], np.ndarray]:
     return ids or [str(i) for i in range(arr.shape[1])], arr
 
 
+def parse_arena(value, what: str = f"attr {ARENA_ATTR}", where: str = "") -> np.ndarray:
+    """An arena as 4 float64 ``[x_min, x_max, y_min, y_max]``: the one reader of the
+    ``arena`` argument and attr (sessions, their files, NWB, the analysis).
+
+    Parameters
+    ----------
+    value : sequence of 4 numbers
+        The arena, in the session's length unit.
+    what : str
+        What it is, for the error ("attr arena", "arena").
+    where : str
+        The session or file it comes from, for the error ("" for an argument).
+
+    Raises
+    ------
+    SessionError
+        One line naming ``what`` and ``where``: not 4 numbers, not finite, or max <= min.
+    """
+    try:
+        box = np.asarray(value, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        box = None
+    if box is None or box.size != 4 or not np.isfinite(box).all() or box[1] <= box[0] \
+            or box[3] <= box[2]:
+        prefix = f"{where}: " if where else ""
+        raise SessionError(f"{prefix}{what} must be 4 numbers (x_min, x_max, y_min, y_max), "
+                           f"finite, with max > min; got {quote(value)}")
+    return box
+
+
 def _base(x, y, times, length_unit, arena, attrs) -> xr.Dataset:
     if times is None and hasattr(x, "t") and not isinstance(x, np.ndarray):
         times = x.t  # a pynapple Tsd of positions
@@ -194,12 +227,7 @@ def _base(x, y, times, length_unit, arena, attrs) -> xr.Dataset:
                            f"{quote(length_unit)}")
     out_attrs = {KIND_ATTR: SESSION_KIND, LENGTH_UNIT_ATTR: length_unit}
     if arena is not None:
-        try:
-            box = np.asarray(arena, dtype=np.float64).reshape(4)
-        except (TypeError, ValueError):
-            raise SessionError("arena must be (x_min, x_max, y_min, y_max); got "
-                               f"{quote(arena)}") from None
-        out_attrs[ARENA_ATTR] = box
+        out_attrs[ARENA_ATTR] = parse_arena(arena, "arena")
     out_attrs.update(attrs or {})
     pos = {"units": length_unit}
     return xr.Dataset(
@@ -412,14 +440,7 @@ def validate_session(ds: object, source=None) -> xr.Dataset:
 
 
 def _check_arena(arena, pos: dict, unit: str, where: str) -> None:
-    try:
-        box = np.asarray(arena, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        raise SessionError(f"{where}: attr {ARENA_ATTR} must be 4 numbers (x_min, x_max, "
-                           f"y_min, y_max); got {quote(arena)}") from None
-    if box.size != 4 or not np.isfinite(box).all() or box[1] <= box[0] or box[3] <= box[2]:
-        raise SessionError(f"{where}: attr {ARENA_ATTR} must be finite (x_min, x_max, y_min, "
-                           f"y_max) with max > min; got {quote(box.tolist())}")
+    box = parse_arena(arena, where=where)
     for name, (lo, hi) in ((X, box[:2]), (Y, box[2:])):
         tol = ARENA_RTOL * (hi - lo)
         v = pos[name]
@@ -488,6 +509,31 @@ def write_session(session: xr.Dataset, path: str | os.PathLike, overwrite: bool 
     return path
 
 
+def _open_nc(path: Path) -> xr.Dataset:
+    """``path`` opened lazily with h5netcdf; an unreadable file is a one-line SessionError."""
+    try:
+        return xr.open_dataset(path, engine="h5netcdf")
+    except ImportError as err:
+        raise SessionError(missing_reader(path, err)) from None
+    except Exception as err:  # h5py raises many types for damaged files
+        raise SessionError(f"session {str(path)!r} is not a readable netCDF file "
+                           f"({type(err).__name__})") from None
+
+
+def _load_session(opened: xr.Dataset, path: Path) -> xr.Dataset:
+    """An opened session file read into memory through :func:`~hippo_rep.datasets.load_checked`
+    (a damaged variable is named with the file), closed, its string coords as ``str``, checked
+    by :func:`validate_session` (naming the file)."""
+    try:
+        ds = load_checked(opened, path, SessionError, "session")
+    finally:
+        opened.close()
+    for k in (CELL_POPULATION, CELL_ID):
+        if k in ds.variables and ds[k].dtype.kind in "OT":
+            ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
+    return validate_session(ds, path)
+
+
 def open_session(path: str | os.PathLike) -> xr.Dataset:
     """Read a session written by :func:`write_session` (into memory) and check it.
 
@@ -496,36 +542,35 @@ def open_session(path: str | os.PathLike) -> xr.Dataset:
     FileNotFoundError
         A missing path.
     SessionError
-        Naming the file: unreadable, or not a valid session.
+        Naming the file: unreadable or damaged (naming the variable), or not a valid session.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"session {str(path)!r} not found")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as opened:
-            ds = opened.load()
-    except ImportError as err:
-        raise SessionError(missing_reader(path, err)) from None
-    except Exception as err:  # h5py raises many types for damaged files
-        raise SessionError(f"session {str(path)!r} is not a readable netCDF file "
-                           f"({type(err).__name__})") from None
-    for k in (CELL_POPULATION, CELL_ID):
-        if k in ds.variables and ds[k].dtype.kind in "OT":
-            ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
-    return validate_session(ds, path)
+    return _load_session(_open_nc(path), path)
 
 
-def is_session_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a netCDF file whose kind attr says session (False for anything
-    unreadable: its own reader then names the problem)."""
+def open_if_session(path: str | os.PathLike) -> xr.Dataset | None:
+    """The session in ``path`` when it is a netCDF file whose kind attr says session (opened
+    once, read and checked as :func:`open_session` does), else None: another kind of file
+    (a recording), or one unreadable as netCDF (its own reader then names the problem).
+
+    Raises
+    ------
+    SessionError
+        A session file that is damaged or not a valid session, naming the file.
+    """
     path = Path(path)
     if path.suffix.lower() != ".nc" or not path.is_file():
-        return False
+        return None
     try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            return ds.attrs.get(KIND_ATTR) == SESSION_KIND
-    except Exception:  # not ours to diagnose here
-        return False
+        opened = _open_nc(path)
+    except SessionError:  # not ours to diagnose here
+        return None
+    if opened.attrs.get(KIND_ATTR) != SESSION_KIND:
+        opened.close()
+        return None
+    return _load_session(opened, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -615,18 +660,30 @@ def session_grid(session: xr.Dataset, bin_size_cm: float = SESSION_BIN_SIZE_CM
                  ) -> dict[str, np.ndarray | float]:
     """The square bins of a session's maps: ``x_edges``, ``y_edges`` (cm) starting at the
     arena's lower corner (default: the positions' extent), ``bin_size_cm``; the last bin of an
-    axis may reach past the arena when its size is not a multiple of the bin size."""
+    axis may reach past the arena when its size is not a multiple of the bin size.
+
+    Raises
+    ------
+    SessionError
+        A bin grid of fewer than :data:`SESSION_MIN_BINS` bins on a side (``bin_size_cm`` as
+        large as the arena, or an arena of zero width), naming ``bin_size_cm`` and the arena.
+    """
     bin_size_cm = check_positive_number(bin_size_cm, "bin_size_cm")
     f = LENGTH_UNITS[session.attrs[LENGTH_UNIT_ATTR]]
     if ARENA_ATTR in session.attrs:
-        box = np.asarray(session.attrs[ARENA_ATTR], dtype=np.float64).ravel() * f
+        box = parse_arena(session.attrs[ARENA_ATTR], where="session") * f
+        what = "the arena"
     else:
         x, y = positions_cm(session)
         box = np.array([np.nanmin(x), np.nanmax(x), np.nanmin(y), np.nanmax(y)])
-    edges = []
-    for lo, hi in (box[:2], box[2:]):
-        n = max(1, math.ceil((hi - lo) / bin_size_cm - 1e-9))
-        edges.append(lo + bin_size_cm * np.arange(n + 1))
+        what = "the positions' extent (no arena attr)"
+    n = [math.ceil((hi - lo) / bin_size_cm - 1e-9) for lo, hi in (box[:2], box[2:])]
+    if min(n) < SESSION_MIN_BINS:
+        raise SessionError(
+            f"bin_size_cm {bin_size_cm:g} gives {max(n[0], 0)} x {max(n[1], 0)} bins on "
+            f"{what}, x [{box[0]:g}, {box[1]:g}] y [{box[2]:g}, {box[3]:g}] cm; at least "
+            f"{SESSION_MIN_BINS} bins a side are needed (a smaller bin_size_cm)")
+    edges = [lo + bin_size_cm * np.arange(k + 1) for lo, k in zip(box[::2], n, strict=True)]
     return {"x_edges": edges[0], "y_edges": edges[1], "bin_size_cm": float(bin_size_cm)}
 
 

@@ -211,6 +211,7 @@ def _null_core(
     act: np.ndarray,
     node: np.ndarray,
     shifts: np.ndarray,
+    ref: np.ndarray | None = None,
     *,
     node_map: np.ndarray,
     n_nodes: int,
@@ -221,7 +222,9 @@ def _null_core(
     """Scores of circularly shifted activity.
 
     act (E, U, T) float (NaN = missing sample); node (E, 1, T) or (E, T) int; shifts
-    (E, 1, S) or (E, S) int. Returns one (E, U, S) float array per score name.
+    (E, 1, S) or (E, S) int; ref, optional, (E or 1, U, ny, nx) float: each unit's reference
+    map, given to the scorers as ``reference_map`` (unit, y, x). Returns one (E, U, S) float
+    array per score name.
     """
     # arrays deserialised by dask.distributed may be unaligned: numpy's slow paths
     act = np.require(act, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
@@ -269,6 +272,9 @@ def _null_core(
                         "node_occupancy": ((NODE_DIM,), occ_node),
                     }
                 )
+                if ref is not None:  # (U, ny, nx) when the reference has no env dim
+                    r = ref if ref.ndim == 3 else ref[e] if ref.shape[0] == n_e else ref[0]
+                    ds["reference_map"] = ((UNIT_DIM, *MAP_DIMS), r[u0 : u0 + u_block])
                 res = _apply_scorers(scorers, ds)
                 for k in names:
                     da = res[k]
@@ -292,6 +298,7 @@ def null_scores(
     scorers: Sequence[ScoreFn],
     names: Sequence[str],
     smooth_sigma: float = 0.0,
+    reference: xr.DataArray | None = None,
 ) -> dict[str, xr.DataArray]:
     """Null scores of every unit for the given shifts (lazy when ``activity`` is dask-backed).
 
@@ -312,18 +319,25 @@ def null_scores(
         Score functions and the names of the scores they return.
     smooth_sigma : float
         Occupancy-weighted smoothing in bins, as in :func:`rate_maps`.
+    reference : xarray.DataArray, dims ([env,] unit, y, x), optional
+        A reference map per unit (the same map grid as ``node_map``), handed to the scorers
+        beside each shuffled map as ``reference_map`` (unit, y, x), for scores that compare
+        a unit's shuffled map with another map of the same unit (e.g. its map in another
+        session). Chunked along ``unit`` like ``activity`` when that is dask-backed.
 
     Returns
     -------
     dict of name -> xarray.DataArray, dims (env, unit, shuffle)
     """
     one = len(names) == 1  # apply_ufunc wants a bare array for one output
+    refs = [] if reference is None else [reference]
     outs = xr.apply_ufunc(
         (lambda *a, **kw: _null_core(*a, **kw)[0]) if one else _null_core,
         activity,
         node,
         shifts,
-        input_core_dims=[["time"], ["time"], [SHUFFLE_DIM]],
+        *refs,
+        input_core_dims=[["time"], ["time"], [SHUFFLE_DIM]] + [list(MAP_DIMS)] * len(refs),
         output_core_dims=[[SHUFFLE_DIM]] * len(names),
         kwargs={
             "node_map": np.asarray(node_map),

@@ -37,9 +37,32 @@ def _wrap(values: np.ndarray, shape: tuple[int, int], **attrs: object) -> xr.Dat
     )
 
 
-def _plane_waves(
+def plane_wave_sum(
     x: np.ndarray, y: np.ndarray, k: float, angles_deg: Sequence[float], phase: Sequence[float]
 ) -> np.ndarray:
+    """Sum of unit plane waves ``cos(k (p - phase) . (cos a, sin a))`` over ``angles_deg``.
+
+    The one plane-wave formula of the synthetic maps, recordings and sessions
+    (:mod:`~hippo_rep.analysis.synthetic_recording`,
+    :mod:`~hippo_rep.analysis.synthetic_session`).
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        Positions (any shape, broadcast together), in the length unit of ``1 / k`` and
+        ``phase`` (bins for the maps here, cm for sessions).
+    k : float
+        Wave number, radians per length unit (``2 pi / wavelength``).
+    angles_deg : sequence of float
+        Direction of each wave vector, degrees from +x towards +y.
+    phase : (float, float)
+        A point ``(x, y)`` where every wave peaks.
+
+    Returns
+    -------
+    numpy.ndarray
+        The sum, in ``[-len(angles_deg), len(angles_deg)]``, float64.
+    """
     px, py = phase
     out = np.zeros_like(x)
     for a in angles_deg:
@@ -79,7 +102,7 @@ def hex_grid_map(
     k = 4 * np.pi / (np.sqrt(3) * spacing)
     # wave vectors are 30 degrees off the peak directions of the real-space lattice
     angles = [orientation + 30.0 + 60.0 * i for i in range(3)]
-    v = (_plane_waves(x, y, k, angles, phase) + 1.5) / 4.5
+    v = (plane_wave_sum(x, y, k, angles, phase) + 1.5) / 4.5
     return _wrap(v, shp, spacing=spacing, orientation=orientation, kind="hexagonal grid")
 
 
@@ -109,7 +132,7 @@ def square_grid_map(
     spacing = check_positive_number(spacing, "spacing")
     x, y, shp = _grid_xy(shape)
     k = 2 * np.pi / spacing
-    v = (_plane_waves(x, y, k, [orientation, orientation + 90.0], phase) + 2.0) / 4.0
+    v = (plane_wave_sum(x, y, k, [orientation, orientation + 90.0], phase) + 2.0) / 4.0
     return _wrap(v, shp, spacing=spacing, orientation=orientation, kind="square grid")
 
 
@@ -139,7 +162,7 @@ def band_map(
     """
     wavelength = check_positive_number(wavelength, "wavelength")
     x, y, shp = _grid_xy(shape)
-    v = (_plane_waves(x, y, 2 * np.pi / wavelength, [orientation], phase) + 1.0) / 2.0
+    v = (plane_wave_sum(x, y, 2 * np.pi / wavelength, [orientation], phase) + 1.0) / 2.0
     return _wrap(v, shp, wavelength=wavelength, orientation=orientation, kind="band")
 
 
@@ -220,6 +243,6 @@ def two_wave_map(
     wavelength = check_positive_number(wavelength, "wavelength")
     x, y, shp = _grid_xy(shape)
     k = 2 * np.pi / wavelength
-    v = (_plane_waves(x, y, k, [orientation, orientation + separation], phase) + 2.0) / 4.0
+    v = (plane_wave_sum(x, y, k, [orientation, orientation + separation], phase) + 2.0) / 4.0
     return _wrap(v, shp, wavelength=wavelength, separation=separation,
                  orientation=orientation, kind="two plane waves")

@@ -26,7 +26,7 @@ from hippo_rep.worlds import (
     step_types,
 )
 
-from .synthetic import _plane_waves
+from .synthetic import plane_wave_sum
 
 #: Peak-to-peak spacing range of planted grid units, in node spacings.
 GRID_SPACING_RANGE = (4.0, 6.0)
@@ -46,7 +46,7 @@ def _hex_grid(x: np.ndarray, y: np.ndarray, spacing: float, orientation: float,
               phase: np.ndarray) -> np.ndarray:
     """:func:`~hippo_rep.analysis.hex_grid_map`'s pattern at node coordinates (x, y)."""
     k = 4 * np.pi / (np.sqrt(3) * spacing)
-    return (_plane_waves(x, y, k, [orientation + 30.0 + 60.0 * i for i in range(3)], phase)
+    return (plane_wave_sum(x, y, k, [orientation + 30.0 + 60.0 * i for i in range(3)], phase)
             + 1.5) / 4.5
 
 

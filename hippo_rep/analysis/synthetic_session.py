@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from .sessions import session_from_spikes
+from .synthetic import plane_wave_sum
 
 #: Tracking rate of :func:`simulate_trajectory` (Hz).
 TRACKING_HZ = 50.0
@@ -60,10 +61,7 @@ def grid_cell_rate(x, y, spacing: float = 40.0, orientation: float = 0.0,
     (distance between neighbouring fields) and ``orientation`` (degrees, modulo 60), with a
     field at ``phase`` (x, y); at most ``peak`` Hz."""
     k = 4 * np.pi / (np.sqrt(3) * spacing)
-    total = 0.0
-    for j in range(3):
-        th = np.deg2rad(orientation + 60 * j + 30)
-        total = total + np.cos(k * ((x - phase[0]) * np.cos(th) + (y - phase[1]) * np.sin(th)))
+    total = plane_wave_sum(x, y, k, [orientation + 60 * j + 30 for j in range(3)], phase)
     return peak * np.maximum(total, 0) / 3
 
 
@@ -76,9 +74,7 @@ def place_cell_rate(x, y, centre: Sequence[float], width: float = 8.0,
 def band_cell_rate(x, y, wavelength: float = 25.0, angle: float = 30.0,
                    peak: float = 10.0) -> np.ndarray:
     """One rectified cosine of ``wavelength`` cm along ``angle``: parallel bands."""
-    th = np.deg2rad(angle)
-    return peak * np.maximum(np.cos(2 * np.pi * (x * np.cos(th) + y * np.sin(th))
-                                    / wavelength), 0)
+    return peak * np.maximum(plane_wave_sum(x, y, 2 * np.pi / wavelength, [angle], (0.0, 0.0)), 0)
 
 
 def boundary_cell_rate(x, y, wall: str = "west", distance: float = 0.0, width: float = 8.0,
@@ -111,13 +107,39 @@ BOUNDARY_WALLS = ("west", "north")
 BAND_ANGLES = (30.0, 100.0)
 
 
+def redrawn_fields(field_seed: int, box_cm: float = BOX_CM) -> dict[str, tuple]:
+    """New fields for :func:`simulate_session`'s cells (global remapping), drawn from
+    ``numpy.random.default_rng(field_seed)``: grid orientations uniform in [0, 60) degrees
+    and phases uniform in the box, place-field centres uniform in the box's inner 80%,
+    boundary walls among :data:`WALLS`, band angles uniform in [0, 180) degrees. Keys
+    ``grid_orientations``, ``grid_phases``, ``place_centres``, ``boundary_walls``,
+    ``band_angles``, one entry per cell."""
+    r = np.random.default_rng(field_seed)
+    lo, hi = 0.1 * box_cm, 0.9 * box_cm
+    return {
+        "grid_orientations": tuple(float(v) for v in r.uniform(0, 60, len(GRID_ORIENTATIONS))),
+        "grid_phases": tuple((float(a), float(b)) for a, b in
+                             r.uniform(0, box_cm, (len(GRID_PHASES), 2))),
+        "place_centres": tuple((float(a), float(b)) for a, b in
+                               r.uniform(lo, hi, (len(PLACE_CENTRES), 2))),
+        "boundary_walls": tuple(str(w) for w in r.choice(list(WALLS), len(BOUNDARY_WALLS))),
+        "band_angles": tuple(float(v) for v in r.uniform(0, 180, len(BAND_ANGLES))),
+    }
+
+
 def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 40.0,
-                     box_cm: float = BOX_CM, hz: float = TRACKING_HZ
+                     box_cm: float = BOX_CM, hz: float = TRACKING_HZ,
+                     field_seed: int | None = None, rate_scale: float = 1.0
                      ) -> tuple[xr.Dataset, pd.DataFrame]:
     """A simulated session in a ``box_cm`` square: populations ``grid`` (hexagonal,
     ``spacing`` cm, orientations :data:`GRID_ORIENTATIONS`), ``place`` (one field at each of
     :data:`PLACE_CENTRES`), ``boundary`` (along each of :data:`BOUNDARY_WALLS`) and ``band``
     (:data:`BAND_ANGLES`), spike times from :func:`poisson_spike_times`.
+
+    ``seed`` draws the trajectory and the spikes; the fields are the planted constants above
+    (the same cells in every session), or, with ``field_seed``, those of
+    :func:`redrawn_fields` (the same cells globally remapped). ``rate_scale`` multiplies
+    every cell's rate (rate remapping).
 
     Returns
     -------
@@ -130,22 +152,31 @@ def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 4
     rng = np.random.default_rng(seed)
     t, x, y = simulate_trajectory(minutes, rng, box_cm=box_cm, hz=hz)
     rows, cells = [], {}
+    fields = {"grid_orientations": GRID_ORIENTATIONS, "grid_phases": GRID_PHASES,
+              "place_centres": PLACE_CENTRES, "boundary_walls": BOUNDARY_WALLS,
+              "band_angles": BAND_ANGLES}
+    if field_seed is not None:
+        fields = redrawn_fields(field_seed, box_cm)
 
     def add(pop, rate, **truth):
+        if rate_scale != 1.0:
+            rate = rate * rate_scale
         cells.setdefault(pop, []).append(poisson_spike_times(t, rate, rng))
         rows.append({"population": pop, "cell_id": str(len(cells[pop]) - 1), **truth})
 
-    for o, ph in zip(GRID_ORIENTATIONS, GRID_PHASES, strict=True):
+    for o, ph in zip(fields["grid_orientations"], fields["grid_phases"], strict=True):
         add("grid", grid_cell_rate(x, y, spacing, o, ph), spacing_cm=spacing, orientation=o)
-    for c in PLACE_CENTRES:
+    for c in fields["place_centres"]:
         add("place", place_cell_rate(x, y, c), centre_x=c[0], centre_y=c[1])
-    for w in BOUNDARY_WALLS:
+    for w in fields["boundary_walls"]:
         add("boundary", boundary_cell_rate(x, y, w, box_cm=box_cm), wall=w)
-    for a in BAND_ANGLES:
+    for a in fields["band_angles"]:
         add("band", band_cell_rate(x, y, angle=a), angle=a)
+    source = f"simulate_session(minutes={minutes:g}, seed={seed}"
+    source += (f", field_seed={field_seed}" if field_seed is not None else "")
+    source += (f", rate_scale={rate_scale:g}" if rate_scale != 1.0 else "") + ")"
     session = session_from_spikes(x, y, t, cells, arena=(0, box_cm, 0, box_cm),
-                                  attrs={"source": f"simulate_session(minutes={minutes:g}, "
-                                                   f"seed={seed})"})
+                                  attrs={"source": source})
     truth = pd.DataFrame(rows, columns=["population", "cell_id", "spacing_cm", "orientation",
                                         "centre_x", "centre_y", "wall", "angle"])
     truth["wall"] = truth["wall"].fillna("")

@@ -58,3 +58,19 @@ def test_place_field_map():
 def test_bad_spacing(fn):
     with pytest.raises(ValueError):
         fn(10, 0)
+
+
+def test_simulated_session_cells_use_the_maps_plane_waves():
+    """The session simulator's grid and band cells are the rectified maps of this module
+    (one plane-wave formula, :func:`plane_wave_sum`), at every bin of a 30 x 30 map."""
+    from hippo_rep.analysis.synthetic import plane_wave_sum
+    from hippo_rep.analysis.synthetic_session import band_cell_rate, grid_cell_rate
+
+    y, x = np.indices((30, 30), dtype=np.float64)
+    hexmap = hex_grid_map(30, 12.0, orientation=7.0, phase=(3.0, 5.0)).values
+    np.testing.assert_allclose(grid_cell_rate(x, y, 12.0, 7.0, (3.0, 5.0), peak=3.0),
+                               np.maximum(4.5 * hexmap - 1.5, 0), atol=1e-12)
+    band = band_map(30, 9.0, orientation=40.0).values
+    np.testing.assert_allclose(band_cell_rate(x, y, 9.0, 40.0, peak=1.0),
+                               np.maximum(2 * band - 1, 0), atol=1e-12)
+    assert plane_wave_sum(np.zeros(1), np.zeros(1), 1.0, [0.0, 60.0, 120.0], (0, 0))[0] == 3
