@@ -347,8 +347,16 @@ class TrainConfig(TypedConfig):
     # displacements (1,0), (1,1), (2,0) and (2,1) of a square lattice, enough to tell a
     # hexagonal from a square lattice of waves; a smaller range cannot.
     isometry_range: float = setting(2.3, _POSITIVE)
-    # Pairs of steps at most this many steps apart along the walk.
+    # Pairs of steps at most this many steps apart along the walk (isometry_pairs = "walk").
     isometry_lags: int = setting(8, _size("MAX_WALK_STEPS"))
+    # Which pairs: "transition" moves every isometry_stride-th state of the walk by W_a along
+    # each lattice displacement within isometry_range (Xu et al.'s form: every displacement
+    # weighs the same, and only W_a and the states' spread over the planes can satisfy it),
+    # or "walk" takes pairs of the walk's own steps (corrected g, memory and all; short
+    # displacements dominate, as a random walk makes them).
+    isometry_pairs: str = choice("transition", ("transition", "walk"))
+    # Every this-many-th step's state starts the "transition" pairs.
+    isometry_stride: int = setting(8, _size("MAX_WALK_STEPS"))
     # The cell constraints (loss_cells_energy, loss_cells_neg, loss_g_const) come in after path
     # integration is learned: weight 0 before this iteration, then a linear ramp...
     cells_ramp_start: int = setting(300, _size("MAX_ITERATIONS", low=0))

@@ -161,6 +161,8 @@ TRAIN_SETTINGS = {
                         "train.transition_lr_scale=0"],
     # the isometry loss reaches W_a through the corrected g of every step
     "modules_isometry": ["model.g_module_size=6", "train.loss_isometry=1"],
+    "modules_isometry_walk": ["model.g_module_size=6", "train.loss_isometry=1",
+                              "train.isometry_pairs=walk"],
 }
 
 

@@ -15,10 +15,12 @@ from hippo_rep.training.trainer import (
     ISOMETRY_METRIC_FIELDS,
     Trainer,
     isometry_loss,
+    lattice_displacements,
     metric_fields,
     module_scales,
+    transition_isometry_loss,
 )
-from hippo_rep.worlds import n_actions_for
+from hippo_rep.worlds import DIRECTIONS, n_actions_for
 
 MODULES = ["model.g_module_size=6"]  # tiny: n_g = 24, four modules
 
@@ -110,7 +112,51 @@ def test_revisits_ask_for_the_same_state_and_stay_finite():
     assert torch.isfinite(g.grad).all()
 
 
-def test_isometry_trains_the_modules_and_logs(tmp_path):
+@pytest.mark.parametrize("kind, lengths", [
+    ("square", [1, 1, 2 ** 0.5, 2 ** 0.5, 2, 2, *[5 ** 0.5] * 4]),
+    ("hex", [1, 1, 1, *[3 ** 0.5] * 3, 2, 2, 2]),
+])
+def test_lattice_displacements_walk_where_they_say(kind, lengths):
+    disp = lattice_displacements(kind, 2.3)
+    assert sorted(d for _, d in disp) == pytest.approx(sorted(lengths))
+    ang = np.deg2rad(DIRECTIONS[kind])
+    ends = []
+    for path, dist in disp:
+        end = sum(np.array([np.cos(ang[a - 1]), np.sin(ang[a - 1])]) for a in path)
+        assert np.linalg.norm(end) == pytest.approx(dist)
+        ends.append(end)
+    # no displacement twice, nor both d and −d
+    ends = np.round(np.array(ends), 6)
+    assert len({tuple(e) for e in ends} | {tuple(-e) for e in ends}) == 2 * len(ends)
+
+
+def test_transition_isometry_of_known_waves():
+    waves = [(7.0, 0.0), (7.0, 60.0), (7.0, 120.0), (6.0, 0.0), (6.0, 90.0), (8.5, 45.0),
+             (5.0, 10.0), (5.0, 70.0), (6.0, 130.0), (9.0, 30.0), (9.0, 90.0), (9.0, 150.0)]
+    m = _module_model(waves)
+    # states with known amplitudes per plane (a state's rms scale does not matter)
+    amp = np.random.default_rng(0).uniform(0.5, 1.5, 12)
+    g = torch.zeros(1, 3, 24)
+    for j, a in enumerate(amp):
+        g[0, :, 2 * j] = float(a)
+    cfg = _cfg([*MODULES, "train.isometry_scale=0.6", "train.isometry_stride=1"])
+    got = float(transition_isometry_loss(m, g, "square", cfg).detach())
+    # ||u(x + d) − u(x)||² = Σ_i a_i² 2 (1 − cos k_i·d) / Σ_i a_i², per module
+    errs = []
+    for path, dist in lattice_displacements("square", 2.3):
+        d = sum(np.array([[1, 0], [0, 1], [-1, 0], [0, -1]][a - 1]) for a in path)
+        for mod in range(4):
+            a2 = amp[3 * mod:3 * mod + 3] ** 2
+            k = [2 * math.pi / lam * np.array([math.cos(math.radians(t)),
+                                               math.sin(math.radians(t))])
+                 for lam, t in waves[3 * mod:3 * mod + 3]]
+            du2 = sum(a * 2 * (1 - math.cos(kk @ d)) for a, kk in zip(a2, k, strict=True))
+            errs.append((math.sqrt(du2 / a2.sum()) - 0.6 * dist) ** 2)
+    assert got == pytest.approx(np.mean(errs), rel=1e-4)
+
+
+@pytest.mark.parametrize("pairs", ["walk", "transition"])
+def test_isometry_trains_the_modules_and_logs(tmp_path, pairs):
     def run(sets, name):
         cfg = load_config("tiny", [*MODULES, *sets, "train.iterations=3"])
         tr = Trainer(cfg, tmp_path / name, progress=False)
@@ -118,7 +164,7 @@ def test_isometry_trains_the_modules_and_logs(tmp_path):
         return tr.model.state_dict()["W_a"].clone(), rows
 
     w0, rows0 = run([], "off")
-    w1, rows1 = run(["train.loss_isometry=1"], "on")
+    w1, rows1 = run(["train.loss_isometry=1", f"train.isometry_pairs={pairs}"], "on")
     assert "loss_isometry" not in rows0[0] and rows1[0]["loss_isometry"] > 0
     assert not torch.equal(w0, w1)
     assert set(ISOMETRY_METRIC_FIELDS) <= set(metric_fields(load_config(

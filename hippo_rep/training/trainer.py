@@ -26,6 +26,7 @@ from hippo_rep.training.checkpoint import (
 )
 from hippo_rep.training.evaluate import evaluate, walk_constant_power
 from hippo_rep.worlds import (
+    DIRECTIONS,
     WorldError,
     home_region,
     n_actions_for,
@@ -208,6 +209,58 @@ def isometry_loss(g: torch.Tensor, pos: torch.Tensor, cfg: Config) -> torch.Tens
         total = total + err[keep].sum()
         n += int(keep.sum())
     return total / max(n, 1)
+
+
+def lattice_displacements(kind: str, max_distance: float) -> list[tuple[list[int], float]]:
+    """Every lattice displacement n₁u₁ + n₂u₂ ≠ 0 of length at most ``max_distance``, as the
+    move actions that make it (|n₁| moves along action 1 or its opposite, then |n₂| along
+    action 2 or its opposite; :data:`~hippo_rep.worlds.DIRECTIONS`) and its length
+    (lattice units); one of each ± pair."""
+    ang = np.deg2rad(DIRECTIONS[kind][:2])
+    u = np.stack([np.cos(ang), np.sin(ang)], 1)
+    half = len(DIRECTIONS[kind]) // 2
+    r = int(math.ceil(2 * max_distance))
+    out = []
+    for n1 in range(0, r + 1):
+        for n2 in range(-r, r + 1):
+            if n1 == 0 and n2 <= 0:
+                continue  # ±d is one displacement; the zero one is none
+            dist = float(np.linalg.norm(n1 * u[0] + n2 * u[1]))
+            if dist <= max_distance + 1e-9:
+                path = [1] * n1 + ([2] * n2 if n2 > 0 else [2 + half] * -n2)
+                out.append((path, dist))
+    return out
+
+
+def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> torch.Tensor:
+    """Conformal-isometry error of the grid modules under W_a (``train.isometry_pairs =
+    "transition"``, the form of Xu, Gao, Zhang, Wei & Wu, ICLR 2025).
+
+    Every ``train.isometry_stride``-th state of ``g`` (batch, steps, n_g) is moved by the
+    model's transition along each displacement of :func:`lattice_displacements`; per module
+    m, the distance between the unit-length states before and after should be s_m times the
+    displacement's length (:func:`module_scales`). Mean squared error over states,
+    displacements and modules.
+    """
+    tc = cfg.train
+    size = cfg.model.g_module_size or g.shape[-1]
+    x = g[:, ::tc.isometry_stride].reshape(-1, g.shape[-1])
+    W = model.transition_matrices()
+    s = module_scales(cfg).to(g)
+
+    def unit(h):
+        h = h.reshape(h.shape[0], -1, size)
+        return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+
+    u0 = unit(x)
+    errs = []
+    for path, dist in lattice_displacements(kind, tc.isometry_range):
+        h = x
+        for a in path:
+            h = model.transition(h, torch.full((h.shape[0],), a, device=h.device), W)
+        du = ((unit(h) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
+        errs.append((du - s * dist).pow(2).mean())
+    return torch.stack(errs).mean()
 
 
 def updates_per_walk(cfg: Config) -> int:
@@ -418,7 +471,7 @@ class Trainer:
         rev = np.stack([t["revisit"] for t in types])  # (B, walk_steps)
         revisit = torch.as_tensor(rev, device=self.device)
         pos = None
-        if tc.loss_isometry > 0:  # node positions (lattice units) for the isometry loss
+        if tc.loss_isometry > 0 and tc.isometry_pairs == "walk":  # node positions
             pos = torch.as_tensor(np.stack([w.coords[n] for w, n in zip(ep.worlds, ep.nodes,
                                                                          strict=True)]),
                                   dtype=torch.float32, device=self.device)
@@ -435,8 +488,10 @@ class Trainer:
                 parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
                          "loss": parts["loss"] + cells["loss"],
                          "cells_weight": torch.tensor(w)}
-            if pos is not None:
-                iso = isometry_loss(out.g, pos[:, s:s + chunk], cfg)
+            if tc.loss_isometry > 0:
+                iso = (isometry_loss(out.g, pos[:, s:s + chunk], cfg)
+                       if tc.isometry_pairs == "walk" else
+                       transition_isometry_loss(self.model, out.g, world_kind(cfg), cfg))
                 parts = {**parts, "loss_isometry": iso,
                          "loss": parts["loss"] + tc.loss_isometry * iso}
             if not torch.isfinite(parts["loss"]):
