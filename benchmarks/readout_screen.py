@@ -77,6 +77,8 @@ SCRATCH_WORLD = {"square": "square:12", "hex": "hex:12"}
 SCRATCH = {
     # g itself is the recorded population
     "isometry": [],
+    # the isometry on pairs of the walk's own steps instead of under W_a
+    "isometry_walk": ["train.isometry_pairs=walk"],
     # the control: the same modules and start, without the isometry loss
     "modules": ["train.loss_isometry=0"],
     # non-negative read-out cells with an energy cost on top of the modules
@@ -173,6 +175,8 @@ def _row(run_dir: Path) -> dict:
         for head, var in (("hexagonal", "is_grid"), ("two_wave", "is_two_wave"),
                           ("band", "is_band"), ("square", "is_square")):
             row[head] = float(cells[var].mean())
+        # the same units across environments: hexagonal in every recorded environment
+        row["hex_every_env"] = float(cells["is_grid"].all("env").mean())
         psi = np.abs(cells["triad_phase"].values.ravel())
         row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
         if "memory_activity" in an.hippo.populations:

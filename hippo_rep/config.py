@@ -321,6 +321,11 @@ class TrainConfig(TypedConfig):
     # recognises the node (the rule of Whittington, Warren & Behrens 2022, appendix A.2) instead of
     # writing a duplicate memory.
     loss_inverse: float = setting(0.0, _NON_NEGATIVE)
+    # Loop loss: mean over the lattice's smallest loops (a square's four moves, a hex
+    # lattice's two triangles) of ||Π W_a − I||²_F / n_g. With loss_inverse it makes the moves
+    # commute, so that g depends on the node and not on the path (a torus of plane waves,
+    # which the isometry loss can then shape; non-commuting W_a leave g path-dependent).
+    loss_loop: float = setting(0.0, _NON_NEGATIVE)
     # Energy cost of the read-out cells (model.cells = "readout"): mean r² over cells and
     # steps (the activity cost of Whittington, Dorrell, Ganguli & Behrens, ICLR 2023).
     loss_cells_energy: float = setting(0.0, _NON_NEGATIVE)

@@ -211,3 +211,29 @@ def test_each_module_is_a_triad_or_holds_none():
     cfg = _cfg()
     plain = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
     assert transition_diagnostics(plain, "square")["modules"] is None
+
+
+def test_loop_error_is_zero_for_commuting_moves_only():
+    waves = [(7.0, 0.0), (7.0, 60.0), (7.0, 120.0)] * 4
+    torus = _module_model(waves)  # rotations by k·u: commuting, opposite moves inverse
+    assert float(torus.loop_error().detach()) == pytest.approx(0.0, abs=1e-9)
+    assert float(torus.inverse_error().detach()) == pytest.approx(0.0, abs=1e-9)
+    cfg = _cfg([*MODULES, "model.transition_init_std=0.3"])
+    rand = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
+    assert float(rand.loop_error().detach()) > 0.1
+    hexm = build_model(cfg.model, n_actions_for("hex"), cfg.world.n_obs, seed=0)
+    assert hexm.smallest_loops() == [[1, 3, 5], [2, 4, 6]]
+    assert rand.smallest_loops() == [[1, 2, 3, 4]]
+
+
+def test_loop_loss_trains_w_a_and_logs(tmp_path):
+    def run(sets, name):
+        cfg = load_config("tiny", [*MODULES, *sets, "train.iterations=2"])
+        tr = Trainer(cfg, tmp_path / name, progress=False)
+        rows = [tr.step(i) for i in range(2)]
+        return tr.model.state_dict()["W_a"].clone(), rows
+
+    w0, _ = run([], "off")
+    w1, rows = run(["train.loss_loop=1"], "on")
+    assert rows[0]["loss_loop"] > 0 and not torch.equal(w0, w1)
+    assert "loss_loop" in metric_fields(load_config("tiny", ["train.loss_loop=1"]))

@@ -436,6 +436,27 @@ class TEMt(nn.Module):
         errs = [(W[a] @ W[b] - eye).pow(2).sum() / W.shape[-1] for a, b in self.move_pairs()]
         return torch.stack(errs).mean()
 
+    def smallest_loops(self) -> list[list[int]]:
+        """Move actions of the smallest closed loops of the lattice: right-up-left-down on a
+        square one (4 moves), the two triangles (0°, 120°, 240° and 60°, 180°, 300°) on a
+        hexagonal one (6 moves)."""
+        n_moves = self.n_actions - 1
+        return [[1, 2, 3, 4]] if n_moves == 4 else [[1, 3, 5], [2, 4, 6]]
+
+    def loop_error(self) -> torch.Tensor:
+        """Mean over the smallest loops of ||Π_loop W_a − I||²_F / n_g; ``train.loss_loop``.
+        With :meth:`inverse_error` also 0, the moves commute: g is then a function of the
+        node, whatever the path there (a torus of waves), not of the path."""
+        W = self.transition_matrices()
+        eye = torch.eye(W.shape[-1], device=W.device)
+        errs = []
+        for loop in self.smallest_loops():
+            prod = W[loop[0]]
+            for a in loop[1:]:
+                prod = prod @ W[a]
+            errs.append((prod - eye).pow(2).sum() / W.shape[-1])
+        return torch.stack(errs).mean()
+
     # ---------------------------------------------------------------- forward
     def forward(self, obs: torch.Tensor, actions: torch.Tensor, state: MemoryState | None = None,
                 context: torch.Tensor | None = None,

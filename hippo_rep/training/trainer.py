@@ -50,8 +50,9 @@ TEM_METRIC_FIELDS = ("tem_p_g", "tem_p_x", "tem_x_gen", "tem_x_g", "tem_x_p", "t
 CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
 
 
-#: Extra metric of runs with an isometry loss (:func:`isometry_loss`).
-ISOMETRY_METRIC_FIELDS = ("loss_isometry",)
+#: Extra metrics of runs with an isometry or loop loss (:func:`isometry_loss`,
+#: ``TEMt.loop_error``).
+ISOMETRY_METRIC_FIELDS = ("loss_isometry", "loss_loop")
 
 
 def _has_cell_terms(config: Config) -> bool:
@@ -63,7 +64,8 @@ def metric_fields(config: Config) -> tuple[str, ...]:
     has them)."""
     return (METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
             + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ())
-            + (ISOMETRY_METRIC_FIELDS if config.train.loss_isometry > 0 else ()))
+            + (ISOMETRY_METRIC_FIELDS if config.train.loss_isometry > 0
+               or config.train.loss_loop > 0 else ()))
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
@@ -510,6 +512,11 @@ class Trainer:
             (tc.loss_inverse * inv).backward()
             sums["loss_inverse"] = inv.item()
             sums["loss"] += tc.loss_inverse * inv.item()
+        if self.model.recurrent and tc.loss_loop > 0:
+            loop = self.model.loop_error()  # once per iteration, like the inverse loss
+            (tc.loss_loop * loop).backward()
+            sums["loss_loop"] = loop.item()
+            sums["loss"] += tc.loss_loop * loop.item()
         self._update(iteration)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
         rev = rev.reshape(-1)
