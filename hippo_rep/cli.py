@@ -196,7 +196,6 @@ def _int_list(text: str, flag: str) -> list[int]:
 
 # --------------------------------------------------------------------------------- train
 def _add_train(sub) -> None:
-    """``hippo-rep train``."""
     t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
     t.add_argument("--config",
                    help="preset (tiny, small, paper) or a TOML file (default: small)")
@@ -252,7 +251,6 @@ def cmd_train(args) -> int:
 
 # ------------------------------------------------------------------------------ evaluate
 def _add_evaluate(sub) -> None:
-    """``hippo-rep evaluate``."""
     e = sub.add_parser("evaluate", help="accuracy on held-out environments vs ideal agents")
     e.add_argument("checkpoint")
     e.add_argument("--envs", type=int, default=EVAL_ENVS, help="held-out environments")
@@ -286,7 +284,6 @@ def cmd_evaluate(args) -> int:
 
 # ----------------------------------------------------------------------------- calibrate
 def _add_calibrate(sub) -> None:
-    """``hippo-rep calibrate``."""
     c = sub.add_parser("calibrate", help="copy a checkpoint with add-if-novel's write threshold "
                                          "calibrated between revisits and new places")
     c.add_argument("checkpoint")
@@ -321,7 +318,6 @@ def cmd_calibrate(args) -> int:
 
 # -------------------------------------------------------------------------------- record
 def _add_record(sub) -> None:
-    """``hippo-rep record``."""
     r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
                                       "into .nc or .zarr")
     r.add_argument("checkpoint")
@@ -376,7 +372,6 @@ def cmd_record(args) -> int:
 
 # ------------------------------------------------------------------------------- analyse
 def _add_analyse(sub) -> None:
-    """``hippo-rep analyse``."""
     a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
                                        "decoding of a recording (or of your own session: "
                                        "NWB) → one analysis dataset")
@@ -426,7 +421,6 @@ def cmd_analyse(args) -> int:
 
 # ------------------------------------------------------------------------------- passkey
 def _add_passkey(sub) -> None:
-    """``hippo-rep passkey train|eval|sweep``."""
     pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
     pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
     from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
@@ -590,7 +584,6 @@ def cmd_passkey_sweep(args) -> int:
 
 # ------------------------------------------------------------------------------ controls
 def _add_controls(sub) -> None:
-    """``hippo-rep controls``."""
     co = sub.add_parser("controls", help="model-grown controls (pattern-formation lattices "
                                          "and their negatives) as a recording to analyse")
     co.add_argument("--out", required=True, help="output RECORDING.nc")
@@ -634,7 +627,6 @@ def cmd_controls(args) -> int:
 
 # ------------------------------------------------------------------------------- figures
 def _add_figures(sub) -> None:
-    """``hippo-rep figures``."""
     f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
     f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")
     f.add_argument("--recording", help="recording dataset")
@@ -797,7 +789,6 @@ def cmd_delay(args) -> int:
 
 # ---------------------------------------------------------------------------------- demo
 def _add_demo(sub) -> None:
-    """``hippo-rep demo``."""
     d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
                                     "baseline, evaluate both, record, analyse, figures")
     d.add_argument("--out", default="demo", help="output folder (default: demo)")
