@@ -47,6 +47,8 @@ def test_complete_stages_are_skipped_and_a_missing_one_is_redone(tmp_path):
     ev = json.loads((run / "eval.json").read_text())
     assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
     assert read_checkpoint(run / "checkpoint.pt")["step"] == 2
+    assert list(rep.results) == list(todo) and rep.results["train"] == run / "checkpoint.pt"
+    assert rep.results["evaluate"]["model"] == ev["model"]
     before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
 
     calls.clear()
@@ -113,3 +115,15 @@ def test_the_package_root_offers_the_verbs_without_importing_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_analyse_takes_a_file_or_a_dataset_and_writes_only_when_asked(tmp_path):
+    from hippo_rep.pipeline import analyse
+
+    run = tmp_path / "run"
+    run_stages(run, _config(), ("train", "record"), SETTINGS)
+    from_file = analyse(run / "recording.nc", shuffles=2, decode=False)
+    with open_recording(run / "recording.nc") as ds:
+        from_data = analyse(ds.load(), tmp_path / "a.nc", shuffles=2, decode=False)
+    assert from_file.identical(from_data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.nc", "run"]

@@ -100,18 +100,10 @@ def run_demo(out="demo", figures="figures", *, config: str | Path = "small",
     say("\n" + comparison(results))
     for path in (rec, ana):
         path.unlink(missing_ok=True)  # overwrite was given (or the checkpoints were absent)
-    drawn = {}
-
-    def kept(stage, output, result, seconds):
-        if stage == "figures":
-            drawn.update(result)
-        if after is not None:
-            after(stage, output, result, seconds)
-
-    run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"), settings,
-               outputs={"record": rec, "analyse": ana, "figures": figures},
-               evals=list(evals.values()), before=head, after=kept)
+    drawn = run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"),
+                       settings, outputs={"record": rec, "analyse": ana, "figures": figures},
+                       evals=list(evals.values()), before=head, after=after).results
     say(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
         f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
         f"{rec}, {ana}, figures in {figures}/")
-    return DemoReport(runs, results, rec, ana, drawn)
+    return DemoReport(runs, results, rec, ana, drawn["figures"])

@@ -254,12 +254,14 @@ def build_figures(out="figures", *, only: Sequence[str] | None = None,
 @dataclass
 class StagesReport:
     """What :func:`run_stages` did: each stage's ``outputs`` (path), the stages that ``ran``
-    and were ``skipped`` (complete), and the training iteration ``resumed_from`` (or None)."""
+    and were ``skipped`` (complete), the training iteration ``resumed_from`` (or None), and the
+    ``results`` (return values) of the stage functions that ran."""
 
     outputs: dict[str, Path]
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     resumed_from: int | None = None
+    results: dict[str, object] = field(default_factory=dict)
 
 
 def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
@@ -360,7 +362,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
         if before is not None:
             before(stage, out)
         t0 = time.perf_counter()
-        result = run[stage](out)
+        result = report.results[stage] = run[stage](out)
         report.ran.append(stage)
         if stage == "train":
             report.resumed_from = step
