@@ -1,6 +1,6 @@
 """Benchmark: wall-clock of a 4-run sweep (2 configs × 2 seeds) on 1 vs 2 local dask workers.
 
-Runs ``hippo_rep.sweep.run_sweep`` — train, evaluate, record and analyse every run — on the
+Runs ``hippo_rep.pipeline.run_sweep`` — train, evaluate, record and analyse every run — on the
 ``tiny`` preset with ``model.transition_activation=linear,relu`` × 2 seeds, each time into a
 fresh folder:
 
@@ -33,7 +33,8 @@ from pathlib import Path  # noqa: E402
 
 import xarray as xr  # noqa: E402
 
-from hippo_rep.sweep import DONE_FILE, RUNS_DIR, SweepSettings, open_sweep, run_sweep  # noqa: E402
+from hippo_rep.pipeline import SweepSettings, run_sweep  # noqa: E402
+from hippo_rep.sweep import DONE_FILE, RUNS_DIR, open_sweep  # noqa: E402
 
 #: The sweep measured: 2 configs × 2 seeds.
 GRID = ["model.transition_activation=linear,relu"]

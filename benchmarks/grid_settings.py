@@ -56,7 +56,7 @@ SETTINGS = {
 SETTING_SWEEP = {"orth_linear_hexworld": dict(eval_world="hex:11", record_world="hex:20")}
 #: Base preset of every setting.
 PRESET = "small"
-#: What each run evaluates and records (see hippo_rep.sweep.SweepSettings).
+#: What each run evaluates and records (see hippo_rep.pipeline.SweepSettings).
 #: ``calibrate=False``: eval.json and the recording use the trained write threshold; the
 #: ``calibrate`` command adds the calibrated evaluation beside it (the table shows both).
 SWEEP_SETTINGS = dict(eval_world="square:11", eval_steps=1500, eval_envs=16,
@@ -65,7 +65,7 @@ SWEEP_SETTINGS = dict(eval_world="square:11", eval_steps=1500, eval_envs=16,
 
 
 def run(out: Path, seeds: int, names: list[str]) -> None:
-    from hippo_rep.sweep import SweepSettings, run_sweep
+    from hippo_rep.pipeline import SweepSettings, run_sweep
 
     for name in names:
         rep = run_sweep(PRESET, [], seeds, out / name, overrides=SETTINGS[name],
@@ -78,7 +78,8 @@ def run(out: Path, seeds: int, names: list[str]) -> None:
 
 def _finished_runs(out: Path):
     """(run folder, stage settings) of every finished run of every setting's sweep."""
-    from hippo_rep.sweep import DONE_FILE, RUNS_DIR, SweepSettings, read_manifest
+    from hippo_rep.pipeline import SweepSettings
+    from hippo_rep.sweep import DONE_FILE, RUNS_DIR, read_manifest
 
     for name in SETTINGS:
         if (out / name / "sweep.json").is_file():
@@ -91,13 +92,13 @@ def _finished_runs(out: Path):
 def reanalyse(out: Path) -> None:
     """The stage runner's analyse stage again on each finished run's recording (the new
     analysis replaces the old one atomically)."""
-    from hippo_rep.stages import analyse_stage
-    from hippo_rep.sweep import ANALYSIS_FILE, ANALYSIS_SCHEDULER, RECORDING_FILE
+    from hippo_rep.pipeline import ANALYSIS_SCHEDULER, analyse
+    from hippo_rep.sweep import ANALYSIS_FILE, RECORDING_FILE
 
     for run_dir, st in _finished_runs(out):
-        analyse_stage(run_dir / RECORDING_FILE, run_dir / ANALYSIS_FILE, shuffles=st.shuffles,
-                      seed=st.analysis_seed, remap_shuffles=st.remap_shuffles,
-                      decode=st.decode, scheduler=ANALYSIS_SCHEDULER, overwrite=True)
+        analyse(run_dir / RECORDING_FILE, run_dir / ANALYSIS_FILE, shuffles=st.shuffles,
+                seed=st.analysis_seed, remap_shuffles=st.remap_shuffles, decode=st.decode,
+                scheduler=ANALYSIS_SCHEDULER, overwrite=True)
         print(f"reanalysed {run_dir.parent.parent.name}/{run_dir.name}", flush=True)
 
 
@@ -114,7 +115,7 @@ def calibrate(out: Path) -> None:
 
     from hippo_rep.config import load_config
     from hippo_rep.fileio import write_json
-    from hippo_rep.stages import run_stages
+    from hippo_rep.pipeline import run_stages
     from hippo_rep.training.checkpoint import read_checkpoint
 
     for run_dir, st in _finished_runs(out):

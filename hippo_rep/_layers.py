@@ -8,7 +8,8 @@ module top and inside functions, and that the "Module layers" diagram of
 ``docs/guide/layout.md`` shows :data:`LAYERS`.
 
 Data flows up the layers: worlds → models → training → recording → analysis → plotting →
-figures; ``stages`` chains them, and ``sweep`` and ``cli`` drive ``stages``.
+figures; ``pipeline`` (the backbone: stages, sweeps, the demo) chains them, and ``cli`` and the
+package root's verbs call ``pipeline``. ``sweep`` only reads sweeps (figures draw them).
 """
 
 #: Layers, lowest first; each a tuple of modules or packages (a package entry covers all its
@@ -27,11 +28,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hippo_rep.recording", "hippo_rep.export"),  # checkpoint → recording file; pynapple
     ("hippo_rep.analysis",),  # recordings → analysis datasets (no torch)
     ("hippo_rep.plotting",),  # fn(data, ax=None) -> ax panels
-    # a sweep's grid, manifest and reading (figures draw sweeps)
-    ("hippo_rep.sweep.grid", "hippo_rep.sweep.manifest", "hippo_rep.sweep.results"),
+    ("hippo_rep.sweep",),  # a sweep's grid, manifest and reading (figures draw sweeps)
     ("hippo_rep.figures",),  # figure registry
     ("hippo_rep.explore",),  # notebook tables and widgets
-    ("hippo_rep.stages",),  # the stage runner: train → ... → figures, resumable
-    ("hippo_rep.sweep",),  # running grids of runs through the stage runner
+    # the backbone: the stage runner (train → ... → figures, resumable), sweeps, the demo
+    ("hippo_rep.pipeline",),
     ("hippo_rep.cli",),  # the hippo-rep command
 )

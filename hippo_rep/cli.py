@@ -109,75 +109,13 @@ def _world_arg(world):
     return world
 
 
-def cmd_train(args) -> int:
-    from hippo_rep.config import load_config
-    from hippo_rep.run_files import CHECKPOINT_FILE, CONFIG_FILE
-    from hippo_rep.stages import train_stage
-    from hippo_rep.training.trainer import continue_config
-
-    out = check_output_path(args.out, "--out", folder=True)
-    _count(args.stop_at, "--stop-at", low=0)
-    if args.continue_from is not None and (args.resume or args.config is not None):
-        raise OutputError("--continue-from takes the run's config from the checkpoint: give "
-                          "it without --resume or --config")
-    if args.resume:
-        saved = out / CONFIG_FILE
-        if not saved.is_file():
-            raise FileNotFoundError(f"--resume: {str(saved)!r} not found")
-        cfg = load_config(saved, args.set)
-    elif args.continue_from is not None:
-        cfg = continue_config(args.continue_from, args.set)
-    else:
-        cfg = load_config(args.config or "small", args.set)
-    if args.device is not None:  # checked as train.device
-        cfg = cfg.replace(train=cfg.train.replace(device=args.device))
-    t0 = time.perf_counter()
-    try:
-        train_stage(cfg, out, resume=args.resume, progress=not args.no_progress,
-                    stop_at=args.stop_at)
-    except KeyboardInterrupt:
-        print(f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
-              f"continue with: hippo-rep train --out {out} --resume", file=sys.stderr)
-        return 130
-    _print_stage("train", out / CHECKPOINT_FILE, None, time.perf_counter() - t0)
-    return 0
-
-
-def cmd_evaluate(args) -> int:
-    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
-    from hippo_rep.stages import evaluate_stage
-
-    _count(args.envs, "--envs", MAX_BATCH)
-    _count(args.steps, "--steps", MAX_WALK_STEPS)
-    _count(args.seed, "--seed", low=0)
-    _world_arg(args.world)
-    if args.json:
-        check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
-    result = evaluate_stage(args.checkpoint, args.json or None, envs=args.envs, world=args.world,
-                            steps=args.steps, seed=args.seed)
-    _print_eval(result)
-    if args.json:
-        print(f"wrote {args.json}")
-    return 0
-
-
-def cmd_calibrate(args) -> int:
-    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
-    from hippo_rep.training.calibrate import (
-        CALIBRATION_ENVS,
-        CALIBRATION_STEPS,
-        calibrate_checkpoint,
-    )
-
-    args.envs = CALIBRATION_ENVS if args.envs is None else args.envs
-    args.steps = CALIBRATION_STEPS if args.steps is None else args.steps
-    _count(args.envs, "--envs", MAX_BATCH)
-    _count(args.steps, "--steps", MAX_WALK_STEPS)
-    _count(args.seed, "--seed", low=0)
-    check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
-    rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
-    _print_stage("calibrate", args.out, rep, None)
-    return 0
+def _add_cluster_args(parser, purpose: str) -> None:
+    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask cluster of N single-threaded workers")
 
 
 def _print_stage(stage: str, out, result, seconds: float | None) -> None:
@@ -244,66 +182,161 @@ def _print_eval(result: dict) -> None:
               f"loop {lr['loop_cosine']:.3f} (write threshold {lr['write_threshold']:g})")
 
 
-def cmd_demo(args) -> int:
-    """The main job: train TEM-t and the sinusoidal baseline on the small preset, evaluate both
-    on the same held-out worlds and print them side by side; then record, analyse and draw
-    TEM-t (:func:`hippo_rep.stages.run_stages`)."""
-    from hippo_rep.analysis.remapping import TEM_SHUFFLES
-    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS, load_config
-    from hippo_rep.fileio import remove_path
-    from hippo_rep.stages import StageSettings, run_stages
+def _int_list(text: str, flag: str) -> list[int]:
+    from hippo_rep.tasks.passkey import PassKeyError
+
+    try:
+        vals = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise PassKeyError(f"{flag} must be comma-separated integers; got {text!r}") from None
+    if not vals:
+        raise PassKeyError(f"{flag} is empty")
+    return vals
+
+
+# --------------------------------------------------------------------------------- train
+def _add_train(sub) -> None:
+    t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
+    t.add_argument("--config",
+                   help="preset (tiny, small, paper) or a TOML file (default: small)")
+    t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
+    t.add_argument("--out", required=True, help="run folder (config.toml, metrics.csv, "
+                                                "checkpoint.pt)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--continue-from", metavar="CHECKPOINT",
+                   help="continue another run in a new --out from its checkpoint's weights, "
+                        "config, iteration and schedules (also a weights-only copy such as "
+                        "data/tem_8x8.pt; Adam's moments restart)")
+    t.add_argument("--stop-at", type=int, metavar="N",
+                   help="stop after iteration N (the schedule still runs to train.iterations); "
+                        "--resume continues")
+    t.add_argument("--device", help="cpu, cuda or auto (overrides train.device)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+
+def cmd_train(args) -> int:
+    from hippo_rep.config import load_config
+    from hippo_rep.pipeline import train
+    from hippo_rep.run_files import CHECKPOINT_FILE, CONFIG_FILE
+    from hippo_rep.training.trainer import continue_config
 
     out = check_output_path(args.out, "--out", folder=True)
-    check_output_path(args.figures, "--figures", folder=True)
-    for value, flag, cap in ((args.envs, "--envs", MAX_BATCH), (args.shuffles, "--shuffles", None),
-                             (args.record_envs, "--record-envs", MAX_BATCH),
-                             (args.record_steps, "--record-steps", MAX_WALK_STEPS)):
-        _count(value, flag, cap)
-    runs = {"temt": out / "run", "sinusoidal": out / "baseline"}
-    existing = [r / "checkpoint.pt" for r in runs.values() if (r / "checkpoint.pt").exists()]
-    if existing and not args.overwrite:
-        raise FileExistsError(f"{str(existing[0])!r} exists; pass --overwrite to train again, "
-                              "or use another --out")
-    configs = {kind: load_config(args.config, [*args.set, f"model.kind={kind}"])
-               for kind in runs}
-    settings = StageSettings(eval_envs=args.envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles,
-                             remap_shuffles=TEM_SHUFFLES)
-    evals = {"temt": out / "eval.json", "sinusoidal": out / "eval_baseline.json"}
-    rec, ana = out / "recording.nc", out / "analysis.nc"
-    heads = {"calibrate": f"== calibrating the write threshold → {runs['temt'] / 'calibrated.pt'}",
-             "record": f"\n== recording {args.record_envs} envs × {args.record_steps} steps "
-                       f"→ {rec}",
-             "analyse": f"== analysing with {args.shuffles} shuffles → {ana}",
-             "figures": f"== figures → {args.figures}"}
-
-    def head(stage, _):
-        if stage in heads:  # the evaluation's table follows the training's output
-            print(heads[stage])
-
-    results = {}
-    for kind, run in runs.items():
-        remove_path(run)  # --overwrite was given (or no checkpoint was there)
-        heads["train"] = f"== training {kind} ({args.config} preset) → {run}"
-        run_stages(run, configs[kind], ("train", "calibrate", "evaluate"), settings,
-                   outputs={"evaluate": evals[kind]}, progress=not args.no_progress,
-                   before=head, after=_print_stage)
-        results[kind] = json.loads(evals[kind].read_text())
-    t, b = results["temt"], results["sinusoidal"]
-    print("\nheld-out accuracy    TEM-t  sinusoidal  node agent  edge agent")
-    for k in ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit"):
-        print(f"{k:20s}{t['model'][k]:7.3f}{b['model'][k]:12.3f}{t['node_agent'][k]:12.3f}"
-              f"{t['edge_agent'][k]:12.3f}")
-    for path in (rec, ana):
-        path.unlink(missing_ok=True)  # --overwrite was given (or the checkpoints were absent)
-    run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"), settings,
-               outputs={"record": rec, "analyse": ana, "figures": args.figures},
-               evals=list(evals.values()), before=head,
-               after=_print_stage)
-    print(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
-          f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
-          f"{rec}, {ana}, figures in {args.figures}/")
+    _count(args.stop_at, "--stop-at", low=0)
+    if args.continue_from is not None and (args.resume or args.config is not None):
+        raise OutputError("--continue-from takes the run's config from the checkpoint: give "
+                          "it without --resume or --config")
+    if args.resume:
+        saved = out / CONFIG_FILE
+        if not saved.is_file():
+            raise FileNotFoundError(f"--resume: {str(saved)!r} not found")
+        cfg = load_config(saved, args.set)
+    elif args.continue_from is not None:
+        cfg = continue_config(args.continue_from, args.set)
+    else:
+        cfg = load_config(args.config or "small", args.set)
+    if args.device is not None:  # checked as train.device
+        cfg = cfg.replace(train=cfg.train.replace(device=args.device))
+    t0 = time.perf_counter()
+    try:
+        train(cfg, out, resume=args.resume, progress=not args.no_progress, stop_at=args.stop_at)
+    except KeyboardInterrupt:
+        print(f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
+              f"continue with: hippo-rep train --out {out} --resume", file=sys.stderr)
+        return 130
+    _print_stage("train", out / CHECKPOINT_FILE, None, time.perf_counter() - t0)
     return 0
+
+
+# ------------------------------------------------------------------------------ evaluate
+def _add_evaluate(sub) -> None:
+    e = sub.add_parser("evaluate", help="accuracy on held-out environments vs ideal agents")
+    e.add_argument("checkpoint")
+    e.add_argument("--envs", type=int, default=EVAL_ENVS, help="held-out environments")
+    e.add_argument("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
+                                   "square:8:holes=3,4;4,4 (default: the training world)")
+    e.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
+    e.add_argument("--seed", type=int, default=EVAL_SEED,
+                   help="seed of the held-out environments")
+    e.add_argument("--json", help="write the results to this JSON file")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    e.set_defaults(func=cmd_evaluate)
+
+
+def cmd_evaluate(args) -> int:
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.pipeline import evaluate
+
+    _count(args.envs, "--envs", MAX_BATCH)
+    _count(args.steps, "--steps", MAX_WALK_STEPS)
+    _count(args.seed, "--seed", low=0)
+    _world_arg(args.world)
+    if args.json:
+        check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
+    result = evaluate(args.checkpoint, args.json or None, envs=args.envs, world=args.world,
+                      steps=args.steps, seed=args.seed)
+    _print_eval(result)
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- calibrate
+def _add_calibrate(sub) -> None:
+    c = sub.add_parser("calibrate", help="copy a checkpoint with add-if-novel's write threshold "
+                                         "calibrated between revisits and new places")
+    c.add_argument("checkpoint")
+    c.add_argument("--out", required=True, help="the calibrated checkpoint (a new file)")
+    c.add_argument("--envs", type=int, help="calibration environments of the training worlds "
+                                            "(default: calibrate.CALIBRATION_ENVS, 16)")
+    c.add_argument("--steps", type=int, help="steps per walk (default: "
+                                             "calibrate.CALIBRATION_STEPS, 1,500)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the calibration walks")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    c.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args) -> int:
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.training.calibrate import (
+        CALIBRATION_ENVS,
+        CALIBRATION_STEPS,
+        calibrate_checkpoint,
+    )
+
+    args.envs = CALIBRATION_ENVS if args.envs is None else args.envs
+    args.steps = CALIBRATION_STEPS if args.steps is None else args.steps
+    _count(args.envs, "--envs", MAX_BATCH)
+    _count(args.steps, "--steps", MAX_WALK_STEPS)
+    _count(args.seed, "--seed", low=0)
+    check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
+    rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
+    _print_stage("calibrate", args.out, rep, None)
+    return 0
+
+
+# -------------------------------------------------------------------------------- record
+def _add_record(sub) -> None:
+    r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
+                                      "into .nc or .zarr")
+    r.add_argument("checkpoint")
+    r.add_argument("--out", required=True,
+                   help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
+    r.add_argument("--envs", type=int, default=RECORD_ENVS,
+                   help=f"environments, one walk each (default: {RECORD_ENVS})")
+    r.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
+    r.add_argument("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
+                                   "world); its action set must be the checkpoint's")
+    r.add_argument("--seed", type=int, default=0, help="seed of the environments (default: 0)")
+    r.add_argument("--same-observations", action="store_true",
+                   help="every environment gets the same observations (one environment "
+                        "revisited, for stability); default: new ones each (remapping)")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    r.add_argument("--chunk", type=int, default=RECORD_CHUNK,
+                   help="steps per forward chunk and per zarr chunk along time "
+                        "(default: %(default)s)")
+    r.set_defaults(func=cmd_record)
 
 
 def cmd_record(args) -> int:
@@ -337,10 +370,40 @@ def cmd_record(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- analyse
+def _add_analyse(sub) -> None:
+    a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
+                                       "decoding of a recording (or of your own session: "
+                                       "NWB) → one analysis dataset")
+    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
+                                     "session: SESSION.nwb (Position + Units) or a session .nc")
+    a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
+    a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
+                   help="circular-shift shuffles per environment for the nulls "
+                        "(default: %(default)s)")
+    a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
+    _add_cluster_args(a, "to spread units over")
+    a.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sess = a.add_argument_group("sessions (.nwb or session .nc) only")
+    sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                      help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    sess.add_argument("--smooth", type=float, default=None, metavar="CM",
+                      help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                           f"{SESSION_SMOOTH_CM:g})")
+    sess.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                      help="drop tracking samples slower than this, cm/s (default: "
+                           f"{SESSION_MIN_SPEED_CM_S:g})")
+    sess.add_argument("--min-shift", type=float, default=None, metavar="S",
+                      help="smallest circular shift of the spike trains in the shuffles, s "
+                           f"(default: {SESSION_MIN_SHIFT_S:g})")
+    a.set_defaults(func=cmd_analyse)
+
+
 def cmd_analyse(args) -> int:
     from hippo_rep.analysis.pipeline import check_output
     from hippo_rep.cluster import dask_client
-    from hippo_rep.stages import analyse_stage
+    from hippo_rep.pipeline import analyse
 
     out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
     check_output_path(out, "--out", inputs=[args.recording])
@@ -348,12 +411,40 @@ def cmd_analyse(args) -> int:
     _count(args.seed, "--seed", low=0)
     t0 = time.perf_counter()
     with dask_client(scheduler=args.scheduler, workers=args.workers):
-        result = analyse_stage(args.recording, out, shuffles=args.shuffles, seed=args.seed,
-                               overwrite=args.overwrite, bin_size_cm=args.bin_size,
-                               smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
-                               min_shift_s=args.min_shift, progress=not args.no_progress)
+        result = analyse(args.recording, out, shuffles=args.shuffles, seed=args.seed,
+                         overwrite=args.overwrite, bin_size_cm=args.bin_size,
+                         smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
+                         min_shift_s=args.min_shift, progress=not args.no_progress)
     _print_stage("analyse", out, result, time.perf_counter() - t0)
     return 0
+
+
+def _add_remap_sessions(sub) -> None:
+    rs = sub.add_parser("remap-sessions", help="which of the same cells remapped between two "
+                                               "sessions (NWB or session .nc) → one .nc")
+    rs.add_argument("a", help="session A: SESSION.nwb (Position + Units) or a session .nc")
+    rs.add_argument("b", help="session B, the same cells (matched by population and cell id)")
+    rs.add_argument("--out", required=True, help="output REMAPPING.nc")
+    rs.add_argument("--shuffles", type=int, default=N_SHUFFLES,
+                    help="circular shifts of B's spike trains in the null "
+                         "(default: %(default)s)")
+    rs.add_argument("--seed", type=int, default=0, help="seed of the shifts (default: 0)")
+    rs.add_argument("--common-cells", action="store_true",
+                    help="compare the cells in both sessions (default: cells in only one "
+                         "session are an error)")
+    rs.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    rs.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                    help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    rs.add_argument("--smooth", type=float, default=None, metavar="CM",
+                    help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                         f"{SESSION_SMOOTH_CM:g})")
+    rs.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                    help="drop tracking samples slower than this, cm/s (default: "
+                         f"{SESSION_MIN_SPEED_CM_S:g})")
+    rs.add_argument("--min-shift", type=float, default=None, metavar="S",
+                    help="smallest circular shift of B's spike trains, s (default: "
+                         f"{SESSION_MIN_SHIFT_S:g})")
+    rs.set_defaults(func=cmd_remap_sessions)
 
 
 def cmd_remap_sessions(args) -> int:
@@ -395,46 +486,59 @@ def cmd_remap_sessions(args) -> int:
     return 0
 
 
-def cmd_controls(args) -> int:
-    from hippo_rep.analysis import plane_waves
-    from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
-    from hippo_rep.recording import check_output, write_netcdf
-
-    out = Path(args.out)
-    if out.suffix.lower() != ".nc":
-        raise OutputError(f"--out {str(out)!r} must end in .nc")
-    check_output(out, args.overwrite)
-    check_output_path(out, "--out")
-    _count(args.units, "--units", MAX_UNITS)
-    _count(args.seed, "--seed", low=0)
-    t0 = time.perf_counter()
-    maps = control_maps(args.units, seed=args.seed)
-    seconds = time.perf_counter() - t0
-    pw = plane_waves(maps)
-    write_netcdf(controls_recording(maps, seed=args.seed), out, overwrite=args.overwrite)
-    print(f"grew {args.units} maps per control in {seconds:.1f} s (seed {args.seed}); "
-          "plane_waves on the maps:")
-    for c in maps["control"].values:
-        one = pw.sel(control=c)
-        n = int(one.sizes["unit"])
-        print(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
-              f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
-              f"{int(one['single_field'].sum())}/{n}")
-    print(f"wrote {out} (one environment per control); next: hippo-rep analyse {out} "
-          "--out ANALYSIS.nc, then hippo-rep figures ANALYSIS.nc --only controls")
-    return 0
-
-
-def _int_list(text: str, flag: str) -> list[int]:
-    from hippo_rep.tasks.passkey import PassKeyError
-
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise PassKeyError(f"{flag} must be comma-separated integers; got {text!r}") from None
-    if not vals:
-        raise PassKeyError(f"{flag} is empty")
-    return vals
+# ------------------------------------------------------------------------------- passkey
+def _add_passkey(sub) -> None:
+    pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
+    pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
+    from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
+    from hippo_rep.tasks import PASSKEY_DEFAULT_PROMPTS as PROMPTS
+    from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
+    from hippo_rep.tasks import PASSKEY_DEFAULT_THREADS
+    from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
+    def threads_arg(parser):
+        parser.add_argument("--threads", type=int, default=PASSKEY_DEFAULT_THREADS,
+                            help="torch CPU threads; a rerun with the same count is "
+                                 f"bit-identical (default: {PASSKEY_DEFAULT_THREADS})")
+    fill = ",".join(map(str, DEFAULT_FILLERS))
+    pt = pks.add_parser("train", help="train one PassKey model")
+    pt.add_argument("--out", required=True, help="run folder (checkpoint.pt, metrics.csv)")
+    pt.add_argument("--variant", default="fam_f4",
+                    help=f"{', '.join(SWEEP_VARIANTS)}, or a bare variant (default: fam_f4)")
+    pt.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override (wins over the variant's presets; refused where it contradicts "
+                         "the variant's name or does nothing for it), e.g. --set "
+                         "train.steps=400 --set model.n_mem=2")
+    threads_arg(pt)
+    pt.add_argument("--overwrite", action="store_true", help="replace a checkpoint in --out")
+    pt.add_argument("--no-progress", action="store_true", help="no per-step log")
+    pt.set_defaults(func=cmd_passkey_train)
+    pe = pks.add_parser("eval", help="accuracy against filler length of a checkpoint")
+    pe.add_argument("checkpoint")
+    pe.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
+    pe.add_argument("--samples", type=int, default=PROMPTS,
+                    help=f"prompts per length (default: {PROMPTS}: 95%% interval ±0.03 at "
+                         "accuracy 0.9)")
+    pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
+    threads_arg(pe)
+    pe.add_argument("--json", help="write the results to this JSON file")
+    pe.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    pe.set_defaults(func=cmd_passkey_eval)
+    pw = pks.add_parser("sweep", help="train variants × seeds, table of accuracy vs filler")
+    pw.add_argument("--out", required=True, help="folder for runs/, sweep.csv, sweep.json")
+    pw.add_argument("--variants", default=",".join(DEFAULT_SWEEP),
+                    help=f"comma-separated (default: {','.join(DEFAULT_SWEEP)})")
+    pw.add_argument("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)")
+    pw.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
+    pw.add_argument("--samples", type=int, default=PROMPTS,
+                    help=f"prompts per length and seed (default: {PROMPTS})")
+    pw.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override for every run: wins over the variants' presets; refused "
+                         "where it contradicts a variant's name or does nothing for it")
+    pw.add_argument("--figure", help="also save the accuracy plot (PNG/PDF/SVG)")
+    threads_arg(pw)
+    pw.add_argument("--no-reuse", action="store_true",
+                    help="retrain runs whose eval.json already matches")
+    pw.set_defaults(func=cmd_passkey_sweep)
 
 
 def _passkey_threads(args) -> None:
@@ -545,12 +649,79 @@ def cmd_passkey_sweep(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------ controls
+def _add_controls(sub) -> None:
+    co = sub.add_parser("controls", help="model-grown controls (pattern-formation lattices "
+                                         "and their negatives) as a recording to analyse")
+    co.add_argument("--out", required=True, help="output RECORDING.nc")
+    co.add_argument("--units", type=int, default=32,
+                    help="maps per control, at most 1024 (default: %(default)s)")
+    co.add_argument("--seed", type=int, default=0, help="seed of the maps and walks "
+                                                        "(default: 0)")
+    co.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    co.set_defaults(func=cmd_controls)
+
+
+def cmd_controls(args) -> int:
+    from hippo_rep.analysis import plane_waves
+    from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
+    from hippo_rep.recording import check_output, write_netcdf
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".nc":
+        raise OutputError(f"--out {str(out)!r} must end in .nc")
+    check_output(out, args.overwrite)
+    check_output_path(out, "--out")
+    _count(args.units, "--units", MAX_UNITS)
+    _count(args.seed, "--seed", low=0)
+    t0 = time.perf_counter()
+    maps = control_maps(args.units, seed=args.seed)
+    seconds = time.perf_counter() - t0
+    pw = plane_waves(maps)
+    write_netcdf(controls_recording(maps, seed=args.seed), out, overwrite=args.overwrite)
+    print(f"grew {args.units} maps per control in {seconds:.1f} s (seed {args.seed}); "
+          "plane_waves on the maps:")
+    for c in maps["control"].values:
+        one = pw.sel(control=c)
+        n = int(one.sizes["unit"])
+        print(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
+              f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
+              f"{int(one['single_field'].sum())}/{n}")
+    print(f"wrote {out} (one environment per control); next: hippo-rep analyse {out} "
+          "--out ANALYSIS.nc, then hippo-rep figures ANALYSIS.nc --only controls")
+    return 0
+
+
+# ------------------------------------------------------------------------------- figures
+def _add_figures(sub) -> None:
+    f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
+    f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")
+    f.add_argument("--recording", help="recording dataset")
+    f.add_argument("--eval", action="append", default=[], metavar="EVAL.json",
+                   help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)")
+    f.add_argument("--passkey", metavar="SWEEP_DIR_OR_FILE",
+                   help="PassKey sweep folder or its sweep.json (hippo-rep passkey sweep)")
+    f.add_argument("--out", default="figures", help="output folder (default: figures)")
+    f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
+    f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
+    f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
+    f.add_argument("--delay", metavar="RESULT", action="append",
+                   help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed")
+    f.add_argument("--delay-cost", metavar="JSON",
+                   help="benchmarks/bench_memory_variants.py --json output (cost panels)")
+    f.add_argument("--learning-speed", metavar="FILE",
+                   help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
+    f.add_argument("--tem-analysis", metavar="FILE",
+                   help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)")
+    f.set_defaults(func=cmd_figures)
+
+
 def cmd_figures(args) -> int:
-    from hippo_rep.stages import figures_stage
+    from hippo_rep.pipeline import build_figures
 
     check_output_path(args.out, "--out", folder=True)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    report = figures_stage(args.out, analysis=args.analysis, recording=args.recording,
+    report = build_figures(args.out, analysis=args.analysis, recording=args.recording,
                            evals=args.eval, passkey=args.passkey, sweep=args.sweep,
                            delay=args.delay, delay_cost=args.delay_cost,
                            learning_speed=args.learning_speed, tem_analysis=args.tem_analysis,
@@ -559,57 +730,9 @@ def cmd_figures(args) -> int:
     return 0
 
 
-def cmd_sweep(args) -> int:
-    """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
-    from hippo_rep.sweep import SweepSettings, open_sweep, run_sweep
-
-    check_output_path(args.out, "--out", folder=True)
-    settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles,
-                             eval_steps=args.eval_steps, eval_world=args.eval_world,
-                             record_world=args.record_world,
-                             calibrate=not args.no_calibrate)
-    try:
-        rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
-                        settings=settings, scheduler=args.scheduler, workers=args.workers,
-                        overwrite=args.overwrite, progress=not args.no_progress)
-    except KeyboardInterrupt:
-        print(f"interrupted: finished runs are kept and interrupted ones continue from their "
-              f"checkpoints; rerun the same command to go on ({args.out})", file=sys.stderr)
-        return 130
-    print(f"{len(rep.runs)} runs: {len(rep.done)} finished now, {len(rep.skipped)} already "
-          f"finished, {len(rep.failed)} failed, {len(rep.resumed)} resumed from a checkpoint "
-          f"({rep.wall_s:.0f} s) → {rep.out}")
-    ds = open_sweep(rep.out)
-    grid = list(json.loads(ds.attrs["dims"]))
-    cols = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit")
-    width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
-    print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
-          + f"{'grid frac':>10s}{'place frac':>11s}")
-    flat = ds.stack(run_=[*grid, "seed"]) if grid else ds.stack(run_=["seed"])
-    for i in range(flat.sizes["run_"]):
-        r = flat.isel(run_=i)
-        acc = r["accuracy"].sel(agent="model")
-        vals = "".join(f"{float(acc.sel(step_type=c)):13.3f}" for c in cols)
-        print(f"{str(r['run'].values):{width}s}{str(r['status'].values):>11s}{vals}"
-              f"{float(r['grid_fraction']):10.3f}{float(r['place_fraction']):11.3f}")
-    for name, err in rep.failed.items():
-        print(f"failed: {name}: {err} (traceback: {rep.out / 'runs' / name / 'error.txt'})",
-              file=sys.stderr)
-    return 1 if rep.failed else 0
-
-
-def _add_cluster_args(parser, purpose: str) -> None:
-    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask cluster of N single-threaded workers")
-
-
-def _add_sweep_parser(sub) -> None:
-    # the defaults module, not stages/sweep: `hippo-rep --help` must not import torch
+# --------------------------------------------------------------------------------- sweep
+def _add_sweep(sub) -> None:
+    # the defaults module, not the pipeline: `hippo-rep --help` must not import torch
     from hippo_rep.defaults import STAGE_RECORD_ENVS as DEFAULT_RECORD_ENVS
     from hippo_rep.defaults import SWEEP_SEEDS as DEFAULT_SEEDS
 
@@ -649,25 +772,49 @@ def _add_sweep_parser(sub) -> None:
     s.set_defaults(func=cmd_sweep)
 
 
-def cmd_delay(args) -> int:
-    from hippo_rep.tasks.delay import delay_experiment, write_delay
+def cmd_sweep(args) -> int:
+    """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
+    from hippo_rep.pipeline import SweepSettings, run_sweep
+    from hippo_rep.sweep import open_sweep
 
-    out = check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
-    _world_arg(args.world)
-    _count(args.envs, "--envs")
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    t0 = time.perf_counter()
-    ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
-                          args.envs, args.world, args.seed, args.memory_block,
-                          args.memory_blocks)
-    write_delay(ds, out, overwrite=True)
-    print(ds.accuracy.to_pandas().round(3).to_string())
-    print(f"chance {float(ds.chance):.3f}; window {ds.attrs['window_steps']} steps; "
-          f"{time.perf_counter() - t0:.0f} s → {out}")
-    return 0
+    check_output_path(args.out, "--out", folder=True)
+    settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
+                             record_steps=args.record_steps, shuffles=args.shuffles,
+                             eval_steps=args.eval_steps, eval_world=args.eval_world,
+                             record_world=args.record_world,
+                             calibrate=not args.no_calibrate)
+    try:
+        rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
+                        settings=settings, scheduler=args.scheduler, workers=args.workers,
+                        overwrite=args.overwrite, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs are kept and interrupted ones continue from their "
+              f"checkpoints; rerun the same command to go on ({args.out})", file=sys.stderr)
+        return 130
+    print(f"{len(rep.runs)} runs: {len(rep.done)} finished now, {len(rep.skipped)} already "
+          f"finished, {len(rep.failed)} failed, {len(rep.resumed)} resumed from a checkpoint "
+          f"({rep.wall_s:.0f} s) → {rep.out}")
+    ds = open_sweep(rep.out)
+    grid = list(json.loads(ds.attrs["dims"]))
+    cols = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit")
+    width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
+    print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
+          + f"{'grid frac':>10s}{'place frac':>11s}")
+    flat = ds.stack(run_=[*grid, "seed"]) if grid else ds.stack(run_=["seed"])
+    for i in range(flat.sizes["run_"]):
+        r = flat.isel(run_=i)
+        acc = r["accuracy"].sel(agent="model")
+        vals = "".join(f"{float(acc.sel(step_type=c)):13.3f}" for c in cols)
+        print(f"{str(r['run'].values):{width}s}{str(r['status'].values):>11s}{vals}"
+              f"{float(r['grid_fraction']):10.3f}{float(r['place_fraction']):11.3f}")
+    for name, err in rep.failed.items():
+        print(f"failed: {name}: {err} (traceback: {rep.out / 'runs' / name / 'error.txt'})",
+              file=sys.stderr)
+    return 1 if rep.failed else 0
 
 
-def _add_delay_parser(sub) -> None:
+# --------------------------------------------------------------------------------- delay
+def _add_delay(sub) -> None:
     from hippo_rep import tasks as T  # the torch-free names (tasks.delay imports torch)
 
     y = sub.add_parser("delay", help="long-delay loop closure: accuracy on returning home "
@@ -689,218 +836,26 @@ def _add_delay_parser(sub) -> None:
     y.set_defaults(func=cmd_delay)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="hippo-rep", description=__doc__)
-    p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
-    p.add_argument("--debug", action="store_true",
-                   help="on an error, show the Python traceback (also accepted after the "
-                        "command)")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def cmd_delay(args) -> int:
+    from hippo_rep.tasks.delay import delay_experiment, write_delay
 
-    t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
-    t.add_argument("--config",
-                   help="preset (tiny, small, paper) or a TOML file (default: small)")
-    t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
-    t.add_argument("--out", required=True, help="run folder (config.toml, metrics.csv, "
-                                                "checkpoint.pt)")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out")
-    t.add_argument("--continue-from", metavar="CHECKPOINT",
-                   help="continue another run in a new --out from its checkpoint's weights, "
-                        "config, iteration and schedules (also a weights-only copy such as "
-                        "data/tem_8x8.pt; Adam's moments restart)")
-    t.add_argument("--stop-at", type=int, metavar="N",
-                   help="stop after iteration N (the schedule still runs to train.iterations); "
-                        "--resume continues")
-    t.add_argument("--device", help="cpu, cuda or auto (overrides train.device)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
-    t.set_defaults(func=cmd_train)
+    out = check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
+    _world_arg(args.world)
+    _count(args.envs, "--envs")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    t0 = time.perf_counter()
+    ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
+                          args.envs, args.world, args.seed, args.memory_block,
+                          args.memory_blocks)
+    write_delay(ds, out, overwrite=True)
+    print(ds.accuracy.to_pandas().round(3).to_string())
+    print(f"chance {float(ds.chance):.3f}; window {ds.attrs['window_steps']} steps; "
+          f"{time.perf_counter() - t0:.0f} s → {out}")
+    return 0
 
-    e = sub.add_parser("evaluate", help="accuracy on held-out environments vs ideal agents")
-    e.add_argument("checkpoint")
-    e.add_argument("--envs", type=int, default=EVAL_ENVS, help="held-out environments")
-    e.add_argument("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
-                                   "square:8:holes=3,4;4,4 (default: the training world)")
-    e.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
-    e.add_argument("--seed", type=int, default=EVAL_SEED,
-                   help="seed of the held-out environments")
-    e.add_argument("--json", help="write the results to this JSON file")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    e.set_defaults(func=cmd_evaluate)
 
-    c = sub.add_parser("calibrate", help="copy a checkpoint with add-if-novel's write threshold "
-                                         "calibrated between revisits and new places")
-    c.add_argument("checkpoint")
-    c.add_argument("--out", required=True, help="the calibrated checkpoint (a new file)")
-    c.add_argument("--envs", type=int, help="calibration environments of the training worlds "
-                                            "(default: calibrate.CALIBRATION_ENVS, 16)")
-    c.add_argument("--steps", type=int, help="steps per walk (default: "
-                                             "calibrate.CALIBRATION_STEPS, 1,500)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the calibration walks")
-    c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    c.set_defaults(func=cmd_calibrate)
-
-    r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
-                                      "into .nc or .zarr")
-    r.add_argument("checkpoint")
-    r.add_argument("--out", required=True,
-                   help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
-    r.add_argument("--envs", type=int, default=RECORD_ENVS,
-                   help=f"environments, one walk each (default: {RECORD_ENVS})")
-    r.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
-    r.add_argument("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
-                                   "world); its action set must be the checkpoint's")
-    r.add_argument("--seed", type=int, default=0, help="seed of the environments (default: 0)")
-    r.add_argument("--same-observations", action="store_true",
-                   help="every environment gets the same observations (one environment "
-                        "revisited, for stability); default: new ones each (remapping)")
-    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    r.add_argument("--chunk", type=int, default=RECORD_CHUNK,
-                   help="steps per forward chunk and per zarr chunk along time "
-                        "(default: %(default)s)")
-    r.set_defaults(func=cmd_record)
-
-    a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
-                                       "decoding of a recording (or of your own session: "
-                                       "NWB) → one analysis dataset")
-    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
-                                     "session: SESSION.nwb (Position + Units) or a session .nc")
-    a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
-    a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
-                   help="circular-shift shuffles per environment for the nulls "
-                        "(default: %(default)s)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
-    _add_cluster_args(a, "to spread units over")
-    a.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    a.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sess = a.add_argument_group("sessions (.nwb or session .nc) only")
-    sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
-                      help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
-    sess.add_argument("--smooth", type=float, default=None, metavar="CM",
-                      help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                           f"{SESSION_SMOOTH_CM:g})")
-    sess.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
-                      help="drop tracking samples slower than this, cm/s (default: "
-                           f"{SESSION_MIN_SPEED_CM_S:g})")
-    sess.add_argument("--min-shift", type=float, default=None, metavar="S",
-                      help="smallest circular shift of the spike trains in the shuffles, s "
-                           f"(default: {SESSION_MIN_SHIFT_S:g})")
-    a.set_defaults(func=cmd_analyse)
-
-    rs = sub.add_parser("remap-sessions", help="which of the same cells remapped between two "
-                                               "sessions (NWB or session .nc) → one .nc")
-    rs.add_argument("a", help="session A: SESSION.nwb (Position + Units) or a session .nc")
-    rs.add_argument("b", help="session B, the same cells (matched by population and cell id)")
-    rs.add_argument("--out", required=True, help="output REMAPPING.nc")
-    rs.add_argument("--shuffles", type=int, default=N_SHUFFLES,
-                    help="circular shifts of B's spike trains in the null "
-                         "(default: %(default)s)")
-    rs.add_argument("--seed", type=int, default=0, help="seed of the shifts (default: 0)")
-    rs.add_argument("--common-cells", action="store_true",
-                    help="compare the cells in both sessions (default: cells in only one "
-                         "session are an error)")
-    rs.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    rs.add_argument("--bin-size", type=float, default=None, metavar="CM",
-                    help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
-    rs.add_argument("--smooth", type=float, default=None, metavar="CM",
-                    help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                         f"{SESSION_SMOOTH_CM:g})")
-    rs.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
-                    help="drop tracking samples slower than this, cm/s (default: "
-                         f"{SESSION_MIN_SPEED_CM_S:g})")
-    rs.add_argument("--min-shift", type=float, default=None, metavar="S",
-                    help="smallest circular shift of B's spike trains, s (default: "
-                         f"{SESSION_MIN_SHIFT_S:g})")
-    rs.set_defaults(func=cmd_remap_sessions)
-
-    pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
-    pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
-    from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
-    from hippo_rep.tasks import PASSKEY_DEFAULT_PROMPTS as PROMPTS
-    from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
-    from hippo_rep.tasks import PASSKEY_DEFAULT_THREADS
-    from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
-
-    def threads_arg(parser):
-        parser.add_argument("--threads", type=int, default=PASSKEY_DEFAULT_THREADS,
-                            help="torch CPU threads; a rerun with the same count is "
-                                 f"bit-identical (default: {PASSKEY_DEFAULT_THREADS})")
-
-    fill = ",".join(map(str, DEFAULT_FILLERS))
-    pt = pks.add_parser("train", help="train one PassKey model")
-    pt.add_argument("--out", required=True, help="run folder (checkpoint.pt, metrics.csv)")
-    pt.add_argument("--variant", default="fam_f4",
-                    help=f"{', '.join(SWEEP_VARIANTS)}, or a bare variant (default: fam_f4)")
-    pt.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override (wins over the variant's presets; refused where it contradicts "
-                         "the variant's name or does nothing for it), e.g. --set "
-                         "train.steps=400 --set model.n_mem=2")
-    threads_arg(pt)
-    pt.add_argument("--overwrite", action="store_true", help="replace a checkpoint in --out")
-    pt.add_argument("--no-progress", action="store_true", help="no per-step log")
-    pt.set_defaults(func=cmd_passkey_train)
-    pe = pks.add_parser("eval", help="accuracy against filler length of a checkpoint")
-    pe.add_argument("checkpoint")
-    pe.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pe.add_argument("--samples", type=int, default=PROMPTS,
-                    help=f"prompts per length (default: {PROMPTS}: 95%% interval ±0.03 at "
-                         "accuracy 0.9)")
-    pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
-    threads_arg(pe)
-    pe.add_argument("--json", help="write the results to this JSON file")
-    pe.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    pe.set_defaults(func=cmd_passkey_eval)
-    pw = pks.add_parser("sweep", help="train variants × seeds, table of accuracy vs filler")
-    pw.add_argument("--out", required=True, help="folder for runs/, sweep.csv, sweep.json")
-    pw.add_argument("--variants", default=",".join(DEFAULT_SWEEP),
-                    help=f"comma-separated (default: {','.join(DEFAULT_SWEEP)})")
-    pw.add_argument("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)")
-    pw.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pw.add_argument("--samples", type=int, default=PROMPTS,
-                    help=f"prompts per length and seed (default: {PROMPTS})")
-    pw.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override for every run: wins over the variants' presets; refused "
-                         "where it contradicts a variant's name or does nothing for it")
-    pw.add_argument("--figure", help="also save the accuracy plot (PNG/PDF/SVG)")
-    threads_arg(pw)
-    pw.add_argument("--no-reuse", action="store_true",
-                    help="retrain runs whose eval.json already matches")
-    pw.set_defaults(func=cmd_passkey_sweep)
-
-    co = sub.add_parser("controls", help="model-grown controls (pattern-formation lattices "
-                                         "and their negatives) as a recording to analyse")
-    co.add_argument("--out", required=True, help="output RECORDING.nc")
-    co.add_argument("--units", type=int, default=32,
-                    help="maps per control, at most 1024 (default: %(default)s)")
-    co.add_argument("--seed", type=int, default=0, help="seed of the maps and walks "
-                                                        "(default: 0)")
-    co.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    co.set_defaults(func=cmd_controls)
-
-    f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
-    f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")
-    f.add_argument("--recording", help="recording dataset")
-    f.add_argument("--eval", action="append", default=[], metavar="EVAL.json",
-                   help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)")
-    f.add_argument("--passkey", metavar="SWEEP_DIR_OR_FILE",
-                   help="PassKey sweep folder or its sweep.json (hippo-rep passkey sweep)")
-    f.add_argument("--out", default="figures", help="output folder (default: figures)")
-    f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
-    f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
-    f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
-    f.add_argument("--delay", metavar="RESULT", action="append",
-                   help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed")
-    f.add_argument("--delay-cost", metavar="JSON",
-                   help="benchmarks/bench_memory_variants.py --json output (cost panels)")
-    f.add_argument("--learning-speed", metavar="FILE",
-                   help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
-    f.add_argument("--tem-analysis", metavar="FILE",
-                   help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)")
-    f.set_defaults(func=cmd_figures)
-
-    _add_sweep_parser(sub)
-    _add_delay_parser(sub)
-
+# ---------------------------------------------------------------------------------- demo
+def _add_demo(sub) -> None:
     d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
                                     "baseline, evaluate both, record, analyse, figures")
     d.add_argument("--out", default="demo", help="output folder (default: demo)")
@@ -916,6 +871,42 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--figures", default="figures", help="figure folder (default: figures)")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args) -> int:
+    """The main job (:func:`hippo_rep.pipeline.run_demo`), printing each stage."""
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
+    from hippo_rep.pipeline import run_demo
+
+    out = check_output_path(args.out, "--out", folder=True)
+    check_output_path(args.figures, "--figures", folder=True)
+    for value, flag, cap in ((args.envs, "--envs", MAX_BATCH), (args.shuffles, "--shuffles", None),
+                             (args.record_envs, "--record-envs", MAX_BATCH),
+                             (args.record_steps, "--record-steps", MAX_WALK_STEPS)):
+        _count(value, flag, cap)
+    run_demo(out, args.figures, config=args.config, overrides=args.set, envs=args.envs,
+             record_envs=args.record_envs, record_steps=args.record_steps,
+             shuffles=args.shuffles, overwrite=args.overwrite, progress=not args.no_progress,
+             log=print, after=_print_stage)
+    return 0
+
+
+# ------------------------------------------------------------------- the parser and main
+#: The commands, in the order ``hippo-rep --help`` lists them: each adds its parser.
+COMMANDS = (_add_train, _add_evaluate, _add_calibrate, _add_record, _add_analyse,
+            _add_remap_sessions,
+            _add_passkey, _add_controls, _add_figures, _add_sweep, _add_delay, _add_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hippo-rep", description=__doc__)
+    p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, show the Python traceback (also accepted after the "
+                        "command)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
     _add_debug(sub)
     return p
 

@@ -1,6 +1,6 @@
-"""The files of a run folder, as :mod:`hippo_rep.stages` writes them and
+"""The files of a run folder, as :mod:`hippo_rep.pipeline` writes them and
 :mod:`hippo_rep.sweep` reads them (no hippo_rep imports: the sweep reader sits below the
-stage runner)."""
+pipeline)."""
 
 #: Written by training (:mod:`hippo_rep.training.trainer`): the config, the metrics, the model.
 CONFIG_FILE = "config.toml"

@@ -334,7 +334,7 @@ def test_a_session_file_is_opened_once_and_checked_once(tmp_path, monkeypatch):
     reader, whose errors name the file), for a session netCDF and for NWB."""
     import hippo_rep.analysis.pipeline as pipeline
     import hippo_rep.analysis.sessions as sessions
-    from hippo_rep.stages import analyse_stage
+    from hippo_rep.pipeline.stages import analyse as analyse_stage
 
     checks, opens = [], []
     validate, open_dataset = sessions.validate_session, xr.open_dataset

@@ -6,12 +6,14 @@ second after the imports.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from hippo_rep.config import load_config
+from hippo_rep.pipeline import StageError, StageSettings, run_stages, train
 from hippo_rep.recording import open_recording
-from hippo_rep.stages import StageError, StageSettings, run_stages, train_stage
 from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
 
 SETS = ["world.worlds=square:5", "world.walk_steps=30", "train.iterations=2",
@@ -45,6 +47,8 @@ def test_complete_stages_are_skipped_and_a_missing_one_is_redone(tmp_path):
     ev = json.loads((run / "eval.json").read_text())
     assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
     assert read_checkpoint(run / "checkpoint.pt")["step"] == 2
+    assert list(rep.results) == list(todo) and rep.results["train"] == run / "checkpoint.pt"
+    assert rep.results["evaluate"]["model"] == ev["model"]
     before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
 
     calls.clear()
@@ -63,7 +67,7 @@ def test_complete_stages_are_skipped_and_a_missing_one_is_redone(tmp_path):
 
 def test_interrupted_training_resumes_and_later_outputs_are_redone(tmp_path):
     run, cfg = tmp_path / "run", _config()
-    train_stage(cfg, run, stop_at=1)  # killed after iteration 1 (a checkpoint at step 1)
+    train(cfg, run, stop_at=1)  # killed after iteration 1 (a checkpoint at step 1)
     assert read_checkpoint(run / "checkpoint.pt")["step"] == 1
     stale = {"meta": {"checkpoint_sha256": file_sha256(run / "checkpoint.pt")}}
     (run / "eval.json").write_text(json.dumps(stale))  # made from the unfinished checkpoint
@@ -88,3 +92,38 @@ def test_calibration_is_for_temt_only_and_outputs_go_where_asked(tmp_path):
     ev = json.loads(elsewhere.read_text())
     assert ev["meta"]["model_kind"] == "sinusoidal"
     assert ev["meta"]["checkpoint_sha256"] == file_sha256(run / "checkpoint.pt")
+
+
+def test_the_package_root_offers_the_verbs_without_importing_torch():
+    """Each verb of the main job is one call at the package root, the function the commands
+    run; importing the root and looking them up imports no torch."""
+    import hippo_rep
+    from hippo_rep import config, pipeline, recording
+
+    verbs = {"load_config": config.load_config, "train": pipeline.train,
+             "record": recording.record_to_file, "analyse": pipeline.analyse,
+             "build_figures": pipeline.build_figures, "run_stages": pipeline.run_stages,
+             "run_demo": pipeline.run_demo}
+    for name, function in verbs.items():
+        assert getattr(hippo_rep, name) is function, name
+        assert name in dir(hippo_rep) and name in hippo_rep.__all__
+    with pytest.raises(AttributeError, match="no attribute 'trian'"):
+        hippo_rep.trian  # noqa: B018
+    code = ("import sys, hippo_rep\n"
+            f"fns = [getattr(hippo_rep, n) for n in {sorted(verbs)!r}]\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_analyse_takes_a_file_or_a_dataset_and_writes_only_when_asked(tmp_path):
+    from hippo_rep.pipeline import analyse
+
+    run = tmp_path / "run"
+    run_stages(run, _config(), ("train", "record"), SETTINGS)
+    from_file = analyse(run / "recording.nc", shuffles=2, decode=False)
+    with open_recording(run / "recording.nc") as ds:
+        from_data = analyse(ds.load(), tmp_path / "a.nc", shuffles=2, decode=False)
+    assert from_file.identical(from_data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.nc", "run"]

@@ -17,28 +17,30 @@ import xarray as xr
 
 import hippo_rep
 from hippo_rep import cli, cluster
-from hippo_rep import stages as stages_mod
 from hippo_rep import sweep as sweep_mod
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.config import ConfigError
+from hippo_rep.pipeline import (
+    DEFAULT_DECODE,
+    DEFAULT_REMAP_SHUFFLES,
+    SweepSettings,
+    run_sweep,
+)
+from hippo_rep.pipeline import stages as stages_mod
+from hippo_rep.pipeline import sweep as sweep_execute
 from hippo_rep.recording import open_recording
 from hippo_rep.sweep import (
     CALIBRATED_FILE,
-    DEFAULT_DECODE,
-    DEFAULT_REMAP_SHUFFLES,
     MANIFEST,
     RUNS_DIR,
     SweepError,
-    SweepSettings,
     expand_grid,
     is_finished,
     open_sweep,
     parse_values,
-    run_sweep,
     summarise_analysis,
 )
-from hippo_rep.sweep import execute as sweep_execute
 from hippo_rep.training import trainer as trainer_mod
 from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
 
@@ -244,14 +246,14 @@ def test_a_failing_run_is_reported_and_does_not_stop_the_others(tmp_path, monkey
     out = tmp_path / "sweep"
     # the 4x4 run trains, evaluates and records; its analysis is made to fail (4x4 worlds
     # themselves analyse fine: scores too small for them are NaN with a reason)
-    real = stages_mod.analyse  # the analysis a run's analyse stage calls
+    real = stages_mod.analyse_dataset  # the analysis a run's analyse stage calls
 
     def analyse(recording, *args, **kwargs):
         if recording.sizes["world_node"] == 16:
             raise ValueError("planted failure: analysis of a 4x4 world")
         return real(recording, *args, **kwargs)
 
-    monkeypatch.setattr(stages_mod, "analyse", analyse)
+    monkeypatch.setattr(stages_mod, "analyse_dataset", analyse)
     own_worlds = dataclasses.replace(SETTINGS, eval_world=None, record_world=None)
     rep = _sweep(out, grid=["world.worlds=square:6,square:4"], seeds=1, settings=own_worlds)
     bad, good = "worlds=square-4__seed=0", "worlds=square-6__seed=0"

@@ -9,7 +9,8 @@ import pytest
 
 from hippo_rep.config import Config
 from hippo_rep.models.fam import FAMConfig, FAMConfigError
-from hippo_rep.sweep import SweepError, SweepSettings
+from hippo_rep.pipeline import SweepSettings
+from hippo_rep.sweep import SweepError
 from hippo_rep.tasks.passkey import PassKeyConfig, PassKeyError, PassKeyTrainConfig
 from hippo_rep.typed_config import ConfigError, Rule, TypedConfig, choice, setting
 

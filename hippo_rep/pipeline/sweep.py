@@ -1,5 +1,27 @@
-"""Running a sweep: each run through the stage runner (:mod:`hippo_rep.stages`) in its own
-folder, one after the other in this process or one dask task per run, and ``done.json`` last."""
+"""Running a sweep: each run through the stage runner
+(:func:`~hippo_rep.pipeline.stages.run_stages`) in its own folder, one after the other in this
+process or one dask task per run, and ``done.json`` last.
+
+A sweep is the cartesian product of a grid (``{"model.transition_activation": ["linear",
+"relu"]}``) and ``n_seeds`` seeds (``train.seed`` = 0 .. n_seeds - 1) on a base config. Each
+combination is a *run* in ``OUT/runs/NAME`` (e.g. ``transition_activation=relu__seed=1``) into
+which one task, :func:`run_one`, runs train → calibrate (TEM-t) → evaluate → record → analyse
+and then writes ``done.json`` (atomically, last) naming the files and their sizes;
+``OUT/sweep.json`` (the manifest) holds the base config, grid, seeds, runs and stage settings,
+and :func:`hippo_rep.sweep.open_sweep` reads the folder as one ``xr.Dataset``.
+
+**Resuming.** A run is finished when ``done.json`` and every file it names (with its size)
+are there. A rerun skips finished runs, continues the others from their checkpoints and
+stages (same result as an uninterrupted run) and retries failed ones (traceback in
+``error.txt``); a folder of another sweep is refused unless ``overwrite=True``.
+
+**Where runs execute.** In this process one after the other, on a running scheduler
+(``scheduler="tcp://HOST:8786"``; workers must see ``OUT``) or on a local cluster of
+``workers=N`` single-threaded processes. A run is one task on one worker thread: its dask
+computations use the synchronous scheduler (:data:`ANALYSIS_SCHEDULER`) and runs in one process
+take turns (torch's RNG and threads are per process). Seeds run as separate tasks: TEM-t cannot
+train several seeds as one ``torch.func.vmap`` ensemble (``benchmarks/bench_ensemble.py``).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +46,7 @@ from hippo_rep.analysis.summary import summarise_analysis
 from hippo_rep.cluster import ClusterError, dask_client
 from hippo_rep.config import Config
 from hippo_rep.fileio import atomic_write, write_json
-from hippo_rep.stages import StageSettings, run_stages
+from hippo_rep.pipeline.stages import StageSettings, run_stages
 from hippo_rep.sweep.grid import SweepError, expand_sweep, parse_grid
 from hippo_rep.sweep.manifest import MANIFEST, RUNS_DIR, build_manifest, check_out, clear
 from hippo_rep.sweep.results import DONE_FILE, ERROR_FILE, is_finished
@@ -44,7 +66,7 @@ _RUN_LOCK = threading.Lock()
 
 
 class SweepSettings(StageSettings):
-    """The :class:`~hippo_rep.stages.StageSettings` of every run of a sweep (the manifest
+    """The :class:`~hippo_rep.pipeline.stages.StageSettings` of every run of a sweep (the manifest
     keeps them); a bad value raises :class:`SweepError`."""
 
     error = SweepError
@@ -89,9 +111,9 @@ class SweepReport:
 def run_one(run_dir, config: Config, settings: SweepSettings | None = None) -> dict:
     """Train → calibrate → evaluate → record → analyse one run into ``run_dir`` (one dask task).
 
-    Finished runs (:func:`is_finished`) return at once; otherwise
-    :func:`~hippo_rep.stages.run_stages` runs every stage not yet complete (training continues
-    from the checkpoint), then ``done.json`` is written.
+    Finished runs (:func:`~hippo_rep.sweep.is_finished`) return at once; otherwise
+    :func:`~hippo_rep.pipeline.stages.run_stages` runs every stage not yet complete (training
+    continues from the checkpoint), then ``done.json`` is written.
     Errors are not raised: they are written to ``error.txt`` and returned (only
     KeyboardInterrupt propagates, after the trainer has saved a checkpoint). Runs in one
     process take turns (:data:`_RUN_LOCK`): torch's RNG and thread count are per process, so
@@ -164,7 +186,8 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
               overrides: Sequence[str] = (), settings: SweepSettings | None = None,
               scheduler: str | None = None, workers: int | None = None,
               overwrite: bool = False, progress: bool = True) -> SweepReport:
-    """Run (or continue) a sweep: :func:`expand_grid`'s runs, each by :func:`run_one`.
+    """Run (or continue) a sweep: :func:`~hippo_rep.sweep.expand_grid`'s runs, each by
+    :func:`run_one`.
 
     Parameters
     ----------

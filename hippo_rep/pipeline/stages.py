@@ -1,13 +1,14 @@
 """One resumable stage runner: train → calibrate → evaluate → record → analyse → figures.
 
 Each stage is a plain function with typed arguments that reads the previous stage's file and
-writes its own atomically (a file that is there is whole): :func:`train_stage`
-(``checkpoint.pt``), :func:`~hippo_rep.training.calibrate.calibrate_checkpoint` (TEM-t's
-write threshold: ``calibrated.pt``, then evaluated and recorded instead), :func:`evaluate_stage`
-(``eval.json``), :func:`~hippo_rep.recording.record_to_file` (``recording.nc``),
-:func:`analyse_stage` (``analysis.nc``) and :func:`figures_stage` (``figures/``). The
-single-stage commands (``hippo-rep train``, ``evaluate``, ...) call them, and
-:func:`run_stages` chains them for ``hippo-rep demo``, ``hippo-rep sweep`` and scripts.
+writes its own atomically (a file that is there is whole): :func:`train` (``checkpoint.pt``),
+:func:`~hippo_rep.training.calibrate.calibrate_checkpoint` (TEM-t's write threshold:
+``calibrated.pt``, then evaluated and recorded instead), :func:`evaluate` (``eval.json``),
+:func:`~hippo_rep.recording.record_to_file` (``recording.nc``), :func:`analyse`
+(``analysis.nc``) and :func:`build_figures` (``figures/``). The single-stage commands
+(``hippo-rep train``, ``evaluate``, ...) call them, and :func:`run_stages` chains them for
+``hippo-rep demo`` (:func:`~hippo_rep.pipeline.demo.run_demo`), ``hippo-rep sweep``
+(:func:`~hippo_rep.pipeline.sweep.run_sweep`) and scripts.
 
 **Resuming.** :func:`run_stages` skips a stage whose output is complete: training when its
 checkpoint has reached ``train.iterations`` (an earlier one is continued with the trainer's
@@ -19,6 +20,8 @@ are always drawn again.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,15 +32,14 @@ import xarray as xr
 
 from hippo_rep import run_files as F
 from hippo_rep.analysis.nwb import read_nwb
-from hippo_rep.analysis.pipeline import analyse, write_analysis
-from hippo_rep.analysis.remapping import TEM_SHUFFLES
+from hippo_rep.analysis.pipeline import analyse as analyse_dataset
+from hippo_rep.analysis.pipeline import write_analysis
 from hippo_rep.analysis.sessions import open_if_session
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked
 from hippo_rep.defaults import (
     EVAL_ENVS,
     EVAL_SEED,
-    N_SHUFFLES,
     QUICK_SHUFFLES,
     RECORD_STEPS,
     STAGE_RECORD_ENVS,
@@ -146,19 +148,19 @@ class StageSettings(TypedConfig):
 
 
 # ------------------------------------------------------------------------------ the stages
-def train_stage(config: Config, run_dir, *, resume: bool | None = None, progress: bool = False,
-                stop_at: int | None = None) -> int | None:
+def train(config: Config, run_dir, *, resume: bool | None = None, progress: bool = False,
+          stop_at: int | None = None) -> Path:
     """Train ``config`` into the folder ``run_dir`` (``config.toml``, ``metrics.csv``,
-    ``checkpoint.pt``) and return the iteration continued from (None: trained afresh).
+    ``checkpoint.pt``) and return the checkpoint's path.
 
-    ``resume`` True continues the checkpoint in ``run_dir`` (the trainer's resume), False
-    trains afresh (refusing a checkpoint there), None continues a checkpoint if there is one,
-    else trains afresh, removing what a run killed before its first checkpoint left. ``stop_at``
-    stops after that iteration (the schedule still runs to ``train.iterations``); ``progress``
-    shows the trainer's progress bar.
+    ``resume`` True continues the checkpoint in ``run_dir`` (the trainer's resume, which gives
+    the result of an uninterrupted run), False trains afresh (refusing a checkpoint there), None
+    continues a checkpoint if there is one, else trains afresh, removing what a run killed
+    before its first checkpoint left. ``stop_at`` stops after that iteration (the schedule still
+    runs to ``train.iterations``); ``progress`` shows the trainer's progress bar.
     """
-    # torch: imported by the stages that run a model, so that reading a sweep (open_sweep,
-    # whose package imports this module) does not import it
+    # torch: imported by the stages that run a model, so that importing this package (the
+    # CLI's parser, the analysis stage) does not import it
     from hippo_rep.training.trainer import Trainer
 
     run_dir = Path(run_dir)
@@ -166,14 +168,11 @@ def train_stage(config: Config, run_dir, *, resume: bool | None = None, progress
         resume = (run_dir / F.CHECKPOINT_FILE).is_file()
         for name in () if resume else (F.CONFIG_FILE, F.METRICS_FILE):
             (run_dir / name).unlink(missing_ok=True)
-    trainer = Trainer(config, run_dir, resume=resume, progress=progress)
-    trainer.run(stop_at)
-    return trainer.start if resume else None
+    return Trainer(config, run_dir, resume=resume, progress=progress).run(stop_at)
 
 
-def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
-                   world: str | None = None, steps: int | None = None,
-                   seed: int = EVAL_SEED) -> dict:
+def evaluate(checkpoint, out=None, *, envs: int = EVAL_ENVS, world: str | None = None,
+             steps: int | None = None, seed: int = EVAL_SEED) -> dict:
     """Accuracy of ``checkpoint`` on held-out environments against the ideal agents
     (:func:`~hippo_rep.training.evaluate.evaluate_checkpoint`), with the checkpoint's SHA-256
     in ``meta``; written to ``out`` (JSON, atomically) when given.
@@ -181,7 +180,7 @@ def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
     ``envs`` environments of ``world`` (None: the first training world), ``steps`` steps per
     walk (None: the training walk), seeded by ``seed``. Returns the result (a JSON-able dict).
     """
-    from hippo_rep.training.checkpoint import file_sha256  # torch: see train_stage
+    from hippo_rep.training.checkpoint import file_sha256  # torch: see train
     from hippo_rep.training.evaluate import evaluate_checkpoint
 
     result = evaluate_checkpoint(checkpoint, n_envs=envs, world=world, n_steps=steps, seed=seed)
@@ -191,64 +190,82 @@ def evaluate_stage(checkpoint, out=None, *, envs: int = EVAL_ENVS,
     return result
 
 
-def analyse_stage(recording, out, *, shuffles: int = N_SHUFFLES, seed: int = 0,
-                  remap_shuffles: int = TEM_SHUFFLES, decode: bool = True,
-                  scheduler: str | None = None, overwrite: bool = False,
-                  progress: bool = False, **session_options) -> xr.Dataset:
-    """Analyse the recording file ``recording`` (:func:`~hippo_rep.analysis.pipeline.analyse`)
-    and write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically).
+def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: bool = False,
+            **options) -> xr.Dataset:
+    """Analyse a recording or a session (:func:`~hippo_rep.analysis.pipeline.analyse`) and
+    write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically) when given.
 
-    The recording is read into memory with ``scheduler`` (None: :data:`LOAD_SCHEDULER`), then
-    analysed with ``shuffles`` circular-shift shuffles and ``remap_shuffles`` permutations
-    seeded by ``seed``, decoding when ``decode``, on dask's ``scheduler`` (None: the active
+    ``recording`` is a dataset, or a file: a recording (``.nc`` or ``.zarr``, read into memory
+    with ``scheduler``; None: :data:`LOAD_SCHEDULER`) or a session (an ``.nwb`` file, or a
+    session ``.nc`` of :func:`~hippo_rep.analysis.sessions.write_session`). ``options`` are
+    :func:`~hippo_rep.analysis.pipeline.analyse`'s (``shuffles``, ``seed``, ``remap_shuffles``,
+    ``decode``, ``progress``, the session options ``bin_size_cm``, ``smooth_cm``,
+    ``min_speed_cm_s``, ``min_shift_s``, ...), run on dask's ``scheduler`` (None: the active
     dask.distributed client, else synchronous). Returns the analysis dataset (dims ``env``,
     ``unit``, ``y``, ``x``, ...).
-
-    A session instead of a recording (an ``.nwb`` file, or a session ``.nc`` of
-    :func:`~hippo_rep.analysis.sessions.write_session`) is analysed with ``session_options``
-    (``bin_size_cm``, ``smooth_cm``, ``min_speed_cm_s``, ``min_shift_s``; None = default).
-    ``progress`` shows the analysis' progress bar (stderr).
     """
-    options = {k: v for k, v in session_options.items() if v is not None}
-    # a session is opened once and checked once, by its reader (naming the file)
-    data = (read_nwb(recording) if Path(recording).suffix.lower() == ".nwb"
-            else open_if_session(recording))
-    session = data is not None
-    if not session:
-        with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
-                open_recording(recording) as ds:
-            data = load_checked(ds, recording)
-    result = analyse(data, shuffles=shuffles, seed=seed, remap_shuffles=remap_shuffles,
-                     decode=decode, scheduler=scheduler, progress=progress,
-                     session_checked=session, **options)
-    write_analysis(result, out, overwrite=overwrite)
+    session = False
+    if isinstance(recording, xr.Dataset):
+        data = recording
+    else:
+        # a session is opened once and checked once, by its reader (naming the file)
+        data = (read_nwb(recording) if Path(recording).suffix.lower() == ".nwb"
+                else open_if_session(recording))
+        session = data is not None
+        if not session:
+            with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
+                    open_recording(recording) as ds:
+                data = load_checked(ds, recording)
+    result = analyse_dataset(data, scheduler=scheduler, session_checked=session, **options)
+    if out is not None:
+        write_analysis(result, out, overwrite=overwrite)
     return result
 
 
-def figures_stage(out, *, only: Sequence[str] | None = None,
+def build_figures(out="figures", *, only: Sequence[str] | None = None,
                   formats: Sequence[str] | None = None, **inputs) -> dict:
     """Every figure whose inputs are given, into the folder ``out``
-    (:func:`~hippo_rep.figures.build_figures`): name → written paths, or the reason it was
-    skipped. ``inputs`` are the paths :func:`~hippo_rep.figures.load_inputs` reads (analysis,
-    recording, evals, passkey, sweep, delay, delay_cost, learning_speed, tem_analysis)."""
-    # matplotlib, and figures reads sweeps through hippo_rep.sweep, whose package imports this
-    # module: imported on use
-    from hippo_rep.figures import DEFAULT_FORMATS, build_figures, load_inputs
+    (:func:`hippo_rep.figures.build_figures`): name → written paths, or the reason it was
+    skipped.
 
-    return build_figures(load_inputs(**inputs), out, only=only,
-                         formats=DEFAULT_FORMATS if formats is None else formats)
+    ``inputs`` are those of :func:`~hippo_rep.figures.load_inputs` (analysis, recording, evals,
+    passkey, sweep, delay, delay_cost, learning_speed, tem_analysis, missing_ok), each a path
+    or the data itself (a dataset, an evaluation dict, ...; ``evals`` a list of either).
+    ``formats``: None is :data:`hippo_rep.figures.DEFAULT_FORMATS`.
+    """
+    # matplotlib: imported on use
+    from hippo_rep import figures
+
+    def is_path(value) -> bool:
+        return isinstance(value, str | os.PathLike)
+
+    evals = list(inputs.pop("evals", None) or ())
+    fields = {f.name for f in dataclasses.fields(figures.FigureInputs)}
+    data = {k: v for k, v in inputs.items() if k in fields and v is not None and not is_path(v)
+            and not (k == "delay" and isinstance(v, list | tuple) and all(map(is_path, v)))}
+    loaded = figures.load_inputs(evals=[e for e in evals if is_path(e)],
+                                 **{k: v for k, v in inputs.items() if k not in data})
+    for key, value in data.items():
+        setattr(loaded, key, value)
+    for result in (e for e in evals if not is_path(e)):
+        kind = result.get("meta", {}).get("model_kind", "model")
+        loaded.evals[figures.MODEL_LABELS.get(kind, kind)] = result
+    return figures.build_figures(loaded, out, only=only,
+                                 formats=figures.DEFAULT_FORMATS if formats is None else formats)
 
 
 # ------------------------------------------------------------------------------ the runner
 @dataclass
 class StagesReport:
     """What :func:`run_stages` did: each stage's ``outputs`` (path), the stages that ``ran``
-    and were ``skipped`` (complete), and the training iteration ``resumed_from`` (or None)."""
+    and were ``skipped`` (complete), the training iteration ``resumed_from`` (or None), and the
+    ``results`` (return values) of the stage functions that ran."""
 
     outputs: dict[str, Path]
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     resumed_from: int | None = None
+    results: dict[str, object] = field(default_factory=dict)
 
 
 def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
@@ -280,7 +297,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     figure_formats : sequence of str, optional
         Formats of the figures stage (None: :data:`hippo_rep.figures.DEFAULT_FORMATS`).
     scheduler : str, optional
-        Dask scheduler of the analysis (:func:`analyse_stage`).
+        Dask scheduler of the analysis (:func:`analyse`).
     progress : bool
         Show training's progress bar.
     before, after : callable, optional
@@ -303,7 +320,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     >>> run_stages("runs/a", cfg, STAGES[:5], StageSettings(record_envs=2)).ran  # doctest: +SKIP
     ['train', 'calibrate', 'evaluate', 'record', 'analyse']
     """
-    from hippo_rep.training.calibrate import calibrate_checkpoint  # torch: see train_stage
+    from hippo_rep.training.calibrate import calibrate_checkpoint  # torch: see train
     from hippo_rep.training.checkpoint import read_checkpoint
 
     s = StageSettings() if settings is None else settings
@@ -317,18 +334,17 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     calibrated = s.calibrate and config.model.kind == "temt"
     model = paths["calibrate"] if calibrated else paths["train"]
     run = {
-        "train": lambda out: train_stage(config, run_dir, progress=progress),
+        "train": lambda out: train(config, run_dir, progress=progress),
         "calibrate": lambda out: calibrate_checkpoint(paths["train"], out),
-        "evaluate": lambda out: evaluate_stage(model, out, envs=s.eval_envs, world=s.eval_world,
-                                               steps=s.eval_steps, seed=s.eval_seed),
+        "evaluate": lambda out: evaluate(model, out, envs=s.eval_envs, world=s.eval_world,
+                                         steps=s.eval_steps, seed=s.eval_seed),
         "record": lambda out: record_to_file(model, out, n_envs=s.record_envs,
                                              n_steps=s.record_steps, world=s.record_world,
                                              seed=s.record_seed),
-        "analyse": lambda out: analyse_stage(paths["record"], out, shuffles=s.shuffles,
-                                             seed=s.analysis_seed,
-                                             remap_shuffles=s.remap_shuffles, decode=s.decode,
-                                             scheduler=scheduler),
-        "figures": lambda out: figures_stage(
+        "analyse": lambda out: analyse(paths["record"], out, shuffles=s.shuffles,
+                                       seed=s.analysis_seed, remap_shuffles=s.remap_shuffles,
+                                       decode=s.decode, scheduler=scheduler),
+        "figures": lambda out: build_figures(
             out, analysis=paths["analyse"], recording=paths["record"],
             evals=[paths["evaluate"]] if evals is None else evals, formats=figure_formats),
     }
@@ -336,8 +352,9 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     report = StagesReport(outputs={st: paths[st] for st in order})
     for i, stage in enumerate(order):
         out = paths[stage]
-        if stage == "train":
-            done = out.is_file() and read_checkpoint(out)["step"] >= config.train.iterations
+        if stage == "train":  # a checkpoint there is continued from its iteration
+            step = read_checkpoint(out)["step"] if out.is_file() else None
+            done = step is not None and step >= config.train.iterations
         else:
             done = stage != "figures" and out.exists()
         if done:
@@ -349,10 +366,10 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
         if before is not None:
             before(stage, out)
         t0 = time.perf_counter()
-        result = run[stage](out)
+        result = report.results[stage] = run[stage](out)
         report.ran.append(stage)
         if stage == "train":
-            report.resumed_from = result
+            report.resumed_from = step
         if after is not None:
             after(stage, out, result, time.perf_counter() - t0)
     return report
