@@ -63,23 +63,26 @@ SETTINGS = {
 }
 
 #: Settings trained from scratch (their n_g differs from the base run's): grid modules of six
-#: units (three rotation planes) with the conformal-isometry loss (Xu et al., ICLR 2025), on
-#: the small preset's walks and learning rate, 3,000 iterations on 10×10 and 12×12 worlds.
+#: units (three rotation planes) with the conformal-isometry loss under W_a (Xu et al., ICLR
+#: 2025) and the loop and inverse losses (commuting moves: g a function of the node), on the
+#: small preset's walks and learning rate, 3,000 iterations on 10×10 and 12×12 worlds.
 #: W_a starts at random rotations of ~1 rad per step (init std 0.25): from near identity
 #: every wave starts arena-long, where the loss's gradient on its length and amplitude
 #: vanishes, and one wave per module took all the power (1,140 iterations, no triad).
 SCRATCH_COMMON = ["model.n_g=60", "model.g_module_size=6", "train.loss_isometry=1.0",
-                  "model.transition_init_std=0.25",
-                  "train.iterations=3000", "train.checkpoint_every=250",
-                  "train.eval_every=250", "train.threads=1"]
+                  "train.loss_loop=1.0", "train.loss_inverse=1.0",
+                  "model.transition_init_std=0.25", "train.iterations=3000",
+                  "train.checkpoint_every=250", "train.eval_every=250", "train.threads=1"]
+#: Isometry scale per family: on a square lattice waves of ~5 nodes (s = 0.7) alias onto the
+#: lattice's axes, so its modules get s = 0.5 (~8 nodes); a hexagonal lattice holds a triad
+#: of any length.
+SCRATCH_SCALE = {"square": 0.5, "hex": 0.7}
 #: Extra screen worlds of the from-scratch settings (beside SCREEN_WORLD).
 SCRATCH_WORLD = {"square": "square:12", "hex": "hex:12"}
 SCRATCH = {
     # g itself is the recorded population
     "isometry": [],
-    # the isometry on pairs of the walk's own steps instead of under W_a
-    "isometry_walk": ["train.isometry_pairs=walk"],
-    # the control: the same modules and start, without the isometry loss
+    # the control: the same modules, start and loop losses, without the isometry loss
     "modules": ["train.loss_isometry=0"],
     # non-negative read-out cells with an energy cost on top of the modules
     "isometry_readout": ["model.cells=readout", "train.loss_cells_energy=0.3",
@@ -139,6 +142,7 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> N
                 if name in SCRATCH:
                     worlds = f"[\"{SCREEN_WORLD[family]}\", \"{SCRATCH_WORLD[family]}\"]"
                     _train(run_dir, [*SCRATCH_COMMON, *SCRATCH[name], f"train.seed={seed}",
+                                     f"train.isometry_scale={SCRATCH_SCALE[family]}",
                                      f"world.worlds={worlds}"], log)
                     _stages(run_dir, family, seed, log)
                     continue

@@ -192,6 +192,8 @@ def _module_model(waves):
             A[a, 2 * j, 2 * j + 1], A[a, 2 * j + 1, 2 * j] = th, -th
     with torch.no_grad():
         m.W_a.copy_(A / 2)  # orthogonal parametrisation: W_a = exp(S - S^T) = exp(A)
+        m.g_init.zero_()
+        m.g_init[::2] = 1.0  # the same power in every plane
     return m
 
 
@@ -207,6 +209,15 @@ def test_each_module_is_a_triad_or_holds_none():
     np.testing.assert_allclose(sorted(w["wavelength"] for w in res[3]["waves"]), [9.0] * 3,
                                rtol=1e-4)
     assert res[2]["hexagonal_triad"]["length_ratio"] == pytest.approx(6 / 5, rel=1e-4)
+    assert all(w["share"] == pytest.approx(1 / 3, abs=1e-4) for m in res for w in m["waves"])
+    # a plane the states do not occupy shows in no map: module 0 without its third wave's
+    # power is no triad
+    m = _module_model(waves)
+    with torch.no_grad():
+        m.g_init[4] = 0.0
+    res = transition_diagnostics(m, "square")["modules"]
+    assert not res[0]["hexagonal_triad"]["found"] and res[3]["hexagonal_triad"]["found"]
+    assert res[0]["waves"][-1]["share"] == pytest.approx(0.0, abs=1e-9)
     # no modules: no per-module entry
     cfg = _cfg()
     plain = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)

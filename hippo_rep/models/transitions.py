@@ -34,6 +34,9 @@ _MIX = 0.6180339887
 TRIAD_LENGTH_RATIO = 1.1
 #: ... and whose directions are 60° apart (axial angles) within this many degrees.
 TRIAD_ANGLE_TOL = 6.0
+#: A grid module's wave takes part in its triad only with at least this share of the
+#: module's power (a plane the states hardly occupy does not show in any unit's map).
+MIN_WAVE_SHARE = 0.1
 #: Waves searched for a triad: the strongest this many (the rest are negligible under
 #: g_norm = "rms", which keeps the waves of largest modulus).
 TRIAD_WAVES = 24
@@ -134,8 +137,9 @@ def wave_vectors(model, kind: str) -> dict:
     return _waves(model.transition_matrices().double(), kind)
 
 
-def _waves(W: torch.Tensor, kind: str) -> dict:
-    """:func:`wave_vectors` of the action matrices ``W`` (n_actions, d, d), float64."""
+def _waves(W: torch.Tensor, kind: str, states: torch.Tensor | None = None) -> dict:
+    """:func:`wave_vectors` of the action matrices ``W`` (n_actions, d, d), float64; with
+    ``states`` (n, d), each wave's ``share`` of their power too, waves then sorted by it."""
     u = _unit_vectors(kind)
     w1, w2 = W[1], W[2]
     comm = float(torch.linalg.norm(w1 @ w2 - w2 @ w1)
@@ -153,6 +157,11 @@ def _waves(W: torch.Tensor, kind: str) -> dict:
     theta = np.stack([np.angle(lam.numpy()), np.angle(mu.numpy())], 1)  # (d, 2) rad per move
     k = np.linalg.solve(u[:2], theta.T).T  # rows: k with k·u_1 = θ_1, k·u_2 = θ_2
     modulus = np.abs(lam.numpy()) * np.abs(mu.numpy())
+    power = None
+    if states is not None:  # mean |coordinate|² of the states along each eigenvector
+        coord = states.to(vec.dtype) @ vec.conj() / norm2.sqrt()
+        power = (coord.abs() ** 2).mean(0).numpy()
+        power = power / max(power.sum(), 1e-300)
     # k and −k (conjugate eigenvalues) are one real wave: fold to a half-plane.
     flip = (k[:, 0] < -SAME_WAVE) | ((np.abs(k[:, 0]) <= SAME_WAVE) & (k[:, 1] < 0))
     k[flip] *= -1
@@ -165,13 +174,19 @@ def _waves(W: torch.Tensor, kind: str) -> dict:
         for wv in waves:
             if np.linalg.norm(wv["_k"] - k[i]) < SAME_WAVE:
                 wv["count"] += 1
+                if power is not None:
+                    wv["share"] += float(power[i])
                 break
         else:
             waves.append({"_k": k[i], "wavelength": float(2 * math.pi / norm[i]),
                           "angle": _axial_angle(k[i]),
                           "modulus": float(modulus[i]), "count": 1})
+            if power is not None:
+                waves[-1]["share"] = float(power[i])
     for wv in waves:
         del wv["_k"]
+    if power is not None:
+        waves.sort(key=lambda wv: -wv["share"])
     return {"commutator": comm, "waves": waves, "n_constant": int(constant.sum())}
 
 
@@ -223,26 +238,32 @@ def hexagonal_triad(waves: list[dict], length_ratio: float = TRIAD_LENGTH_RATIO,
 
 
 @torch.no_grad()
-def module_waves(model, kind: str) -> list[dict] | None:
+def module_waves(model, kind: str, seed: int = 0) -> list[dict] | None:
     """Per grid module (``model.g_module_size``; None without modules or for a nonlinear σ)
-    the waves of its block of W_a and its best triad: a module of three planes either is one
-    hexagonal triad or holds none.
+    the waves of its block of W_a, each with its share of the module's power in states that
+    path integration visits (:data:`LOOP_STATES` random moves from g0, ``seed``), and the
+    best triad among the waves holding at least :data:`MIN_WAVE_SHARE` of it: a module of
+    three planes either is one hexagonal triad or holds none (all of W_a's waves have modulus
+    1 when it is orthogonal, so only their power says which ones a unit's map shows).
 
     Returns
     -------
     list of dict or None
         Per module: ``units`` [first, last + 1), ``waves`` (:func:`wave_vectors`' ``waves`` of
-        the block), ``hexagonal_triad`` (:func:`hexagonal_triad` of them).
+        the block plus ``share``, largest first), ``hexagonal_triad`` (:func:`hexagonal_triad`
+        of the waves with share ≥ :data:`MIN_WAVE_SHARE`).
     """
     size = model.config.g_module_size
     if not size or model.config.transition_activation != "linear":
         return None
     W = model.transition_matrices().double()
+    g = _states(model, LOOP_STATES, np.random.default_rng(seed)).double()
     out = []
     for a in range(0, W.shape[-1], size):
-        waves = _waves(W[:, a:a + size, a:a + size], kind)["waves"]
+        waves = _waves(W[:, a:a + size, a:a + size], kind, g[:, a:a + size])["waves"]
+        strong = [wv for wv in waves if wv["share"] >= MIN_WAVE_SHARE]
         out.append({"units": [a, a + size], "waves": waves,
-                    "hexagonal_triad": hexagonal_triad(waves)})
+                    "hexagonal_triad": hexagonal_triad(strong)})
     return out
 
 
@@ -268,7 +289,7 @@ def transition_diagnostics(model, kind: str, seed: int = 0) -> dict:
             "loop_returns": loop_returns(model, kind, seed),
             "wave_vectors": waves,
             "hexagonal_triad": hexagonal_triad(waves["waves"]) if linear else None,
-            "modules": module_waves(model, kind),
+            "modules": module_waves(model, kind, seed),
             "transition_activation": model.config.transition_activation,
             "transition_param": model.config.transition_param,
             "g_norm": model.config.g_norm}
