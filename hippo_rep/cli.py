@@ -385,19 +385,25 @@ def _add_analyse(sub) -> None:
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sess = a.add_argument_group("sessions (.nwb or session .nc) only")
-    sess.add_argument("--bin-size", type=float, default=None, metavar="CM",
-                      help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
-    sess.add_argument("--smooth", type=float, default=None, metavar="CM",
-                      help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                           f"{SESSION_SMOOTH_CM:g})")
-    sess.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
-                      help="drop tracking samples slower than this, cm/s (default: "
-                           f"{SESSION_MIN_SPEED_CM_S:g})")
-    sess.add_argument("--min-shift", type=float, default=None, metavar="S",
-                      help="smallest circular shift of the spike trains in the shuffles, s "
-                           f"(default: {SESSION_MIN_SHIFT_S:g})")
+    _add_session_options(a.add_argument_group("sessions (.nwb or session .nc) only"),
+                         "the spike trains in the shuffles")
     a.set_defaults(func=cmd_analyse)
+
+
+def _add_session_options(parser, shifted: str) -> None:
+    """The rate-map and shuffle options of sessions (``--bin-size`` ... ``--min-shift``);
+    ``shifted`` names what the shuffles shift circularly."""
+    parser.add_argument("--bin-size", type=float, default=None, metavar="CM",
+                        help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
+    parser.add_argument("--smooth", type=float, default=None, metavar="CM",
+                        help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                             f"{SESSION_SMOOTH_CM:g})")
+    parser.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
+                        help="drop tracking samples slower than this, cm/s (default: "
+                             f"{SESSION_MIN_SPEED_CM_S:g})")
+    parser.add_argument("--min-shift", type=float, default=None, metavar="S",
+                        help=f"smallest circular shift of {shifted}, s "
+                             f"(default: {SESSION_MIN_SHIFT_S:g})")
 
 
 def cmd_analyse(args) -> int:
@@ -433,17 +439,7 @@ def _add_remap_sessions(sub) -> None:
                     help="compare the cells in both sessions (default: cells in only one "
                          "session are an error)")
     rs.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    rs.add_argument("--bin-size", type=float, default=None, metavar="CM",
-                    help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
-    rs.add_argument("--smooth", type=float, default=None, metavar="CM",
-                    help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                         f"{SESSION_SMOOTH_CM:g})")
-    rs.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
-                    help="drop tracking samples slower than this, cm/s (default: "
-                         f"{SESSION_MIN_SPEED_CM_S:g})")
-    rs.add_argument("--min-shift", type=float, default=None, metavar="S",
-                    help="smallest circular shift of B's spike trains, s (default: "
-                         f"{SESSION_MIN_SHIFT_S:g})")
+    _add_session_options(rs, "B's spike trains")
     rs.set_defaults(func=cmd_remap_sessions)
 
 

@@ -173,20 +173,27 @@ def test_evaluate_reports_walk_constant_power():
         assert (wcp["cells"] is not None) == cells
 
 
-def _rotation_model(waves):
-    """TEM-t on a square lattice whose W_a rotate 2D blocks by k_j·u_a: unit pairs are plane
-    waves with the given wave vectors (wavelength in nodes, angle in degrees)."""
-    m, _ = _model(["model.n_g=24", "model.d_key=24", "model.landmark=false"])
+def rotation_generators(waves, d: int = 24) -> torch.Tensor:
+    """Orthogonal-parametrisation weights W_a (5, d, d) of a square lattice that rotate unit
+    pair j by k_j·u_a (W_a = exp(S − Sᵀ) = exp(A), S = A / 2): unit pairs are plane waves with
+    the given wave vectors (wavelength in nodes, angle in degrees)."""
     units = [(1, 0), (0, 1), (-1, 0), (0, -1)]  # actions 1-4 (hippo_rep.worlds.DIRECTIONS)
-    A = torch.zeros(5, 24, 24)
+    A = torch.zeros(5, d, d)
     for j, (lam, ang) in enumerate(waves):
         k = 2 * math.pi / lam * np.array([math.cos(math.radians(ang)),
                                           math.sin(math.radians(ang))])
         for a, u in enumerate(units, start=1):
             th = float(k @ np.array(u))
             A[a, 2 * j, 2 * j + 1], A[a, 2 * j + 1, 2 * j] = th, -th
+    return A / 2
+
+
+def _rotation_model(waves):
+    """TEM-t on a square lattice whose unit pairs are the given plane waves
+    (:func:`rotation_generators`)."""
+    m, _ = _model(["model.n_g=24", "model.d_key=24", "model.landmark=false"])
     with torch.no_grad():
-        m.W_a.copy_(A / 2)  # orthogonal parametrisation: W_a = exp(S - S^T) = exp(A)
+        m.W_a.copy_(rotation_generators(waves))
     return m
 
 

@@ -13,7 +13,6 @@ from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.trainer import (
     ISOMETRY_METRIC_FIELDS,
-    Trainer,
     isometry_loss,
     lattice_displacements,
     metric_fields,
@@ -21,6 +20,7 @@ from hippo_rep.training.trainer import (
     transition_isometry_loss,
 )
 from hippo_rep.worlds import DIRECTIONS, n_actions_for
+from tests.test_cells import _weights_after, rotation_generators
 
 MODULES = ["model.g_module_size=6"]  # tiny: n_g = 24, four modules
 
@@ -157,16 +157,11 @@ def test_transition_isometry_of_known_waves():
 
 @pytest.mark.parametrize("pairs", ["walk", "transition"])
 def test_isometry_trains_the_modules_and_logs(tmp_path, pairs):
-    def run(sets, name):
-        cfg = load_config("tiny", [*MODULES, *sets, "train.iterations=3"])
-        tr = Trainer(cfg, tmp_path / name, progress=False)
-        rows = [tr.step(i) for i in range(3)]
-        return tr.model.state_dict()["W_a"].clone(), rows
-
-    w0, rows0 = run([], "off")
-    w1, rows1 = run(["train.loss_isometry=1", f"train.isometry_pairs={pairs}"], "on")
+    w0, rows0 = _weights_after(MODULES, 3, tmp_path, "off")
+    w1, rows1 = _weights_after([*MODULES, "train.loss_isometry=1",
+                                f"train.isometry_pairs={pairs}"], 3, tmp_path, "on")
     assert "loss_isometry" not in rows0[0] and rows1[0]["loss_isometry"] > 0
-    assert not torch.equal(w0, w1)
+    assert not torch.equal(w0["W_a"], w1["W_a"])
     assert set(ISOMETRY_METRIC_FIELDS) <= set(metric_fields(load_config(
         "tiny", ["train.loss_isometry=1"])))
     assert not set(ISOMETRY_METRIC_FIELDS) & set(metric_fields(load_config("tiny")))
@@ -182,16 +177,8 @@ def _module_model(waves):
     m's): each module is the three plane waves listed for it (wavelength, angle in degrees)."""
     cfg = _cfg([*MODULES, "model.landmark=false"])
     m = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs, seed=0)
-    units = [(1, 0), (0, 1), (-1, 0), (0, -1)]  # actions 1-4 (hippo_rep.worlds.DIRECTIONS)
-    A = torch.zeros(5, 24, 24)
-    for j, (lam, ang) in enumerate(waves):
-        k = 2 * math.pi / lam * np.array([math.cos(math.radians(ang)),
-                                          math.sin(math.radians(ang))])
-        for a, u in enumerate(units, start=1):
-            th = float(k @ np.array(u))
-            A[a, 2 * j, 2 * j + 1], A[a, 2 * j + 1, 2 * j] = th, -th
     with torch.no_grad():
-        m.W_a.copy_(A / 2)  # orthogonal parametrisation: W_a = exp(S - S^T) = exp(A)
+        m.W_a.copy_(rotation_generators(waves))
         m.g_init.zero_()
         m.g_init[::2] = 1.0  # the same power in every plane
     return m
@@ -238,13 +225,7 @@ def test_loop_error_is_zero_for_commuting_moves_only():
 
 
 def test_loop_loss_trains_w_a_and_logs(tmp_path):
-    def run(sets, name):
-        cfg = load_config("tiny", [*MODULES, *sets, "train.iterations=2"])
-        tr = Trainer(cfg, tmp_path / name, progress=False)
-        rows = [tr.step(i) for i in range(2)]
-        return tr.model.state_dict()["W_a"].clone(), rows
-
-    w0, _ = run([], "off")
-    w1, rows = run(["train.loss_loop=1"], "on")
-    assert rows[0]["loss_loop"] > 0 and not torch.equal(w0, w1)
+    w0, _ = _weights_after(MODULES, 2, tmp_path, "off")
+    w1, rows = _weights_after([*MODULES, "train.loss_loop=1"], 2, tmp_path, "on")
+    assert rows[0]["loss_loop"] > 0 and not torch.equal(w0["W_a"], w1["W_a"])
     assert "loss_loop" in metric_fields(load_config("tiny", ["train.loss_loop=1"]))

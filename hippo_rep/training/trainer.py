@@ -255,12 +255,19 @@ def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> 
         return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-8)
 
     u0 = unit(x)
+    moved = {(): x}  # path prefix → states moved along it (displacements share prefixes)
+
+    def move(path):
+        key = tuple(path)
+        if key not in moved:
+            h = move(key[:-1])
+            moved[key] = model.transition(
+                h, torch.full((h.shape[0],), key[-1], device=h.device), W)
+        return moved[key]
+
     errs = []
     for path, dist in lattice_displacements(kind, tc.isometry_range):
-        h = x
-        for a in path:
-            h = model.transition(h, torch.full((h.shape[0],), a, device=h.device), W)
-        du = ((unit(h) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
+        du = ((unit(move(path)) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
         errs.append((du - s * dist).pow(2).mean())
     return torch.stack(errs).mean()
 
