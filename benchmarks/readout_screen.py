@@ -87,6 +87,17 @@ SCRATCH = {
     # non-negative read-out cells with an energy cost on top of the modules
     "isometry_readout": ["model.cells=readout", "train.loss_cells_energy=0.3",
                          "train.cells_ramp_start=300", "train.cells_ramp=300"],
+    # Known-weights controls: every module an exact hexagonal triad of waves, frozen (no
+    # isometry, loop or inverse loss: W_a does not train). g itself, whose units lie in the
+    # triad's planes (expected: bands) ...
+    "triad": ["model.transition_init=triad", "train.transition_lr_scale=0",
+              "train.loss_isometry=0", "train.loss_loop=0", "train.loss_inverse=0"],
+    # ... and non-negative read-out cells with an energy cost on top: does the cost select
+    # a hexagonal mixing of the triad (Dorrell et al., ICLR 2023)?
+    "triad_readout": ["model.transition_init=triad", "train.transition_lr_scale=0",
+                      "train.loss_isometry=0", "train.loss_loop=0", "train.loss_inverse=0",
+                      "model.cells=readout", "train.loss_cells_energy=0.3",
+                      "train.cells_ramp_start=300", "train.cells_ramp=300"],
 }
 
 

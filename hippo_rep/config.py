@@ -120,6 +120,20 @@ class ModelConfig(TypedConfig):
     transition_activation: str = choice("linear", ("linear", "relu", "tanh", "leaky_relu"))
     # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
     transition_init_std: float = setting(0.01, _NON_NEGATIVE)
+    # W_a's start: "random" (near identity, above) or "triad", a known-weights control: every
+    # grid module (model.g_module_size = 6, three rotation planes) an exact hexagonal triad of
+    # plane waves (equal lengths, 60° apart, a random orientation per module; module m's
+    # wavelength triad_wavelength · triad_scale_ratio^m nodes). With
+    # train.transition_lr_scale = 0 the spectrum stays a triad, so training shows what the
+    # rest of TEM-t (the read-out cells, the energy cost) makes of it.
+    transition_init: str = choice("random", ("random", "triad"))
+    # Wavelength in nodes of the first module's triad (transition_init = "triad"); waves of
+    # 2 nodes or less alias on the lattice.
+    triad_wavelength: float = setting(5.0, Rule(low=2, low_open=True,
+                                                why="waves of 2 nodes or less alias"))
+    # Ratio of consecutive modules' triad wavelengths (transition_init = "triad"): 1.15 keeps
+    # ten modules within 5-18 nodes, all visible in a 16x16 recording.
+    triad_scale_ratio: float = setting(1.15, _POSITIVE)
     # "orthogonal" W_a = exp(S - Sᵀ), or "free" W_a (the paper). Free matrices with the
     # landmark correction collapsed in 8x8 runs (W_a contracts all positions onto one;
     # memories fall to the number of distinct observations); orthogonal ones cannot contract.
@@ -248,6 +262,12 @@ class ModelConfig(TypedConfig):
                               f"(got kind = {self.kind!r})")
         if self.memory != "full" and self.kind != "temt":
             raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
+        if self.transition_init == "triad" and (self.g_module_size != 6
+                                                or self.transition_param != "orthogonal"):
+            raise ConfigError("model.transition_init = \"triad\" needs model.g_module_size = 6 "
+                              "(three rotation planes a module) and model.transition_param = "
+                              f"\"orthogonal\"; got g_module_size = {self.g_module_size}, "
+                              f"transition_param = {self.transition_param!r}")
         self._check_tem()
 
     def _check_tem(self) -> None:

@@ -229,3 +229,54 @@ def test_loop_loss_trains_w_a_and_logs(tmp_path):
     w1, rows = _weights_after([*MODULES, "train.loss_loop=1"], 2, tmp_path, "on")
     assert rows[0]["loss_loop"] > 0 and not torch.equal(w0["W_a"], w1["W_a"])
     assert "loss_loop" in metric_fields(load_config("tiny", ["train.loss_loop=1"]))
+
+
+@pytest.mark.parametrize("kind", ["hex", "square"])
+def test_triad_start_is_an_exact_triad_in_every_module(kind):
+    cfg = _cfg([*MODULES, "model.transition_init=triad", "model.triad_wavelength=6",
+                "model.triad_scale_ratio=1.5"])
+    m = build_model(cfg.model, n_actions_for(kind), cfg.world.n_obs, seed=3)
+    res = transition_diagnostics(m, kind)
+    assert [mod["hexagonal_triad"]["found"] for mod in res["modules"]] == [True] * 4
+    for i, mod in enumerate(res["modules"]):
+        assert len(mod["waves"]) == 3
+        np.testing.assert_allclose([w["wavelength"] for w in mod["waves"]], [6 * 1.5 ** i] * 3,
+                                   rtol=1e-6)
+        angles = sorted(w["angle"] for w in mod["waves"])
+        np.testing.assert_allclose(np.diff(angles), [60, 60], atol=1e-4)  # float32 W_a
+        assert all(w["share"] == pytest.approx(1 / 3, abs=1e-4) for w in mod["waves"])
+    # commuting rotations, opposite moves inverse: a torus of waves
+    assert float(m.loop_error().detach()) == pytest.approx(0.0, abs=1e-9)
+    assert float(m.inverse_error().detach()) == pytest.approx(0.0, abs=1e-9)
+    # the seed turns the modules (orientation), not their wavelengths
+    other = build_model(cfg.model, n_actions_for(kind), cfg.world.n_obs, seed=4)
+    assert not torch.equal(other.W_a, m.W_a)
+    again = build_model(cfg.model, n_actions_for(kind), cfg.world.n_obs, seed=3)
+    assert torch.equal(again.W_a, m.W_a) and torch.equal(again.g_init, m.g_init)
+
+
+def test_a_random_start_is_no_triad():
+    """The negative control of the diagnostic: random modules hold no triad."""
+    cfg = _cfg([*MODULES, "model.transition_init_std=0.3"])
+    m = build_model(cfg.model, n_actions_for("hex"), cfg.world.n_obs, seed=3)
+    res = transition_diagnostics(m, "hex")["modules"]
+    assert not any(mod["hexagonal_triad"]["found"] for mod in res)
+
+
+@pytest.mark.parametrize("sets", [["model.transition_init=triad"],
+                                  [*MODULES, "model.transition_init=triad",
+                                   "model.transition_param=free"],
+                                  ["model.g_module_size=4", "model.transition_init=triad"]])
+def test_triad_start_needs_modules_of_six_orthogonal_units(sets):
+    with pytest.raises(ConfigError, match="transition_init"):
+        _cfg(sets)
+
+
+def test_frozen_triad_stays_a_triad_while_the_rest_trains(tmp_path):
+    sets = [*MODULES, "model.transition_init=triad", "train.transition_lr_scale=0"]
+    cfg = load_config("tiny", sets)
+    w_start = build_model(cfg.model, n_actions_for("square"), cfg.world.n_obs,
+                          seed=cfg.train.seed).state_dict()
+    w, _ = _weights_after(sets, 2, tmp_path, "frozen")
+    assert torch.equal(w["W_a"], w_start["W_a"])
+    assert not torch.equal(w["W_e.weight"], w_start["W_e.weight"])

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hippo_rep.config import ModelConfig
-from hippo_rep.models import fused
+from hippo_rep.models import fused, transitions
 
 #: Added to denominators of normalisations (g rescaling, relu/power activations).
 _EPS = 1e-6
@@ -312,8 +312,18 @@ class TEMt(nn.Module):
         w = config.transition_init_std * torch.randn(n_actions, d, d)
         if config.transition_param == "free":
             w += torch.eye(d)
+        if config.transition_init == "triad":  # drawn after the random start: seeds agree
+            n_mod = d // 6
+            w = transitions.triad_generators(
+                n_actions, d, [config.triad_wavelength * config.triad_scale_ratio ** m
+                               for m in range(n_mod)],
+                (torch.rand(n_mod) * math.pi / 3).tolist())
         self.W_a = nn.Parameter(w)
-        self.g_init = nn.Parameter(torch.randn(d))
+        g_init = torch.randn(d)
+        if config.transition_init == "triad":  # each wave of a triad equally strong
+            phase = 2 * math.pi * torch.rand(d // 2)
+            g_init = torch.stack([phase.cos(), phase.sin()], 1).reshape(d)
+        self.g_init = nn.Parameter(g_init)
         # keys = queries = z(g) W_e, or r W_e for read-out cells r (model.cells = "readout")
         n_key_in = config.n_cells if config.cells == "readout" else d
         self.W_e = nn.Linear(n_key_in, config.d_key, bias=False)

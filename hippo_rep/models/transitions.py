@@ -48,6 +48,50 @@ def _unit_vectors(kind: str) -> np.ndarray:
     return np.stack([np.cos(ang), np.sin(ang)], 1)
 
 
+def lattice_kind(n_actions: int) -> str:
+    """The lattice ("square" or "hex") whose move set gives ``n_actions`` actions (stay
+    included)."""
+    for kind, dirs in DIRECTIONS.items():
+        if len(dirs) + 1 == n_actions:
+            return kind
+    raise ValueError(f"no lattice has {n_actions} actions (square: 5, hex: 7)")
+
+
+def triad_generators(n_actions: int, n_g: int, wavelengths, orientations) -> torch.Tensor:
+    """Generators S of W_a = exp(S − Sᵀ) whose every module of six units is an exact hexagonal
+    triad of plane waves (``model.transition_init = "triad"``, a known-weights control).
+
+    Module m's rotation plane j (units 6m + 2j, 6m + 2j + 1) turns by k_mj · u_a under move
+    a, with u_a the move's displacement and k_mj of length 2π / ``wavelengths[m]`` at
+    ``orientations[m]`` + 60°·j: g(r) = g0 W(r) is, in that plane, a wave k_mj · r, and the
+    moves commute (every closed walk returns g to where it started). Stay (action 0) is the
+    identity.
+
+    Parameters
+    ----------
+    n_actions : int
+        Actions of the world family (5 square, 7 hexagonal; stay first).
+    n_g : int
+        Units, a multiple of 6.
+    wavelengths, orientations : sequence of float, (n_g / 6,)
+        Each module's wavelength (nodes) and the direction of its first wave (radians).
+
+    Returns
+    -------
+    Tensor, (n_actions, n_g, n_g)
+        The generators (W_a's stored parameter under ``transition_param = "orthogonal"``).
+    """
+    u = _unit_vectors(lattice_kind(n_actions))
+    S = torch.zeros(n_actions, n_g, n_g)
+    for m, (lam, phi) in enumerate(zip(wavelengths, orientations, strict=True)):
+        for j in range(3):
+            ang = float(phi) + j * math.pi / 3
+            k = (2 * math.pi / float(lam)) * np.array([math.cos(ang), math.sin(ang)])
+            a = 6 * m + 2 * j
+            S[1:, a, a + 1] = torch.as_tensor(u @ k, dtype=S.dtype)
+    return S
+
+
 def smallest_loop(kind: str) -> list[int]:
     """Move actions of the smallest closed loop: right-up-left-down on a square lattice, a
     triangle (0°, 120°, 240°) on a hexagonal one."""
