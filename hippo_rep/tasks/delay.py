@@ -25,7 +25,8 @@ import xarray as xr
 from hippo_rep import __version__
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import atomic_write, read_json, write_json
-from hippo_rep.models.temt import build_model, load_across_memory
+from hippo_rep.models.memory import load_across_memory
+from hippo_rep.models.registry import build_model
 from hippo_rep.tasks import DELAY_DEFAULT_DELAYS as DEFAULT_DELAYS
 from hippo_rep.tasks import DELAY_DEFAULT_ENVS as DEFAULT_ENVS
 from hippo_rep.tasks import DELAY_DEFAULT_VARIANTS as DEFAULT_VARIANTS

@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
 from hippo_rep.fileio import atomic_write, remove_path
 from hippo_rep.models import fused
-from hippo_rep.models.temt import Output, build_model, load_across_memory
+from hippo_rep.models.memory import load_across_memory
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import Output
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
     check_actions,
