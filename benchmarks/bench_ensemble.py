@@ -60,7 +60,7 @@ from torch.func import functional_call, stack_module_state, vmap  # noqa: E402
 
 from hippo_rep.config import load_config, world_kind  # noqa: E402
 from hippo_rep.models import temt  # noqa: E402
-from hippo_rep.models.temt import build_model  # noqa: E402
+from hippo_rep.models.registry import build_model  # noqa: E402
 from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes  # noqa: E402
 
 #: Seed of the shared walks.

@@ -12,7 +12,7 @@ At every D (the end of the chunk that ends at step D) it reports:
 - ``ms/step``: wall time of that chunk per step, the fastest of ``--repeats`` runs of it from
   the same state (the machine is shared; the minimum is the least disturbed);
 - ``keys/step``: what the query of step D attends over — the memories the variant's
-  :meth:`~hippo_rep.models.temt.FullMemory.visible` lets it see plus the FAM slots (hebbian:
+  :meth:`~hippo_rep.models.memory.FullMemory.visible` lets it see plus the FAM slots (hebbian:
   0, it reads a fixed matrix instead);
 - ``KB/step``: the memory state that step reads, per environment (float32: z(g) and g of every
   visible memory and the FAM slots' position and observation distribution; hebbian: its

@@ -103,7 +103,7 @@ def main() -> None:
         return worker(args)
 
     from hippo_rep.config import load_config
-    from hippo_rep.models.temt import build_model
+    from hippo_rep.models.registry import build_model
     from hippo_rep.training.checkpoint import save_checkpoint
     from hippo_rep.worlds import parse_world
 

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.models.temt import set_keep_logits
+from hippo_rep.models.memory import set_keep_logits
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.tasks.delay import RUN_CHUNK, as_variant, pad_delay_walks
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint

@@ -26,7 +26,7 @@ import time
 import torch
 
 from hippo_rep.fileio import write_json
-from hippo_rep.models.temt import set_keep_logits
+from hippo_rep.models.memory import set_keep_logits
 from hippo_rep.tasks.delay import DEFAULT_WORLD, as_variant, delay_accuracy
 from hippo_rep.training.checkpoint import load_checkpoint
 

@@ -184,7 +184,8 @@ class Recorder:
                  world: str | None = None, seed: int = 0, same_observations: bool = False,
                  chunk: int = DEFAULT_CHUNK, device: str = "cpu",
                  threads: int | None = None):
-        from hippo_rep.training.checkpoint import (  # torch
+        from hippo_rep.models.registry import model_spec  # torch
+        from hippo_rep.training.checkpoint import (
             check_actions,
             file_sha256,
             load_checkpoint,
@@ -199,7 +200,7 @@ class Recorder:
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
         # TEM: g (raw, every module) and p (its conjunctive units) instead of memory slots.
-        self.tem = cfg.model.kind == "tem"
+        self.tem = model_spec(cfg.model.kind).recorded_units == "p"
         w = check_actions(cfg.world.worlds[0] if world is None else world,
                           payload["n_actions"], f"checkpoint {str(checkpoint)!r}", RecordingError)
         n_steps = cfg.world.walk_steps if n_steps is None else n_steps

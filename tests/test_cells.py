@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hippo_rep.config import ConfigError, load_config
-from hippo_rep.models.temt import build_model
+from hippo_rep.models.registry import build_model
 from hippo_rep.models.transitions import hexagonal_triad, transition_diagnostics
 from hippo_rep.recording import record_checkpoint
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint

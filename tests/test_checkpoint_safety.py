@@ -10,7 +10,7 @@ import torch
 
 from hippo_rep import cli
 from hippo_rep.config import load_config
-from hippo_rep.models.temt import build_model
+from hippo_rep.models.registry import build_model
 from hippo_rep.tasks import passkey as P
 from hippo_rep.tasks.delay import DelayTaskError, delay_accuracy
 from hippo_rep.training import trainer as T

@@ -9,7 +9,7 @@ import torch
 
 from hippo_rep.cli import main
 from hippo_rep.config import load_config
-from hippo_rep.models.temt import build_model
+from hippo_rep.models.registry import build_model
 from hippo_rep.tasks.delay import (
     DelayTaskError,
     as_variant,

@@ -6,7 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.config import ConfigError, load_config
-from hippo_rep.models.temt import _rescale, _z, build_model
+from hippo_rep.models.memory import _rescale
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import _z
 
 N_ACT, N_OBS = 5, 7
 
@@ -157,7 +159,7 @@ def test_straight_through_gradient_is_the_soft_gradient():
 def _soft_keep_update(m, state):
     """Reference: the soft observation distributions of ``fam_update = "keep"``'s scores over
     [itself; the block's memories that no slot holds], written slot by slot."""
-    from hippo_rep.models.temt import _KEEP_LOGIT_SCALE
+    from hippo_rep.models.memory import _KEEP_LOGIT_SCALE
 
     beta = F.softplus(m.fam_beta_raw)
     out = []
@@ -200,7 +202,7 @@ def test_keep_never_copies_a_conjunction_a_slot_already_holds():
 
 
 def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
-    from hippo_rep.models.temt import _KEEP_LOGIT_SCALE, set_keep_logits
+    from hippo_rep.models.memory import _KEEP_LOGIT_SCALE, set_keep_logits
 
     m = model("keep", fam_slots=3)
     set_keep_logits(m, -20.0, 60.0)
@@ -214,7 +216,7 @@ def test_set_keep_logits_gives_the_logits_of_empty_and_filled_slots():
 def test_distinct_copies_in_rounds_equals_the_slot_by_slot_greedy(seed, n_slots, n_mem):
     """Integer scores (many ties, many slots wanting the same memory) and random validity:
     the round-based greedy picks what the plain loop picks, row for row."""
-    from hippo_rep.models.temt import _distinct_copies
+    from hippo_rep.models.memory import _distinct_copies
 
     gen = torch.Generator().manual_seed(seed)
     score = torch.randint(0, 4, (3, n_slots, n_slots + n_mem), generator=gen).float()

@@ -14,7 +14,7 @@ import torch
 
 from hippo_rep.config import ModelConfig, load_config
 from hippo_rep.models import fused
-from hippo_rep.models.temt import build_model
+from hippo_rep.models.registry import build_model
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.evaluate import evaluate, run_model

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from hippo_rep.config import ConfigError, load_config
-from hippo_rep.models.temt import build_model, module_mask
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import module_mask
 from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.trainer import (

@@ -7,13 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.config import ConfigError, load_config
-from hippo_rep.models.temt import (
-    _rescale,
-    _z,
-    build_model,
-    hebbian_matrix,
-    hebbian_retrieve,
-)
+from hippo_rep.models.memory import _rescale, hebbian_matrix, hebbian_retrieve
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import _z
 
 N_ACT, N_OBS = 5, 7
 

@@ -5,7 +5,9 @@ import pytest
 import torch
 
 from hippo_rep.config import ModelConfig
-from hippo_rep.models.temt import TEMt, _ConstBmm, build_model, memory_activation
+from hippo_rep.models.memory import memory_activation
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import TEMt, _ConstBmm
 from hippo_rep.worlds import make_world, sample_episodes
 
 SMALL = dict(n_g=16, d_key=16, d_value=16, hidden=24)

@@ -14,7 +14,7 @@ from hippo_rep import cli
 from hippo_rep import recording as R
 from hippo_rep import schema as S
 from hippo_rep.config import load_config
-from hippo_rep.models.temt import build_model
+from hippo_rep.models.registry import build_model
 from hippo_rep.random_streams import eval_rng
 from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from hippo_rep.training.evaluate import run_model

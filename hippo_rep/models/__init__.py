@@ -1,5 +1,8 @@
 """Neural network modules only: no I/O, no plotting."""
 
-from hippo_rep.models.temt import MemoryState, Output, TEMt, build_model, memory_activation
+from hippo_rep.models.memory import MemoryState, memory_activation
+from hippo_rep.models.registry import MODELS, ModelSpec, build_model, model_spec
+from hippo_rep.models.temt import Output, TEMt
 
-__all__ = ["MemoryState", "Output", "TEMt", "build_model", "memory_activation"]
+__all__ = ["MODELS", "MemoryState", "ModelSpec", "Output", "TEMt", "build_model",
+           "memory_activation", "model_spec"]

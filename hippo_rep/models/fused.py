@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-#: Added to denominators of the unit-RMS normalisation (the value of ``temt._EPS``).
+#: Added to denominators of the unit-RMS normalisation (the value of ``memory._EPS``).
 _EPS = 1e-6
 #: The eps of ``F.layer_norm`` (the z-score of g, ``temt._z``).
 _LN_EPS = 1e-5
@@ -58,7 +58,7 @@ def unsupported(model) -> str | None:
 
 
 def _rms(u, k):
-    """Unit-RMS rescaling, bit-for-bit ``temt._rescale`` (pow(2) is u·u, and mean is sum / d
+    """Unit-RMS rescaling, bit-for-bit ``memory._rescale`` (pow(2) is u·u, and mean is sum / d
     on the CPU); ``k`` holds the constants as 0-dim tensors (:func:`_constants`), which spare
     the conversion a Python scalar costs per operation. Returns (u * r, r), r (B, 1)."""
     r = torch.rsqrt((u * u).sum(-1, keepdim=True) / k["d"] + k["eps"])

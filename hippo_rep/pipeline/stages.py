@@ -320,7 +320,8 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     >>> run_stages("runs/a", cfg, STAGES[:5], StageSettings(record_envs=2)).ran  # doctest: +SKIP
     ['train', 'calibrate', 'evaluate', 'record', 'analyse']
     """
-    from hippo_rep.training.calibrate import calibrate_checkpoint  # torch: see train
+    from hippo_rep.models.registry import model_spec  # torch: see train
+    from hippo_rep.training.calibrate import calibrate_checkpoint
     from hippo_rep.training.checkpoint import read_checkpoint
 
     s = StageSettings() if settings is None else settings
@@ -331,7 +332,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     run_dir = Path(run_dir)
     outputs = {k: Path(v) for k, v in (outputs or {}).items() if k != "train"}
     paths = {st: outputs.get(st, run_dir / OUTPUTS[st]) for st in STAGES}
-    calibrated = s.calibrate and config.model.kind == "temt"
+    calibrated = s.calibrate and model_spec(config.model.kind).calibrates_write_threshold
     model = paths["calibrate"] if calibrated else paths["train"]
     run = {
         "train": lambda out: train(config, run_dir, progress=progress),

@@ -25,7 +25,8 @@ import xarray as xr
 from hippo_rep import __version__
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import atomic_write, read_json, write_json
-from hippo_rep.models.temt import build_model, load_across_memory
+from hippo_rep.models.memory import load_across_memory
+from hippo_rep.models.registry import build_model, model_spec
 from hippo_rep.tasks import DELAY_DEFAULT_DELAYS as DEFAULT_DELAYS
 from hippo_rep.tasks import DELAY_DEFAULT_ENVS as DEFAULT_ENVS
 from hippo_rep.tasks import DELAY_DEFAULT_VARIANTS as DEFAULT_VARIANTS
@@ -136,9 +137,10 @@ def delay_experiment(checkpoint, variants: Sequence[str] = DEFAULT_VARIANTS,
     its config, the window size and the task parameters.
     """
     model, cfg, _ = load_checkpoint(checkpoint)
-    if cfg.model.kind == "tem":
-        raise DelayTaskError(f"checkpoint {str(checkpoint)!r} is a TEM (model.kind = \"tem\"); "
-                             "the delay task compares TEM-t's memory variants")
+    if not model_spec(cfg.model.kind).delay_task:
+        raise DelayTaskError(f"checkpoint {str(checkpoint)!r} has model.kind = "
+                             f"{cfg.model.kind!r}; the delay task compares TEM-t's memory "
+                             "variants")
     over = {k: v for k, v in (("memory_block", memory_block),
                               ("memory_blocks", memory_blocks)) if v is not None}
     results = []

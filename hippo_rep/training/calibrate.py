@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from hippo_rep.config import from_dict
+from hippo_rep.models.registry import model_spec
 from hippo_rep.random_streams import calibration_rng
 from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, write_payload
 from hippo_rep.training.evaluate import memories_per_node, run_model
@@ -181,7 +182,7 @@ def calibrate_checkpoint(path, out, n_envs: int = CALIBRATION_ENVS,
         revisits.
     """
     model, config, payload = load_checkpoint(path)
-    if config.model.kind != "temt":
+    if not model_spec(config.model.kind).calibrates_write_threshold:
         raise CalibrationError(f"checkpoint {str(path)!r} is a {config.model.kind!r} model; "
                                "only TEM-t's add-if-novel memory has a write threshold to "
                                "calibrate")

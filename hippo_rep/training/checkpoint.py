@@ -23,7 +23,8 @@ import torch
 from hippo_rep import __version__
 from hippo_rep.config import Config, ConfigError, from_dict, world_kind
 from hippo_rep.fileio import MAX_QUOTE, atomic_write, quote
-from hippo_rep.models.temt import TEMt, build_model
+from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt import TEMt
 from hippo_rep.worlds import KINDS as KINDS_OF_WORLDS
 from hippo_rep.worlds import World, n_actions_for, parse_world
 

@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
 from hippo_rep.fileio import atomic_write, remove_path
 from hippo_rep.models import fused
-from hippo_rep.models.temt import Output, build_model, load_across_memory
+from hippo_rep.models.memory import load_across_memory
+from hippo_rep.models.registry import build_model, model_spec
+from hippo_rep.models.temt import Output
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
     check_actions,
@@ -41,9 +43,6 @@ TRAINING_EVAL_SEED = 10_000
 METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "loss_g_pi",
                  "loss_l2_g", "loss_inverse", "acc_revisit", "acc_new_edge", "n_memories",
                  "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
-#: Extra metrics of ``model.kind = "tem"``: its loss terms (hippo_rep.models.tem.LOSS_NAMES).
-TEM_METRIC_FIELDS = ("tem_p_g", "tem_p_x", "tem_x_gen", "tem_x_g", "tem_x_p", "tem_g",
-                     "tem_reg_g", "tem_reg_p")
 
 
 #: Extra metrics of runs with read-out cells or a walk-constant penalty (:func:`cell_losses`).
@@ -60,9 +59,9 @@ def _has_cell_terms(config: Config) -> bool:
 
 
 def metric_fields(config: Config) -> tuple[str, ...]:
-    """Columns of metrics.csv for this run's model kind (and cell and isometry terms, when it
-    has them)."""
-    return (METRIC_FIELDS + (TEM_METRIC_FIELDS if config.model.kind == "tem" else ())
+    """Columns of metrics.csv for this run's model kind (its spec's ``metric_fields``, e.g.
+    TEM's loss terms) and cell and isometry terms, when it has them."""
+    return (METRIC_FIELDS + model_spec(config.model.kind).metric_fields
             + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ())
             + (ISOMETRY_METRIC_FIELDS if config.train.loss_isometry > 0
                or config.train.loss_loop > 0 else ()))
@@ -130,7 +129,7 @@ def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tenso
     g_pi_err = (out.g.detach() - out.g_pi).pow(2).mean()
     l2_g = out.g.pow(2).mean()
     total = tc.loss_pi * ce_pi
-    if cfg.model.kind == "temt":
+    if model_spec(cfg.model.kind).corrected_g_losses:
         total = total + tc.loss_g * ce_g + tc.loss_g_pi * g_pi_err + tc.loss_l2_g * l2_g
     return {"loss": total, "loss_pi": ce_pi, "loss_g": ce_g, "loss_g_pi": g_pi_err,
             "loss_l2_g": l2_g}
@@ -473,9 +472,9 @@ class Trainer:
         state, sums, preds = None, {}, []
         n_chunks = math.ceil(wc.walk_steps / chunk)
         per_chunk = self.updates_per_iteration > 1
-        # Models with their own losses and annealing (TEM) provide these hooks; they count
-        # optimiser steps (torch_tem's iterations).
-        own_losses = getattr(self.model, "training_losses", None)
+        # Kinds with their own losses and annealing (ModelSpec.own_losses: TEM) provide these
+        # hooks; they count optimiser steps (torch_tem's iterations).
+        own_losses = self.model.training_losses if model_spec(cfg.model.kind).own_losses else None
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.stack([t["revisit"] for t in types])  # (B, walk_steps)
         revisit = torch.as_tensor(rev, device=self.device)
@@ -486,7 +485,7 @@ class Trainer:
                                   dtype=torch.float32, device=self.device)
         for c, s in enumerate(range(0, wc.walk_steps, chunk)):
             update = iteration * n_chunks + c if per_chunk else iteration
-            if hasattr(self.model, "anneal") and (per_chunk or c == 0):
+            if own_losses is not None and (per_chunk or c == 0):
                 self.model.anneal(update, tc)
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
             parts = (own_losses(out, update, tc, revisit=revisit[:, s:s + chunk])

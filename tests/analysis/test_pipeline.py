@@ -232,7 +232,7 @@ def test_bnt_method_on_small_maps_agrees_with_opexebo(tiny_rec):
 
 def test_fam_slots_are_analysed_as_a_population(tmp_path):
     from hippo_rep.config import load_config
-    from hippo_rep.models.temt import build_model
+    from hippo_rep.models.registry import build_model
     from hippo_rep.recording import record_checkpoint
     from hippo_rep.training.checkpoint import save_checkpoint
     from hippo_rep.worlds import parse_world
