@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import TINY_FONT_SIZE
 
 #: Okabe-Ito colour per memory variant.
 VARIANT_COLORS = {"full": "#0072B2", "window": "#D55E00", "fam": "#009E73",
@@ -54,7 +55,7 @@ def plot_delay(ds, ax=None):
     ax.set_xlabel("excursion length D (steps, symlog scale)")
     ax.set_ylabel("accuracy on return home (fraction correct)")
     ax.set_ylim(-0.02, 1.05)
-    ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.legend(fontsize=TINY_FONT_SIZE, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return ax
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax, legend_below
+from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, REFERENCE_LINE_WIDTH
 
 #: Line styles and colours of the two ideal agents.
 AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (limit)"),
@@ -48,7 +49,7 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     ax.set_ylim(0, 1.02)
     # below the axes: inside, wherever it sat, it hid some curve (a model near chance at the
     # bottom, the agents above it)
-    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2, fontsize=6.5)
+    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2, fontsize=MEDIUM_FONT_SIZE)
     return ax
 
 
@@ -68,7 +69,7 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
                label=label, color=color)
     chance = first.get("meta", {}).get("chance")
     if chance:
-        ax.axhline(chance, color="k", lw=0.6, ls="-", alpha=0.5)
+        ax.axhline(chance, color="k", lw=REFERENCE_LINE_WIDTH, ls="-", alpha=0.5)
     ax.set_xticks(np.arange(len(keys)), [STEP_LABELS[k] for k in keys])
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_ylim(0, 1.02)
@@ -123,7 +124,7 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
         ax.plot(np.where(xs > 0, xs, floor), ys, marker="o", ms=2.5, color=color, label=label)
     ax.axhline(data["node_agent"], **{**AGENT_STYLE["node_agent"], "lw": 0.8})
     for t in thresholds:
-        ax.axhline(t, color="0.6", ls=":", lw=0.6)
+        ax.axhline(t, color="0.6", ls=":", lw=REFERENCE_LINE_WIDTH)
     ax.set_xscale("log")
     ax.set_xlabel(SPEED_AXES[x])
     ax.set_ylabel("zero-shot accuracy (fraction)")

@@ -5,6 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import (
+    MEDIUM_FONT_SIZE,
+    MIN_FONT_SIZE,
+    REFERENCE_LINE_WIDTH,
+    SMALL_FONT_SIZE,
+    TINY_FONT_SIZE,
+)
 from hippo_rep.schema import FAM_ACTIVITY, G_PI, MEMORY_ACTIVITY, G, P
 
 #: Display names of the populations (recording variables), two short lines each (tick labels
@@ -39,7 +46,7 @@ SCATTER_ALPHA = (0.7, 0.2)
 DENSE_POINTS = 2000
 
 #: Font size of the population tick labels, points.
-TICK_FONTSIZE = 6
+TICK_FONTSIZE = SMALL_FONT_SIZE
 
 
 def _population_ticks(ax, labels) -> None:
@@ -82,7 +89,7 @@ def remap_by_population(remap_corr, ax=None):
                    color=color, lw=0, rasterized=True)
     ax.boxplot([d if d.size else [np.nan] for d in data], positions=range(len(data)),
                widths=0.5, showfliers=False, medianprops=dict(color="k"))
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     _population_ticks(ax, labels)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("spatial correlation across envs\n(Pearson r, unitless)")
@@ -107,7 +114,7 @@ def pv_by_population(pv_corr, ax=None):
         mean = float(fin.mean()) if fin.size else np.nan
         ax.bar(i, mean, width=0.6, color=POPULATION_COLORS.get(v, "0.6"), alpha=0.8)
         ax.scatter(np.full(fin.size, i), fin, s=6, color="k", zorder=3)
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     _population_ticks(ax, [_label(v) for v in pops])
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("population-vector correlation\n(Pearson r, unitless)")
@@ -144,21 +151,21 @@ def tem_test(tem, ax=None):
     if n <= MAX_LABELLED_PAIRS:
         for i in range(n):
             if np.isfinite(p[i]):
-                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=5.5)
+                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=TINY_FONT_SIZE)
         labels = [f"{a}–{b}" for a, b in zip(tem["env_a"].values, tem["env_b"].values,
                                              strict=True)]
         ax.set_xticks(x, labels)
     else:
         fin = p[np.isfinite(p)]
         ax.text(0.02, 0.98, f"p < {TEM_ALPHA:g} in {int((fin < TEM_ALPHA).sum())}/{fin.size} "
-                "pairs", transform=ax.transAxes, va="top", fontsize=6)
+                "pairs", transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(-1.05, 1.2)
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     ax.set_xlabel("environment pair (env a–env b)" if n <= MAX_LABELLED_PAIRS
                   else "environment pair (index)")
     ax.set_ylabel("TEM grid–place correlation\n(Pearson r, unitless)")
-    ax.legend(loc="lower right", fontsize=5.5)
+    ax.legend(loc="lower right", fontsize=TINY_FONT_SIZE)
     return ax
 
 
@@ -210,7 +217,7 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
                       color="#D55E00", lw=1.2, label="null 95th pct" if i == 0 else None)
         pf = p[np.isfinite(p)]
         ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
-                ha="center", va="bottom", fontsize=5)
+                ha="center", va="bottom", fontsize=MIN_FONT_SIZE)
     _population_ticks(ax, [_label(v) for v in pops])
     ax.set_xlim(-0.6, len(pops) - 0.4)
     if stat == "pair_structure":
@@ -219,8 +226,8 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
     else:
         ax.set_ylim(0, 1.25)
         ax.set_ylabel("unit pairs keeping their\ncross-correlogram offset (fraction)")
-    ax.axhline(0, color="0.5", lw=0.6)
-    ax.legend(loc="center right", fontsize=4.5)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
+    ax.legend(loc="center right", fontsize=MIN_FONT_SIZE)
     return ax
 
 
@@ -258,7 +265,7 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
         ax.text(0.03, 0.97 if population != MEMORY_ACTIVITY else 0.87,
                 f"{_label(population).replace(chr(10), ' ')}: r = "
                 f"{float(np.corrcoef(x, y)[0, 1]):.2f}",
-                transform=ax.transAxes, va="top", fontsize=6,
+                transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE,
                 color=POPULATION_COLORS.get(population, "0.3"))
     ax.set_xlim(-1.05, 1.05)
     ax.set_ylim(-1.05, 1.05)
@@ -267,5 +274,5 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
     ax.set_xlabel("pair r, env a (unitless)")
     ax.set_ylabel("pair r, env b (unitless)")
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax
