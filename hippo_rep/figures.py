@@ -63,16 +63,23 @@ from hippo_rep.plotting.remapping import (
 )
 from hippo_rep.plotting.scores import axis_label, class_fraction_bars, score_histogram
 from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
     FIGURE_TITLE_FONT_SIZE,
     FONT_SIZE,
     FULL_WIDTH,
+    GREY,
     HALF_WIDTH,
     MEDIUM_FONT_SIZE,
+    ORANGE,
     PLACE_CMAP,
     RATE_CMAP,
+    REDDISH_PURPLE,
     REFERENCE_LINE_WIDTH,
     SAVE_DPI,
+    SKY_BLUE,
     SMALL_FONT_SIZE,
+    VERMILLION,
     new_figure,
     paper_style,
 )
@@ -278,8 +285,8 @@ N_COMPARE_SHOWN = 5
 #: Short names of the scores in map titles.
 SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
 #: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
-COMPARE_COLORS = {"TEM g": "#999999", "TEM p": "#D55E00", "TEM-t g": "#0072B2",
-                  "TEM-t memory": "#CC79A7"}
+COMPARE_COLORS = {"TEM g": GREY, "TEM p": VERMILLION, "TEM-t g": BLUE,
+                  "TEM-t memory": REDDISH_PURPLE}
 
 
 #: Maps whose peak is below this fraction of the largest peak of their population in the
@@ -471,7 +478,7 @@ def transitions_figure(inputs: FigureInputs):
     if not evals:
         raise MissingInput("needs an evaluation of a recurrent model with transition "
                            "diagnostics (re-run hippo-rep evaluate with this version)")
-    palette = [COLORS["temt"], "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    palette = [COLORS["temt"], BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE]
     colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
     fig = new_figure(FULL_WIDTH, 2.7)
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1.3, 0.9]})

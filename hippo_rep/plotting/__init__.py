@@ -9,21 +9,24 @@ widths, font sizes, line widths and colour maps of every figure live in
 
 from hippo_rep.plotting.learning import accuracy_by_step_type, accuracy_curve
 from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
     DOUBLE_COLUMN_WIDTH,
     FULL_WIDTH,
+    GREY,
     HALF_WIDTH,
     OKABE_ITO,
     PAPER_STYLE,
     SINGLE_COLUMN_WIDTH,
+    VERMILLION,
     new_figure,
     paper_style,
 )
 
 #: Okabe-Ito colours by role, shared by every figure.
-COLORS = {"temt": OKABE_ITO[0], "sinusoidal": OKABE_ITO[1], "node_agent": OKABE_ITO[7],
-          "edge_agent": "#999999"}
+COLORS = {"temt": BLUE, "sinusoidal": VERMILLION, "node_agent": BLACK, "edge_agent": GREY}
 
 
-__all__ = ["COLORS", "DOUBLE_COLUMN_WIDTH", "FULL_WIDTH", "HALF_WIDTH", "PAPER_STYLE",
+__all__ = ["COLORS", "DOUBLE_COLUMN_WIDTH", "FULL_WIDTH", "HALF_WIDTH", "OKABE_ITO", "PAPER_STYLE",
            "SINGLE_COLUMN_WIDTH", "accuracy_by_step_type", "accuracy_curve", "new_figure",
            "paper_style"]

@@ -7,11 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
-from hippo_rep.plotting.style import TINY_FONT_SIZE
+from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
+    REDDISH_PURPLE,
+    TINY_FONT_SIZE,
+    VERMILLION,
+)
 
 #: Okabe-Ito colour per memory variant.
-VARIANT_COLORS = {"full": "#0072B2", "window": "#D55E00", "fam": "#009E73",
-                  "hebbian": "#CC79A7"}
+VARIANT_COLORS = {"full": BLUE, "window": VERMILLION, "fam": BLUISH_GREEN,
+                  "hebbian": REDDISH_PURPLE}
 #: Axis labels of the cost rows' measures.
 COST_LABELS = {"ms_per_step": "time per step (ms)",
                "kb_per_step": "state read per step (KB per environment)",

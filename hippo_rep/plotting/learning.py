@@ -6,11 +6,22 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax, legend_below
-from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, REFERENCE_LINE_WIDTH
+from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    GREY,
+    MEDIUM_FONT_SIZE,
+    ORANGE,
+    REDDISH_PURPLE,
+    REFERENCE_LINE_WIDTH,
+    SKY_BLUE,
+    VERMILLION,
+)
 
 #: Line styles and colours of the two ideal agents.
-AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (limit)"),
-               "edge_agent": dict(color="#999999", ls=":", label="edge agent")}
+AGENT_STYLE = {"node_agent": dict(color=BLACK, ls="--", label="node agent (limit)"),
+               "edge_agent": dict(color=GREY, ls=":", label="edge agent")}
 #: Drop of the legends of :func:`accuracy_curve` and :func:`accuracy_by_step_type` below
 #: their axes (:func:`~hippo_rep.plotting.axes.legend_below`), points: clear of the step
 #: types' three-line tick labels (about 34 pt at the paper style's sizes), and the same for
@@ -80,13 +91,13 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
 #: The ``kind`` field of a learning-speed JSON (``bench_tem_vs_temt.py --learning``).
 LEARNING_SPEED_KIND = "learning_speed"
 #: Display names and colours (Okabe-Ito) of the models of a learning-speed JSON.
-SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
-                "tem_lr3e-4": ("TEM, lr 3e-4", "#000000"),
-                "tem_per_walk": ("TEM, update per walk, loss at every step", "#CC79A7"),
-                "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00"),
-                "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", "#999999"),
-                "temt_per_chunk_lr3e-4": ("TEM-t, update per chunk, lr 3e-4", "#56B4E9"),
-                "temt_per_chunk_lr1e-4": ("TEM-t, update per chunk, lr 1e-4", "#009E73")}
+SPEED_MODELS = {"temt": ("TEM-t", BLUE), "tem": ("TEM", ORANGE),
+                "tem_lr3e-4": ("TEM, lr 3e-4", BLACK),
+                "tem_per_walk": ("TEM, update per walk, loss at every step", REDDISH_PURPLE),
+                "tem_per_chunk": ("TEM, update per chunk, loss at every step", VERMILLION),
+                "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", GREY),
+                "temt_per_chunk_lr3e-4": ("TEM-t, update per chunk, lr 3e-4", SKY_BLUE),
+                "temt_per_chunk_lr1e-4": ("TEM-t, update per chunk, lr 1e-4", BLUISH_GREEN)}
 #: The axes of :func:`learning_speed`: JSON field → axis label.
 SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)",
               "walk_steps": "steps walked per environment"}

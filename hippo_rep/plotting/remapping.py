@@ -6,11 +6,16 @@ import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
 from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
     MEDIUM_FONT_SIZE,
     MIN_FONT_SIZE,
+    REDDISH_PURPLE,
     REFERENCE_LINE_WIDTH,
+    SKY_BLUE,
     SMALL_FONT_SIZE,
     TINY_FONT_SIZE,
+    VERMILLION,
 )
 from hippo_rep.schema import FAM_ACTIVITY, G_PI, MEMORY_ACTIVITY, G, P
 
@@ -21,8 +26,8 @@ POPULATION_LABELS = {G: "positional\ng", G_PI: "path int.\ng_pi",
                      P: "TEM\np"}
 
 #: Colours of the populations (Okabe-Ito).
-POPULATION_COLORS = {G: "#0072B2", G_PI: "#56B4E9", MEMORY_ACTIVITY: "#CC79A7",
-                     FAM_ACTIVITY: "#009E73", P: "#D55E00"}
+POPULATION_COLORS = {G: BLUE, G_PI: SKY_BLUE, MEMORY_ACTIVITY: REDDISH_PURPLE,
+                     FAM_ACTIVITY: BLUISH_GREEN, P: VERMILLION}
 
 #: Horizontal jitter of the per-unit points in :func:`remap_by_population`, in box widths.
 JITTER = 0.15
@@ -145,7 +150,7 @@ def tem_test(tem, ax=None):
             label="observed", ms=4)
     ax.plot(x, tem["tem_null_mean"].values, "_", color="0.4", ms=8, mew=1.5,
             label="null mean")
-    ax.plot(x, tem["tem_null_q95"].values, "_", color="#D55E00", ms=8, mew=1.5,
+    ax.plot(x, tem["tem_null_q95"].values, "_", color=VERMILLION, ms=8, mew=1.5,
             label="null 95th pct")
     p = np.asarray(tem["tem_p"].values, dtype=float)
     if n <= MAX_LABELLED_PAIRS:
@@ -214,7 +219,7 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
                   label="null mean (units relabelled)" if i == 0 else None)
         if f"{stat}_null_q95" in sub:
             ax.hlines(np.nanmean(sub[f"{stat}_null_q95"].values), i - 0.3, i + 0.3,
-                      color="#D55E00", lw=1.2, label="null 95th pct" if i == 0 else None)
+                      color=VERMILLION, lw=1.2, label="null 95th pct" if i == 0 else None)
         pf = p[np.isfinite(p)]
         ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
                 ha="center", va="bottom", fontsize=MIN_FONT_SIZE)

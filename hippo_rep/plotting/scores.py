@@ -8,23 +8,34 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below
-from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, TINY_FONT_SIZE
+from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    GREY,
+    MEDIUM_FONT_SIZE,
+    ORANGE,
+    REDDISH_PURPLE,
+    SKY_BLUE,
+    TINY_FONT_SIZE,
+    VERMILLION,
+)
 
 #: Histogram bins of a score distribution.
 N_BINS = 30
 
 #: Colours of the observed scores and of the shuffle null (Okabe-Ito).
-OBSERVED_COLOR = "#0072B2"
-NULL_COLOR = "#999999"
+OBSERVED_COLOR = BLUE
+NULL_COLOR = GREY
 
 #: The y axis extends to this multiple of the tallest bar.
 HEADROOM = 1.15
 
 #: Line styles of threshold lines, by role.
 THRESHOLD_STYLE = {
-    "null": dict(color="#D55E00", ls="-", lw=1.0),
-    "rule": dict(color="#009E73", ls="--", lw=1.0),
-    "floor": dict(color="#000000", ls=":", lw=1.0),
+    "null": dict(color=VERMILLION, ls="-", lw=1.0),
+    "rule": dict(color=BLUISH_GREEN, ls="--", lw=1.0),
+    "floor": dict(color=BLACK, ls=":", lw=1.0),
 }
 
 
@@ -202,7 +213,7 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     n = np.asarray(fractions["denominator"].values)
     frac = np.asarray(fractions["fraction"].values, dtype=float)
     height = 0.8 / max(len(pops), 1)
-    cycle = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+    cycle = (OBSERVED_COLOR, ORANGE, BLUISH_GREEN, REDDISH_PURPLE, SKY_BLUE, VERMILLION)
     color = [(colors or {}).get(pop, cycle[i % len(cycle)]) for i, pop in enumerate(pops)]
     same_n = [np.unique(n[i]).size == 1 for i in range(len(pops))]
     y0 = np.arange(len(classes))

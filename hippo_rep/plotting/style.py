@@ -63,10 +63,20 @@ REFERENCE_LINE_WIDTH = 0.6
 
 # ---- colours ------------------------------------------------------------------------------
 
-#: Okabe-Ito palette (colour-blind safe), the colour cycle of every axes: blue, vermillion,
-#: bluish green, reddish purple, orange, sky blue, yellow, black.
-OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
-             "#000000")
+# The Okabe-Ito colours (Okabe & Ito 2008; colour-blind safe), by name.
+BLUE = "#0072B2"
+VERMILLION = "#D55E00"
+BLUISH_GREEN = "#009E73"
+REDDISH_PURPLE = "#CC79A7"
+ORANGE = "#E69F00"
+SKY_BLUE = "#56B4E9"
+YELLOW = "#F0E442"
+BLACK = "#000000"
+#: A neutral grey beside the Okabe-Ito colours (baselines, nulls, secondary models).
+GREY = "#999999"
+#: Okabe-Ito palette, the colour cycle of every axes: blue, vermillion, bluish green, reddish
+#: purple, orange, sky blue, yellow, black.
+OKABE_ITO = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, YELLOW, BLACK)
 #: Colour map of rate maps (lowest value to peak).
 RATE_CMAP = "viridis"
 #: Colour map of place-like maps: zero light, the peak dark (a sparse map is a few dark bins
