@@ -25,7 +25,11 @@ from hippo_rep.defaults import (
     SESSION_MIN_SPEED_CM_S,
     SESSION_SMOOTH_CM,
 )
-from hippo_rep.fileio import write_json
+from hippo_rep.fileio import atomic_write, write_json
+
+#: Resolution of the ``passkey sweep --figure`` plot when written as a raster image, dots
+#: per inch.
+PASSKEY_FIGURE_DPI = 150
 
 #: Longest error line the CLI prints, in characters (values quoted from files are cut to
 #: ``fileio.MAX_QUOTE`` already; this bounds the whole line).
@@ -635,12 +639,13 @@ def cmd_passkey_sweep(args) -> int:
     _passkey_wide(rows, "prompts pooled over seeds")
     print(f"tables: {Path(args.out) / 'sweep.csv'}, {Path(args.out) / 'sweep.json'}")
     if args.figure:
-        import matplotlib
+        from hippo_rep.plotting.style import paper_style
 
-        matplotlib.use("Agg")
-        ax = plot_passkey_sweep(rows, chance=CHANCE)
-        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
-        ax.figure.savefig(args.figure, bbox_inches="tight", dpi=150)
+        fmt = Path(args.figure).suffix[1:].lower() or "png"
+        with paper_style():  # a bare Figure (no pyplot), drawn and written in the paper style
+            fig = plot_passkey_sweep(rows, chance=CHANCE).figure
+            atomic_write(args.figure, lambda tmp: fig.savefig(
+                tmp, format=fmt, bbox_inches="tight", dpi=PASSKEY_FIGURE_DPI))
         print(f"figure: {args.figure}")
     return 0
 

@@ -23,7 +23,6 @@ import numpy as np
 # matplotlib, IPython and ipywidgets (optional) are imported where a figure or widget is made.
 from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.figures import FIGURES, FigureInputs, MissingInput
-from hippo_rep.plotting import paper_style
 from hippo_rep.plotting.axes import figure_title
 from hippo_rep.plotting.display import (
     DEFAULT_FORMAT,
@@ -41,6 +40,14 @@ from hippo_rep.plotting.scores import (
     count_distribution,
     score_histogram,
     scores_text,
+)
+from hippo_rep.plotting.style import (
+    FONT_SIZE,
+    FULL_WIDTH,
+    HALF_WIDTH,
+    SMALL_FONT_SIZE,
+    new_figure,
+    paper_style,
 )
 from hippo_rep.schema import (
     CLASS_DIM,
@@ -87,7 +94,7 @@ STATIC_UNITS = 2
 
 #: Size of one explorer figure (rate map, autocorrelogram, scores), inches: the width and
 #: the least height (it grows with the lines of scores, :data:`SCORE_LINE_INCHES` each).
-UNIT_FIGSIZE = (7.0, 2.4)
+UNIT_FIGSIZE = (FULL_WIDTH, 2.4)
 
 #: Height of one line of the explorer's scores text (7 pt monospace), inches, and the lines'
 #: worth of room its title and the figure's padding take.
@@ -102,9 +109,6 @@ COMPARE_COLUMNS = 4
 
 #: Size of one map of the "compare environments" figure, inches.
 COMPARE_PANEL_INCHES = 1.6
-
-#: Width of a two-column figure, inches (as :data:`hippo_rep.figures.FULL_WIDTH`).
-FULL_WIDTH = 7.0
 
 #: Short names of ranking scores in map titles.
 SHORT_NAMES = {"gridness_60": "g60", "spatial_info": "SI"}
@@ -352,8 +356,6 @@ def unit_figure(analysis, env, variable: str, unit_index: int, fig=None):
     ExploreError
         With the one-line reason of :func:`map_problem` (before anything is drawn).
     """
-    from matplotlib.figure import Figure
-
     why = map_problem(analysis, env, variable, unit_index)
     if why:
         raise ExploreError(why)
@@ -364,7 +366,7 @@ def unit_figure(analysis, env, variable: str, unit_index: int, fig=None):
     with paper_style():
         if fig is None:
             height = max(UNIT_FIGSIZE[1], SCORE_LINE_INCHES * (len(scores) + SCORE_EXTRA_LINES))
-            fig = Figure(figsize=(UNIT_FIGSIZE[0], height), layout="constrained")
+            fig = new_figure(UNIT_FIGSIZE[0], height)
         axes = fig.subplots(1, 3, width_ratios=[1, 1, 1.3])
         # slim colour bars beside the maps, as every map of the package has
         rate_map(m, ax=axes[0], outline_fields=variable in MEMORY_POPULATIONS,
@@ -415,8 +417,6 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
     ExploreError
         No rate maps, no such unit, or an all-NaN map in every environment shown.
     """
-    from matplotlib.figure import Figure
-
     if "rate_map" not in analysis.data_vars:
         raise ExploreError("the analysis dataset has no rate maps (variable rate_map)")
     unit = _unit_of(analysis, variable, unit_index)
@@ -436,8 +436,7 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
         r = float(analysis["remap_corr_mean"].sel(unit=unit))
         title += f"; mean remap corr r = {r:.2f}" if np.isfinite(r) else ""
     with paper_style():
-        fig = Figure(figsize=(COMPARE_PANEL_INCHES * ncol, COMPARE_PANEL_INCHES * nrow + 0.3),
-                     layout="constrained")
+        fig = new_figure(COMPARE_PANEL_INCHES * ncol, COMPARE_PANEL_INCHES * nrow + 0.3)
         axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
         for ax, env, ok in zip(axes, envs, finite, strict=False):
             if ok:
@@ -446,7 +445,7 @@ def compare_figure(analysis, variable: str, unit_index: int, envs: Sequence | No
                          units="")
             else:
                 ax.text(0.5, 0.5, f"env {env}\nno map (all NaN)", ha="center", va="center",
-                        transform=ax.transAxes, fontsize=6)
+                        transform=ax.transAxes, fontsize=SMALL_FONT_SIZE)
                 ax.set_axis_off()
         for ax in axes[len(envs):]:
             ax.set_axis_off()
@@ -677,8 +676,8 @@ def registry_figure(name: str, **inputs):
     Returns
     -------
     matplotlib.figure.Figure
-        Drawn in the paper style, then closed in pyplot (the builders use pyplot), so an
-        inline backend does not show it a second time; show it with
+        Drawn in the paper style on a bare Figure (not registered with pyplot, so an inline
+        backend does not show it a second time); show it with
         :func:`hippo_rep.plotting.display.show` or save it.
 
     Raises
@@ -686,17 +685,12 @@ def registry_figure(name: str, **inputs):
     ExploreError
         An unknown name, or the reason the figure cannot be built (a missing variable).
     """
-    import matplotlib.pyplot as plt
-
     if name not in FIGURES:
         raise ExploreError(f"unknown figure {name!r}; registered: {', '.join(FIGURES)}")
-    with paper_style():
-        try:
-            fig = FIGURES[name](FigureInputs(**inputs))
-        except MissingInput as why:
-            raise ExploreError(f"figure {name!r} cannot be built: {why}") from None
-    plt.close(fig)
-    return fig
+    try:
+        return FIGURES[name](FigureInputs(**inputs))  # drawn in the paper style
+    except MissingInput as why:
+        raise ExploreError(f"figure {name!r} cannot be built: {why}") from None
 
 
 def class_fraction_figure(analysis):
@@ -708,12 +702,10 @@ def class_fraction_figure(analysis):
     matplotlib.figure.Figure
         Not registered with pyplot.
     """
-    from matplotlib.figure import Figure
-
     c = analysis.hippo.summary()
     with paper_style():
-        fig = Figure(figsize=(FULL_WIDTH / 2 + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
-                              * max(1, c.sizes["population"]) ** 0.5), layout="constrained")
+        fig = new_figure(HALF_WIDTH + 1, 0.5 + 0.45 * c.sizes[CLASS_DIM]
+                         * max(1, c.sizes["population"]) ** 0.5)
         class_fraction_bars(c, ax=fig.subplots(),
                             title="classes (rules in the dataset's classify_rule_* attrs)")
     return fig
@@ -730,14 +722,12 @@ def field_figure(analysis):
     matplotlib.figure.Figure
         Not registered with pyplot.
     """
-    from matplotlib.figure import Figure
-
     missing = [v for v in ("field_area", "n_fields") if v not in analysis.data_vars]
     if missing:
         raise ExploreError(f"the analysis dataset lacks variable(s) {', '.join(missing)}")
     pops = analysis.hippo.populations
     with paper_style():
-        fig = Figure(figsize=(FULL_WIDTH, 4.2), layout="constrained")
+        fig = new_figure(FULL_WIDTH, 4.2)
         axes = fig.subplots(2, len(pops), squeeze=False)
         for j, p in enumerate(pops):
             sub = analysis.hippo.population(p)
@@ -747,7 +737,7 @@ def field_figure(analysis):
                             xlabel=axis_label(analysis["field_area"], "field area"))
             count_distribution(sub["n_fields"], ax=axes[1, j], xlabel="fields per map",
                                title=f"{p}: place fields per map ({maps} maps)")
-        fig.suptitle("place fields of every (unit, environment) rate map", fontsize=8)
+        fig.suptitle("place fields of every (unit, environment) rate map", fontsize=FONT_SIZE)
     return fig
 
 

@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-# matplotlib.pyplot is imported inside the builders, so that importing this module picks no
-# backend (build_figures selects Agg); the PassKey and delay readers of hippo_rep.tasks where
-# those inputs are read (they import torch).
+# No pyplot: every builder draws a bare matplotlib Figure (new_figure) in the paper style, so
+# building figures picks no backend, changes no rcParams and leaves pyplot without figures.
+# The PassKey and delay readers of hippo_rep.tasks are imported where those inputs are read
+# (they import torch).
 from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.analysis.classify import (
     GRID_MIN_SCORE,
@@ -36,7 +37,7 @@ from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
-from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve, paper_style
+from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve
 from hippo_rep.plotting.axes import figure_title, panel_letter
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
@@ -61,6 +62,27 @@ from hippo_rep.plotting.remapping import (
     tem_test,
 )
 from hippo_rep.plotting.scores import axis_label, class_fraction_bars, score_histogram
+from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
+    FIGURE_TITLE_FONT_SIZE,
+    FONT_SIZE,
+    FULL_WIDTH,
+    GREY,
+    HALF_WIDTH,
+    MEDIUM_FONT_SIZE,
+    ORANGE,
+    PLACE_CMAP,
+    RATE_CMAP,
+    REDDISH_PURPLE,
+    REFERENCE_LINE_WIDTH,
+    SAVE_DPI,
+    SKY_BLUE,
+    SMALL_FONT_SIZE,
+    VERMILLION,
+    new_figure,
+    paper_style,
+)
 from hippo_rep.plotting.sweep import plot_sweep
 from hippo_rep.plotting.transitions import (
     loop_return_panel,
@@ -87,10 +109,8 @@ from hippo_rep.sweep.results import open_sweep
 
 #: Formats written by default.
 DEFAULT_FORMATS = ("pdf", "svg", "png")
-#: PNG resolution, dots per inch.
-PNG_DPI = 300
-#: Figure width of a two-column paper figure, inches.
-FULL_WIDTH = 7.0
+#: PNG resolution, dots per inch (:data:`hippo_rep.plotting.style.SAVE_DPI`).
+PNG_DPI = SAVE_DPI
 
 
 #: Keys every PassKey sweep row needs (:func:`hippo_rep.tasks.passkey.read_sweep`).
@@ -161,13 +181,18 @@ FIGURES: dict[str, Callable[[FigureInputs], object]] = {}
 
 
 def register(name: str):
-    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry;
-    the figure it returns has its layout settled (:func:`settle_layout`)."""
+    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry.
+
+    The registered builder draws inside :func:`~hippo_rep.plotting.style.paper_style`
+    (whoever calls it; ``rcParams`` is restored afterwards) on a bare Figure
+    (:func:`~hippo_rep.plotting.style.new_figure`, not registered with pyplot), and the
+    figure it returns has its layout settled (:func:`settle_layout`)."""
 
     def deco(fn):
         @functools.wraps(fn)
         def build(inputs: FigureInputs):
-            return settle_layout(fn(inputs))
+            with paper_style():
+                return settle_layout(fn(inputs))
 
         FIGURES[name] = build
         return build
@@ -199,18 +224,16 @@ def _label_panels(axes) -> None:
 def learning_figure(inputs: FigureInputs):
     """Accuracy against the proportion of nodes visited (TEM-t, baseline, ideal agents), and
     accuracy by step type."""
-    import matplotlib.pyplot as plt
-
     evals = inputs.need_evals()
     colors = {label: COLORS.get(_kind(res), None) for label, res in evals.items()}
-    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 2.9), layout="constrained",
-                             gridspec_kw={"width_ratios": [1, 1.4]})
+    fig = new_figure(FULL_WIDTH, 2.9)
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
     accuracy_curve(evals, ax=axes[0], colors=colors)
     accuracy_by_step_type(evals, ax=axes[1], colors=colors)
     first = next(iter(evals.values()))
     meta = first.get("meta", {})
     figure_title(fig, f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments "
-                   f"× {meta.get('steps', '?')} steps", 8)
+                   f"× {meta.get('steps', '?')} steps", FONT_SIZE)
     _label_panels(axes)
     return fig
 
@@ -220,8 +243,6 @@ def learning_speed_figure(inputs: FigureInputs):
     """The TEM-t paper's Fig. 4: held-out zero-shot accuracy of TEM and TEM-t against
     gradient updates, training wall-clock seconds and (where the rows have them) steps
     walked, node agent as the ceiling."""
-    import matplotlib.pyplot as plt
-
     data = inputs.learning_speed
     if data is None:
         raise MissingInput("needs a learning-speed JSON (--learning-speed FILE, from "
@@ -230,13 +251,14 @@ def learning_speed_figure(inputs: FigureInputs):
     # with an update per chunk make several updates per walk.
     xs = ["updates", "seconds"] + (["walk_steps"] if all(
         "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
-    fig, axes = plt.subplots(1, len(xs), figsize=(FULL_WIDTH, 3.0), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 3.0)
+    axes = fig.subplots(1, len(xs))
     for x, ax in zip(xs, axes, strict=True):
         learning_speed(data, x, ax=ax)
         ax.get_legend().remove()
     # one legend for all panels, below them (it would hide the curves inside a panel)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=7,
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=MEDIUM_FONT_SIZE,
                frameon=False)
     worlds = ", ".join(data.get("worlds", []))
     figure_title(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
@@ -263,8 +285,8 @@ N_COMPARE_SHOWN = 5
 #: Short names of the scores in map titles.
 SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
 #: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
-COMPARE_COLORS = {"TEM g": "#999999", "TEM p": "#D55E00", "TEM-t g": "#0072B2",
-                  "TEM-t memory": "#CC79A7"}
+COMPARE_COLORS = {"TEM g": GREY, "TEM p": VERMILLION, "TEM-t g": BLUE,
+                  "TEM-t memory": REDDISH_PURPLE}
 
 
 #: Maps whose peak is below this fraction of the largest peak of their population in the
@@ -292,7 +314,7 @@ def _top_units(ds, score: str, env, n: int, tie: str | None = None,
 
 #: Font size of the note in the first empty slot of a row of maps with fewer units than
 #: it has room for (:func:`_fewer_units_note`), points.
-NOTE_FONTSIZE = 6
+NOTE_FONTSIZE = SMALL_FONT_SIZE
 
 
 def _fewer_units_note(ax, shown: int, n: int, why: str) -> None:
@@ -354,7 +376,7 @@ def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
         ax = score_distributions(remap, ax=fig.add_subplot(sub[1]), colors=colors,
                                  ylabel="correlation across envs (r)",
                                  title="remapping (every unit x env pair)")
-        ax.axhline(0, color="0.5", lw=0.6)
+        ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
 
 
 @register("tem_vs_temt")
@@ -365,8 +387,6 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     population (every unit × environment), the fractions classified grid, two-wave, band,
     square and place (:func:`~hippo_rep.schema.class_fractions`) and the spatial correlation
     of each unit across environments (remapping)."""
-    import matplotlib.pyplot as plt
-
     need = ("rate_map", "gridness_60", "place_score")
     temt = inputs.need("analysis", *need)
     if inputs.tem_analysis is None:
@@ -380,7 +400,7 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
     n = N_COMPARE_SHOWN
-    fig = plt.figure(figsize=(FULL_WIDTH, 11.5), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 11.5)
     grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
     rows = []
     env = tem_g["env"].values[0]
@@ -390,19 +410,19 @@ def tem_vs_temt_figure(inputs: FigureInputs):
         top = _top_units(in_m, "gridness_60", env, 1)
         best.append((top[0], f"module {m}") if len(top) else
                     (in_m["unit"].values[0], f"module {m}, no gridness"))
-    rows.append(("TEM g", tem_g, env, best, "gridness_60", "viridis", False))
+    rows.append(("TEM g", tem_g, env, best, "gridness_60", RATE_CMAP, False))
     rows.append(("TEM p", tem_p, env,
                  [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info",
                                               MIN_PEAK_FRACTION)],
-                 "place_score", "magma", True))
+                 "place_score", PLACE_CMAP, True))
     env_t = temt_g["env"].values[0]
     rows.append(("TEM-t g", temt_g, env_t,
                  [(u, "") for u in _top_units(temt_g, "gridness_60", env_t, n)],
-                 "gridness_60", "viridis", False))
+                 "gridness_60", RATE_CMAP, False))
     rows.append(("TEM-t memory", temt_m, env_t,
                  [(u, "") for u in _top_units(temt_m, "place_score", env_t, n,
                                               "spatial_info", MIN_PEAK_FRACTION)],
-                 "place_score", "magma", True))
+                 "place_score", PLACE_CMAP, True))
     for i, (name, ds, e, units, score, cmap, outline) in enumerate(rows):
         for j in range(n):
             ax = fig.add_subplot(grid[i, j])
@@ -453,17 +473,15 @@ def transitions_figure(inputs: FigureInputs):
     """The learned transition structure of each evaluated TEM-t: wave vectors of W_a (linear
     σ), how far opposite moves and the smallest loop return g to its start against the
     add-if-novel threshold, and the memories written per node visited."""
-    import matplotlib.pyplot as plt
-
     evals = {k: v for k, v in inputs.need_evals().items()
              if (v.get("transitions") or {}).get("recurrent")}
     if not evals:
         raise MissingInput("needs an evaluation of a recurrent model with transition "
                            "diagnostics (re-run hippo-rep evaluate with this version)")
-    palette = [COLORS["temt"], "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    palette = [COLORS["temt"], BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE]
     colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
-    fig, axes = plt.subplots(1, 3, figsize=(FULL_WIDTH, 2.7), layout="constrained",
-                             gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
+    fig = new_figure(FULL_WIDTH, 2.7)
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
     label, first = next(iter(evals.items()))
     wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label,
                       walk_constant=(first.get("walk_constant_power") or {}).get("g"))
@@ -471,7 +489,7 @@ def transitions_figure(inputs: FigureInputs):
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})
     figure_title(fig, f"transition structure ({label}); memories on held-out "
-                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks", 8)
+                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks", FONT_SIZE)
     _label_panels(axes)
     return fig
 
@@ -484,15 +502,13 @@ N_UNITS_SHOWN = 6
 def grid_cells_figure(inputs: FigureInputs):
     """Rate maps of the most grid-like positional units (ranked in the first environment) with
     their autocorrelograms, gridness and spacing, in two environments."""
-    import matplotlib.pyplot as plt
-
     ds = inputs.need("analysis", "rate_map", "gridness_60", "spacing").hippo.population(G)
     envs = ds["env"].values[:2]
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
     top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
     rows = [("map", envs[0]), ("sac", envs[0])] + [("map", e) for e in envs[1:]]
-    fig, axes = plt.subplots(len(rows), len(top), figsize=(FULL_WIDTH, 1.2 * len(rows) + 0.4),
-                             squeeze=False, layout="constrained")
+    fig = new_figure(FULL_WIDTH, 1.2 * len(rows) + 0.4)
+    axes = fig.subplots(len(rows), len(top), squeeze=False)
     for j, u in enumerate(top):
         for i, (what, env) in enumerate(rows):
             m = ds["rate_map"].sel(env=env, unit=u)
@@ -521,8 +537,6 @@ def controls_figure(inputs: FigureInputs):
     """The model-grown controls (``hippo-rep controls``, analysed): per control, the first
     units' rate maps with their autocorrelograms and plane-wave verdicts; the fraction of
     each control's units per class; every unit's triad phase."""
-    import matplotlib.pyplot as plt
-
     from hippo_rep.analysis.controls import CONTROL_DIM, control_fractions
     from hippo_rep.analysis.planewaves import LATTICE_PHASE_TOL
     from hippo_rep.plotting.controls import triad_phases
@@ -534,7 +548,7 @@ def controls_figure(inputs: FigureInputs):
     ds = full.hippo.population(G)
     names = [str(c) for c in ds[CONTROL_DIM].values]
     n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
-    fig = plt.figure(figsize=(FULL_WIDTH, 1.25 * len(names) + 3.2), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 1.25 * len(names) + 3.2)
     rows = fig.subfigures(2, 1, height_ratios=[1.25 * len(names), 3.2])
     grid = rows[0].add_gridspec(len(names), 2 * n_show)
     for i, env in enumerate(ds["env"].values):
@@ -569,14 +583,12 @@ def controls_figure(inputs: FigureInputs):
 def place_cells_figure(inputs: FigureInputs):
     """Memory-neuron rate maps with their fields outlined (most place-like per environment),
     and the place metric of memory neurons against positional units."""
-    import matplotlib.pyplot as plt
-
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
     pop = place_population(full.hippo.populations) or MEMORY_ACTIVITY
     ds = full.hippo.population(pop)
     name = "TEM p unit" if pop == P else "memory"
     envs = ds["env"].values[:2]
-    fig = plt.figure(figsize=(FULL_WIDTH, 1.3 * len(envs) + 2.4), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 1.3 * len(envs) + 2.4)
     grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
                             height_ratios=[1.0] * len(envs) + [1.5])
     axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
@@ -603,7 +615,8 @@ def place_cells_figure(inputs: FigureInputs):
     place_score_by_population(full["place_score"], ax=dist)
     ny, nx = full.sizes["y"], full.sizes["x"]
     dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
-                   "maps large enough for a grid unit to show several fields)", fontsize=7)
+                   "maps large enough for a grid unit to show several fields)",
+                   fontsize=MEDIUM_FONT_SIZE)
     units = full["rate_map"].attrs.get("units", "")
     who = "TEM grounded locations p" if pop == P else "memory neurons (softmax units)"
     figure_title(fig, f"{_counted(counts, who)} with the highest place score (ties: spatial "
@@ -624,8 +637,6 @@ def fam_slots_figure(inputs: FigureInputs):
     spatial information, not the place metric, which is near 1 for any flat map), and the
     place metric and field-count distributions of both populations over every environment,
     and the cell-class fractions and remapping of slots, memory neurons and positional units."""
-    import matplotlib.pyplot as plt
-
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields", "spatial_info")
     pops = (FAM_ACTIVITY, MEMORY_ACTIVITY)
     for pop in pops:
@@ -635,7 +646,7 @@ def fam_slots_figure(inputs: FigureInputs):
                 if pop == FAM_ACTIVITY else ""))
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
-    fig = plt.figure(figsize=(FULL_WIDTH, 8.4), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 8.4)
     grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.4])
     counts = {}
     for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
@@ -689,17 +700,14 @@ def session_cells_figure(inputs: FigureInputs):
     population, the rate maps (Hz, fields outlined) of up to :data:`N_UNITS_SHOWN` cells,
     classified cells first then by spatial information, with their classes, gridness-60 and
     spacing in cm, and their autocorrelograms."""
-    import matplotlib.pyplot as plt
-
     full = inputs.need("analysis", "rate_map", "gridness_60", "spatial_info", IS_GRID, IS_PLACE)
     if full.attrs.get("input_kind") != "session":
         raise MissingInput("the analysis is not of a session (hippo-rep analyse SESSION.nwb)")
     pops = full.hippo.populations
     env = full["env"].values[0]
     ncols = min(N_UNITS_SHOWN, max(full.hippo.population(p).sizes["unit"] for p in pops))
-    fig, axes = plt.subplots(2 * len(pops), ncols, squeeze=False, layout="constrained",
-                             figsize=(FULL_WIDTH * max(ncols, 3) / N_UNITS_SHOWN,
-                                      2.9 * len(pops)))
+    fig = new_figure(FULL_WIDTH * max(ncols, 3) / N_UNITS_SHOWN, 2.9 * len(pops))
+    axes = fig.subplots(2 * len(pops), ncols, squeeze=False)
     for ax in axes.ravel():
         ax.set_axis_off()
     for i, pop in enumerate(pops):
@@ -758,8 +766,6 @@ def scores_figure(inputs: FigureInputs):
     with the classification thresholds and the fractions classified
     (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
     exist), for positional units and memory neurons."""
-    import matplotlib.pyplot as plt
-
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
     fr = ds.hippo.summary()
@@ -774,8 +780,8 @@ def scores_figure(inputs: FigureInputs):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    fig, axes = plt.subplots(len(pops), 2, figsize=(FULL_WIDTH, 3.3 * len(pops)),
-                             squeeze=False, layout="constrained")
+    fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
+    axes = fig.subplots(len(pops), 2, squeeze=False)
     for i, (sub, label, pop) in enumerate(pops):
         wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
                       for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
@@ -813,7 +819,7 @@ def scores_figure(inputs: FigureInputs):
             title=f"{label}: spatial information")
     figure_title(fig, f"scores of every (unit, environment) against circular-shift nulls "
                    f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                   f"fractions of the unit × environment pairs that exist)", 8)
+                   f"fractions of the unit × environment pairs that exist)", FONT_SIZE)
     _label_panels(axes.ravel())
     return fig
 
@@ -829,8 +835,6 @@ def remapping_figure(inputs: FigureInputs):
     """The paper's remapping claim tested: cell-pair structure across environments of
     positional units vs memory neurons against permutation nulls (top), with per-unit and
     population-vector correlations and the TEM grid–place test as secondary panels."""
-    import matplotlib.pyplot as plt
-
     ds = inputs.need("analysis", "remap_corr", "pv_corr", "tem_corr", "tem_null_mean",
                      "tem_null_q95", "tem_p", "node_rate", "pair_structure_r",
                      "pair_structure_p")
@@ -840,18 +844,19 @@ def remapping_figure(inputs: FigureInputs):
     grid_var = str(ds.attrs.get("remap_tem_grid_variable", G))
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", MEMORY_ACTIVITY))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
-    fig, axes = plt.subplots(2, 3, figsize=(FULL_WIDTH, 6.0), layout="constrained")
+    fig = new_figure(FULL_WIDTH, 6.0)
+    axes = fig.subplots(2, 3)
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
     pair = ds[pair_vars]
     pair_structure_test(pair, ax=axes[0, 0])
-    axes[0, 0].set_title("cell-pair structure kept?", fontsize=7)
+    axes[0, 0].set_title("cell-pair structure kept?", fontsize=MEDIUM_FONT_SIZE)
     if "pair_shift_match" in pair:
         pair_structure_test(pair, ax=axes[0, 1], stat="pair_shift")
-        axes[0, 1].set_title("pair offsets kept?\n(shift-tolerant)", fontsize=7)
+        axes[0, 1].set_title("pair offsets kept?\n(shift-tolerant)", fontsize=MEDIUM_FONT_SIZE)
     else:
         axes[0, 1].text(0.5, 0.5, "no shift-tolerant test\n(the analysis has no\n"
                         "pair_shift_match)", transform=axes[0, 1].transAxes, ha="center",
-                        va="center", fontsize=7)
+                        va="center", fontsize=MEDIUM_FONT_SIZE)
         axes[0, 1].set_axis_off()
     for v in (grid_var, mem_var):
         if v in np.asarray(ds["population"].values).tolist():
@@ -859,16 +864,16 @@ def remapping_figure(inputs: FigureInputs):
             pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
                          ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
     remap_by_population(ds["remap_corr"], ax=axes[1, 0])
-    axes[1, 0].set_title("per-unit correlation\n(secondary; see note)", fontsize=7)
+    axes[1, 0].set_title("per-unit correlation\n(secondary; see note)", fontsize=MEDIUM_FONT_SIZE)
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
-    axes[1, 1].set_title("population vectors\n(secondary)", fontsize=7)
+    axes[1, 1].set_title("population vectors\n(secondary)", fontsize=MEDIUM_FONT_SIZE)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
-    axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=7)
+    axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
     title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
              f"Note on d: {PER_UNIT_NOTE}.")
-    figure_title(fig, title, 6.5)
+    figure_title(fig, title, FIGURE_TITLE_FONT_SIZE)
     _label_panels(axes.ravel())
     return fig
 
@@ -876,20 +881,18 @@ def remapping_figure(inputs: FigureInputs):
 @register("passkey")
 def passkey_figure(inputs: FigureInputs):
     """PassKey accuracy against filler length per variant, and the mean over long fillers."""
-    import matplotlib.pyplot as plt
-
     from hippo_rep.tasks.passkey import CHANCE
 
     rows = inputs.need_passkey()
-    fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.2), layout="constrained",
-                             gridspec_kw={"width_ratios": [1.6, 1]})
+    fig = new_figure(FULL_WIDTH, 3.2)
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
     passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
         else "± SD"
     figure_title(fig, f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), "
-                   f"{bars}; chance {CHANCE:.3f})", 8)
+                   f"{bars}; chance {CHANCE:.3f})", FONT_SIZE)
     _label_panels(axes)
     return fig
 
@@ -900,22 +903,20 @@ def memory_delay_figure(inputs: FigureInputs):
     memory variants of trained TEM-t runs (``hippo-rep figures --delay RESULT``, repeated for
     seeds: points), beside their per-step time and memory against D when ``--delay-cost``
     gives the benchmark's JSON."""
-    import matplotlib.pyplot as plt
-
     ds = inputs.need("delay", "accuracy")
     cost = inputs.delay_cost
-    fig, axes = plt.subplots(1, 3 if cost else 1, squeeze=False, layout="constrained",
-                             figsize=(FULL_WIDTH + 1.2 if cost else FULL_WIDTH / 2 + 1.2, 2.6))
+    fig = new_figure(FULL_WIDTH + 1.2 if cost else HALF_WIDTH + 1.2, 2.6)
+    axes = fig.subplots(1, 3 if cost else 1, squeeze=False)
     ax = axes[0, 0]
     plot_delay(ds, ax=ax)
     if cost:
         for a, key in zip(axes[0, 1:], ("ms_per_step", "kb_per_step"), strict=True):
             plot_delay_cost(cost, key, ax=a)
-        axes[0, 1].set_title("per-step cost (benchmark)", fontsize=7)
+        axes[0, 1].set_title("per-step cost (benchmark)", fontsize=MEDIUM_FONT_SIZE)
         _label_panels(axes[0])
     window = ds.attrs.get("window_steps", "?")
     ax.set_title(f"memory after an excursion{chr(10) if cost else ' '}(window {window} steps, "
-                 f"{ds.attrs.get('fam_slots', '?')} FAM slots)", fontsize=7)
+                 f"{ds.attrs.get('fam_slots', '?')} FAM slots)", fontsize=MEDIUM_FONT_SIZE)
     return fig
 
 
@@ -933,20 +934,18 @@ SWEEP_PANELS = (("accuracy", {"agent": "model", "step_type": "revisit_new_edge"}
 def sweep_figure(inputs: FigureInputs):
     """A training sweep: held-out loop-closure accuracy and the fraction of grid-like
     positional units by grid value, seeds as points (``hippo-rep figures --sweep DIR``)."""
-    import matplotlib.pyplot as plt
-
     ds = inputs.sweep
     if ds is None:
         raise MissingInput("needs a training sweep (--sweep DIR)")
     if not (ds["status"] == "done").any():
         raise MissingInput("the sweep has no finished run")
-    fig, axes = plt.subplots(1, len(SWEEP_PANELS), figsize=(FULL_WIDTH, 2.8),
-                             layout="constrained")
+    fig = new_figure(FULL_WIDTH, 2.8)
+    axes = fig.subplots(1, len(SWEEP_PANELS))
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
     figure_title(fig, f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
-              8)
+                 FONT_SIZE)
     _label_panels(axes)
     return fig
 
@@ -1078,16 +1077,15 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
                   formats=DEFAULT_FORMATS) -> dict[str, list[Path] | str]:
     """Build the registered figures (or those in ``only``) into ``out_dir``.
 
+    Each figure is a bare Figure (no pyplot, no backend chosen) drawn and saved in the paper
+    style (:func:`~hippo_rep.plotting.style.paper_style`); ``matplotlib.rcParams`` is the
+    same afterwards. Every file is written atomically (a temporary file renamed onto it).
+
     Returns
     -------
     dict
         Figure name → list of written files, or the one-line reason it was skipped.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     names = list(FIGURES) if not only else list(only)
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
@@ -1100,18 +1098,18 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, list[Path] | str] = {}
     for name in names:
+        try:
+            fig = FIGURES[name](inputs)
+        except (MissingInput, SchemaError) as why:  # an input lacking what it needs
+            report[name] = f"skipped: {why}"
+            continue
+        paths = []
+        # saved in the style too: matplotlib reads savefig.* and the font types when saving
         with paper_style():
-            try:
-                fig = FIGURES[name](inputs)
-            except (MissingInput, SchemaError) as why:  # an input lacking what it needs
-                report[name] = f"skipped: {why}"
-                continue
-            paths = []
             for fmt in formats:
                 path = out / f"{name}.{fmt}"
                 atomic_write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(
                     tmp, format=fmt, dpi=PNG_DPI))
                 paths.append(path)
-            plt.close(fig)
         report[name] = paths
     return report

@@ -379,16 +379,16 @@ def synthetic():
 
 
 def render(name, inputs):
-    """The figure ``name`` built as build_figures builds it (paper style), and its problems."""
+    """The figure ``name`` built as build_figures builds it (the registered builder draws in
+    the paper style on a bare Figure), and its problems; building it leaves
+    ``matplotlib.rcParams`` as it was and pyplot without figures."""
     from hippo_rep.figures import FIGURES
-    from hippo_rep.plotting import paper_style
 
-    with paper_style():
-        fig = FIGURES[name](inputs)
-        try:
-            return check_figure(fig)
-        finally:
-            plt.close(fig)
+    style = dict(matplotlib.rcParams)
+    fig = FIGURES[name](inputs)
+    assert plt.get_fignums() == [], f"{name} made a pyplot figure"
+    assert dict(matplotlib.rcParams) == style, f"{name} changed rcParams"
+    return check_figure(fig)
 
 
 def test_every_figure_is_drawn_by_this_test():

@@ -455,3 +455,44 @@ def test_unit_figure_is_a_pure_plotting_function(synthetic_analysis):
     with pytest.raises(ExploreError, match="populations"):
         unit_figure(ds, env0, "g", 999, fig=host)
     assert len(host.axes) == 3  # nothing drawn for a unit that does not exist
+
+
+def test_building_the_figures_leaves_rcparams_and_pyplot_alone(tmp_path, synthetic_analysis):
+    """build_figures draws every figure on a bare Figure in the paper style applied locally:
+    afterwards matplotlib.rcParams is unchanged and pyplot manages no figure."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    style = dict(matplotlib.rcParams)
+    report = build_figures(FigureInputs(analysis=synthetic_analysis,
+                                        evals={"TEM-t": fake_eval()}),
+                           tmp_path, formats=("png", "pdf"))
+    written = [name for name, files in report.items() if not isinstance(files, str)]
+    assert {"learning", "scores", "grid_cells", "place_cells", "remapping"} <= set(written)
+    assert plt.get_fignums() == []
+    assert dict(matplotlib.rcParams) == style
+
+
+def test_the_package_draws_without_pyplot():
+    """One way to draw: no module of hippo_rep imports pyplot (figures are bare Figures,
+    hippo_rep.plotting.style.new_figure), and the figure widths are defined once, in
+    hippo_rep.plotting.style."""
+    import re
+    from pathlib import Path
+
+    import hippo_rep
+
+    root = Path(hippo_rep.__file__).parent
+    pyplot = re.compile(r"^\s*(import matplotlib\.pyplot|from matplotlib import pyplot)", re.M)
+    width = re.compile(r"^\s*[A-Z_]*WIDTH\s*=\s*[0-9.]+\s*$", re.M)
+    uses, widths = [], []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if pyplot.search(text):
+            uses.append(path.name)
+        if path.name != "style.py" and "plotting" in path.parts or path.name in (
+                "figures.py", "explore.py"):
+            widths += [f"{path.name}: {m.group(0).strip()}" for m in width.finditer(text)]
+    assert uses == []
+    assert widths == []

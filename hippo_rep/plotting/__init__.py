@@ -1,26 +1,32 @@
-"""Pure plotting panels: ``fn(data, ax=None) -> ax``; no savefig, no global style changes.
+"""Pure plotting panels: ``fn(data, ax=None) -> ax``; no savefig, no pyplot, no global style
+changes.
 
-Use :func:`paper_style` as a context manager to draw in the project's paper style.
+Figures are :class:`matplotlib.figure.Figure` objects made outside pyplot
+(:func:`~hippo_rep.plotting.style.new_figure`) and drawn inside :func:`paper_style`; the
+widths, font sizes, line widths and colour maps of every figure live in
+:mod:`hippo_rep.plotting.style`.
 """
 
-from contextlib import contextmanager
-from importlib import resources
-
 from hippo_rep.plotting.learning import accuracy_by_step_type, accuracy_curve
+from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
+    DOUBLE_COLUMN_WIDTH,
+    FULL_WIDTH,
+    GREY,
+    HALF_WIDTH,
+    OKABE_ITO,
+    PAPER_STYLE,
+    SINGLE_COLUMN_WIDTH,
+    VERMILLION,
+    new_figure,
+    paper_style,
+)
 
 #: Okabe-Ito colours by role, shared by every figure.
-COLORS = {"temt": "#0072B2", "sinusoidal": "#D55E00", "node_agent": "#000000",
-          "edge_agent": "#999999"}
+COLORS = {"temt": BLUE, "sinusoidal": VERMILLION, "node_agent": BLACK, "edge_agent": GREY}
 
 
-@contextmanager
-def paper_style():
-    """Matplotlib style context of the shipped paper style sheet."""
-    import matplotlib.pyplot as plt
-
-    path = resources.files("hippo_rep.plotting").joinpath("paper.mplstyle")
-    with resources.as_file(path) as p, plt.style.context(str(p)):
-        yield
-
-
-__all__ = ["COLORS", "accuracy_by_step_type", "accuracy_curve", "paper_style"]
+__all__ = ["COLORS", "DOUBLE_COLUMN_WIDTH", "FULL_WIDTH", "HALF_WIDTH", "OKABE_ITO", "PAPER_STYLE",
+           "SINGLE_COLUMN_WIDTH", "accuracy_by_step_type", "accuracy_curve", "new_figure",
+           "paper_style"]

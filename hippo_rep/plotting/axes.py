@@ -3,13 +3,23 @@ panels: panel letters, a legend below the axes, a figure-wide title that fits.""
 
 import textwrap
 
+from hippo_rep.plotting.style import (
+    FIGURE_TITLE_FONT_SIZE,
+    FULL_WIDTH,
+    PANEL_LETTER_FONT_SIZE,
+    PANEL_SIZE,
+    new_figure,
+)
+
 
 def get_ax(ax=None):
-    """``ax``, or pyplot's current axes when None (pyplot is imported only then)."""
+    """``ax``, or when None the axes of a new figure outside pyplot
+    (:func:`~hippo_rep.plotting.style.new_figure`, :data:`~hippo_rep.plotting.style.PANEL_SIZE`):
+    no pyplot figure is made or reused (show ``ax.figure`` with
+    :func:`hippo_rep.plotting.display.show`, or save it). Draw inside
+    :func:`~hippo_rep.plotting.style.paper_style` for the paper style."""
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
+        ax = new_figure(*PANEL_SIZE).subplots()
     return ax
 
 
@@ -17,7 +27,7 @@ def get_ax(ax=None):
 LETTER_PAD_PT = 5.0
 
 
-def panel_letter(ax, letter: str, fontsize: float = 10):
+def panel_letter(ax, letter: str, fontsize: float = PANEL_LETTER_FONT_SIZE):
     """Write a panel letter at the top left of ``ax``, *outside* everything the panel draws.
 
     The letter is an annotation of ``ax`` placed at draw time: its right edge
@@ -69,9 +79,9 @@ def legend_below(ax, drop_pt: float = LEGEND_DROP_PT, **kwargs):
 
 
 #: Font size of a figure-wide title (:func:`figure_title`), points.
-TITLE_FONTSIZE = 7.0
+TITLE_FONTSIZE = FIGURE_TITLE_FONT_SIZE
 #: Width of the figure :data:`TITLE_CHARS` is measured on, inches (a two-column figure).
-TITLE_WIDTH_IN = 7.0
+TITLE_WIDTH_IN = FULL_WIDTH
 #: Characters per line of a figure-wide title at :data:`TITLE_FONTSIZE` on a figure
 #: :data:`TITLE_WIDTH_IN` wide.
 TITLE_CHARS = 125

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, TINY_FONT_SIZE
 
 #: Horizontal jitter of the points of :func:`score_distributions`, in box widths.
 JITTER = 0.15
@@ -53,9 +54,9 @@ def score_distributions(groups: dict, ax=None, ylabel: str = "score",
     for i, (label, v) in enumerate(zip(groups, data, strict=True)):
         ax.plot(pos[i] + rng.uniform(-JITTER, JITTER, v.size), v, ".", ms=1.5, alpha=0.4,
                 color=colors.get(label, "0.4"))
-    ax.set_xticks(pos, labels, fontsize=5.5)
+    ax.set_xticks(pos, labels, fontsize=TINY_FONT_SIZE)
     ax.set_xlim(0.4, len(data) + 0.6)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax

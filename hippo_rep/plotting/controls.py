@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, TINY_FONT_SIZE
 
 #: Shading of the triad phases that make a lattice of peaks (|psi| < tol) or troughs.
 LATTICE_SHADE = "#DDDDDD"
@@ -40,10 +41,10 @@ def triad_phases(psi, ax=None, tol: float = 45.0, title: str | None = None):
         fin = v[np.isfinite(v)]
         ax.scatter(i + rng.uniform(-0.2, 0.2, fin.size), fin, s=4, color="k", zorder=2)
         labels.append(f"{names[i]} ({fin.size}/{v.size})")
-    ax.set_xticks(np.arange(len(names)), labels, fontsize=5.5, rotation=45, ha="right")
+    ax.set_xticks(np.arange(len(names)), labels, fontsize=TINY_FONT_SIZE, rotation=45, ha="right")
     ax.set_ylim(-180, 180)
     ax.set_yticks([-180, -90, -45, 0, 45, 90, 180])
     ax.set_ylabel("triad phase ψ (degrees)")
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax

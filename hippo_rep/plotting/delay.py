@@ -7,10 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
+    REDDISH_PURPLE,
+    TINY_FONT_SIZE,
+    VERMILLION,
+)
 
 #: Okabe-Ito colour per memory variant.
-VARIANT_COLORS = {"full": "#0072B2", "window": "#D55E00", "fam": "#009E73",
-                  "hebbian": "#CC79A7"}
+VARIANT_COLORS = {"full": BLUE, "window": VERMILLION, "fam": BLUISH_GREEN,
+                  "hebbian": REDDISH_PURPLE}
 #: Axis labels of the cost rows' measures.
 COST_LABELS = {"ms_per_step": "time per step (ms)",
                "kb_per_step": "state read per step (KB per environment)",
@@ -54,7 +61,7 @@ def plot_delay(ds, ax=None):
     ax.set_xlabel("excursion length D (steps, symlog scale)")
     ax.set_ylabel("accuracy on return home (fraction correct)")
     ax.set_ylim(-0.02, 1.05)
-    ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.legend(fontsize=TINY_FONT_SIZE, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return ax
 
 

@@ -6,10 +6,22 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax, legend_below
+from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    GREY,
+    MEDIUM_FONT_SIZE,
+    ORANGE,
+    REDDISH_PURPLE,
+    REFERENCE_LINE_WIDTH,
+    SKY_BLUE,
+    VERMILLION,
+)
 
 #: Line styles and colours of the two ideal agents.
-AGENT_STYLE = {"node_agent": dict(color="#000000", ls="--", label="node agent (limit)"),
-               "edge_agent": dict(color="#999999", ls=":", label="edge agent")}
+AGENT_STYLE = {"node_agent": dict(color=BLACK, ls="--", label="node agent (limit)"),
+               "edge_agent": dict(color=GREY, ls=":", label="edge agent")}
 #: Drop of the legends of :func:`accuracy_curve` and :func:`accuracy_by_step_type` below
 #: their axes (:func:`~hippo_rep.plotting.axes.legend_below`), points: clear of the step
 #: types' three-line tick labels (about 34 pt at the paper style's sizes), and the same for
@@ -48,7 +60,7 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     ax.set_ylim(0, 1.02)
     # below the axes: inside, wherever it sat, it hid some curve (a model near chance at the
     # bottom, the agents above it)
-    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2, fontsize=6.5)
+    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2, fontsize=MEDIUM_FONT_SIZE)
     return ax
 
 
@@ -68,7 +80,7 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
                label=label, color=color)
     chance = first.get("meta", {}).get("chance")
     if chance:
-        ax.axhline(chance, color="k", lw=0.6, ls="-", alpha=0.5)
+        ax.axhline(chance, color="k", lw=REFERENCE_LINE_WIDTH, ls="-", alpha=0.5)
     ax.set_xticks(np.arange(len(keys)), [STEP_LABELS[k] for k in keys])
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_ylim(0, 1.02)
@@ -79,13 +91,13 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
 #: The ``kind`` field of a learning-speed JSON (``bench_tem_vs_temt.py --learning``).
 LEARNING_SPEED_KIND = "learning_speed"
 #: Display names and colours (Okabe-Ito) of the models of a learning-speed JSON.
-SPEED_MODELS = {"temt": ("TEM-t", "#0072B2"), "tem": ("TEM", "#E69F00"),
-                "tem_lr3e-4": ("TEM, lr 3e-4", "#000000"),
-                "tem_per_walk": ("TEM, update per walk, loss at every step", "#CC79A7"),
-                "tem_per_chunk": ("TEM, update per chunk, loss at every step", "#D55E00"),
-                "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", "#999999"),
-                "temt_per_chunk_lr3e-4": ("TEM-t, update per chunk, lr 3e-4", "#56B4E9"),
-                "temt_per_chunk_lr1e-4": ("TEM-t, update per chunk, lr 1e-4", "#009E73")}
+SPEED_MODELS = {"temt": ("TEM-t", BLUE), "tem": ("TEM", ORANGE),
+                "tem_lr3e-4": ("TEM, lr 3e-4", BLACK),
+                "tem_per_walk": ("TEM, update per walk, loss at every step", REDDISH_PURPLE),
+                "tem_per_chunk": ("TEM, update per chunk, loss at every step", VERMILLION),
+                "temt_per_chunk": ("TEM-t, update per chunk, lr 9.4e-4", GREY),
+                "temt_per_chunk_lr3e-4": ("TEM-t, update per chunk, lr 3e-4", SKY_BLUE),
+                "temt_per_chunk_lr1e-4": ("TEM-t, update per chunk, lr 1e-4", BLUISH_GREEN)}
 #: The axes of :func:`learning_speed`: JSON field → axis label.
 SPEED_AXES = {"updates": "gradient updates", "seconds": "training wall-clock time (s)",
               "walk_steps": "steps walked per environment"}
@@ -123,7 +135,7 @@ def learning_speed(data: dict, x: str = "updates", ax=None, thresholds=(0.5, 0.9
         ax.plot(np.where(xs > 0, xs, floor), ys, marker="o", ms=2.5, color=color, label=label)
     ax.axhline(data["node_agent"], **{**AGENT_STYLE["node_agent"], "lw": 0.8})
     for t in thresholds:
-        ax.axhline(t, color="0.6", ls=":", lw=0.6)
+        ax.axhline(t, color="0.6", ls=":", lw=REFERENCE_LINE_WIDTH)
     ax.set_xscale("log")
     ax.set_xlabel(SPEED_AXES[x])
     ax.set_ylabel("zero-shot accuracy (fraction)")

@@ -6,17 +6,21 @@ import numpy as np
 
 from hippo_rep.defaults import PLACE_THRESHOLD
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import (
+    AUTOCORR_CMAP,
+    COLORBAR_FONT_SIZE,
+    OKABE_ITO,
+    PLACE_CMAP,
+    RATE_CMAP,
+    SMALL_FONT_SIZE,
+)
 
 #: Colour of the field outlines of :func:`rate_map` (Okabe-Ito sky blue: visible on the
 #: light zero and the dark peak of a reversed magma map).
-OUTLINE_COLOR = "#56B4E9"
+OUTLINE_COLOR = OKABE_ITO[5]
 
 #: Colour of unvisited bins where a map's own colour map reaches white (e.g. ``magma_r``).
 UNVISITED_GREY = "0.82"
-
-#: Colour map of place-like maps (:func:`place_map`): zero light, the peak dark (a sparse
-#: map is a few dark bins on a light ground, not a black mask); unvisited bins grey.
-PLACE_CMAP = "magma_r"
 
 #: What the colour bar of a rate map reads, in captions (:func:`map_caption`).
 MAP_QUANTITY = "mean activity per bin"
@@ -28,7 +32,7 @@ BACKGROUND_NAME = "white"
 UNVISITED_GREY_NAME = "grey"
 
 #: Font size of colour-bar ticks and label on a map, points.
-CBAR_FONTSIZE = 5
+CBAR_FONTSIZE = COLORBAR_FONT_SIZE
 
 #: Colour bar of a map: [x0, y0, width, height] in the map's axes fraction.
 CBAR_BOUNDS = (1.04, 0.0, 0.06, 1.0)
@@ -86,7 +90,7 @@ def map_colorbar(mappable, ax, label: str | None = None):
 
 
 def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = False,
-             cmap: str = "viridis", colorbar: bool = False, units: str | None = None,
+             cmap: str = RATE_CMAP, colorbar: bool = False, units: str | None = None,
              unvisited: str | None = None):
     """One rate map (DataArray with dims (y, x)); NaN (unvisited) bins left blank.
 
@@ -99,7 +103,8 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
         Outline the bins at or above :data:`~hippo_rep.defaults.PLACE_THRESHOLD` of the peak
         (the place-field threshold) along their edges, in :data:`OUTLINE_COLOR`.
     cmap : str
-        Colour map, from the map's lowest to its highest value.
+        Colour map, from the map's lowest to its highest value
+        (:data:`~hippo_rep.plotting.style.RATE_CMAP`).
     colorbar : bool
         Add a colour bar (:func:`map_colorbar`) ticked at the lowest value and the peak,
         labelled with ``units`` (default: the map's ``units`` attribute).
@@ -131,7 +136,7 @@ def rate_map(map2d, ax=None, title: str | None = None, outline_fields: bool = Fa
             field_outline(ax, x, y, np.nan_to_num(z, nan=-np.inf) >= PLACE_THRESHOLD * peak)
     _frame(ax)
     if title:
-        ax.set_title(title, fontsize=6)
+        ax.set_title(title, fontsize=SMALL_FONT_SIZE)
     if colorbar:
         attrs = getattr(map2d, "attrs", {}) or {}
         map_colorbar(mesh, ax, label=units if units is not None else attrs.get("units"))
@@ -144,18 +149,19 @@ def autocorrelogram(sac, ax=None, title: str | None = None, colorbar: bool = Fal
     ax = get_ax(ax)
     z = np.asarray(sac, dtype=float)
     mesh = ax.pcolormesh(np.asarray(sac["lag_x"]), np.asarray(sac["lag_y"]),
-                         np.ma.masked_invalid(z), cmap="RdBu_r", vmin=-1, vmax=1,
+                         np.ma.masked_invalid(z), cmap=AUTOCORR_CMAP, vmin=-1, vmax=1,
                          shading="nearest")
     _frame(ax)
     if title:
-        ax.set_title(title, fontsize=6)
+        ax.set_title(title, fontsize=SMALL_FONT_SIZE)
     if colorbar:
         map_colorbar(mesh, ax, label="Pearson r")
     return ax
 
 
 def place_map(m, ax=None, title: str | None = None):
-    """A place-like rate map as the place figures draw it: :data:`PLACE_CMAP`, fields
+    """A place-like rate map as the place figures draw it:
+    :data:`~hippo_rep.plotting.style.PLACE_CMAP` (zero light, the peak dark), fields
     outlined, unvisited bins :data:`UNVISITED_GREY`, a colour bar ticked at the lowest value
     and the peak (no units: the caption, :func:`map_caption` with ``outline=True`` and
     ``unvisited=UNVISITED_GREY_NAME``, gives them). Returns the axes."""

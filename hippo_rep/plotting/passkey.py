@@ -6,12 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, TINY_FONT_SIZE, new_figure
 from hippo_rep.tasks import PASSKEY_VARIANTS
 
 #: Fillers at least this long (tokens) count as "long" in :func:`passkey_long_filler`;
 #: the PassKey summary of docs/findings.md averages over 512-2,048.
 LONG_FILLER = 512
-#: Size (inches) of the figure :func:`plot_passkey_sweep` makes when given no axes.
+#: Size (inches) of the figure :func:`plot_passkey_sweep` makes when given no axes (a bare
+#: Figure, :func:`~hippo_rep.plotting.style.new_figure`): wider than a single column, for the
+#: legend of every variant.
 SWEEP_FIGSIZE = (6, 3.6)
 #: Line style of each variant family in :func:`plot_passkey_sweep` (FAM also drawn thicker).
 FAMILY_STYLES = {"bswa": "-", "fm": "--", "sum": "-.", "fam": "-", "full": ":"}
@@ -29,14 +32,12 @@ def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
         Sweep rows (``variant``, ``filler`` in tokens, ``accuracy``, ``std``, optionally
         ``ci_low``, ``ci_high``).
     ax : matplotlib Axes, optional
-        Default: a new figure of :data:`SWEEP_FIGSIZE`.
+        Default: a new figure of :data:`SWEEP_FIGSIZE`, outside pyplot (``ax.figure``).
     chance : float, optional
         Chance accuracy (fraction), drawn as a line.
     """
-    import matplotlib.pyplot as plt
-
     if ax is None:
-        _, ax = plt.subplots(figsize=SWEEP_FIGSIZE)
+        ax = new_figure(*SWEEP_FIGSIZE).subplots()
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     for v in variants:
         rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: r["filler"])
@@ -53,7 +54,7 @@ def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
     ax.set_xlabel("filler length (tokens)")
     ax.set_ylabel("PassKey accuracy")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=MEDIUM_FONT_SIZE, ncol=2)
     return ax
 
 
@@ -74,7 +75,7 @@ def passkey_curves(rows: list[dict], ax=None, chance: float | None = None):
     ax = plot_passkey_sweep(rows, ax=get_ax(ax), chance=chance)
     ax.set_xlabel("filler length (tokens, symlog scale)")
     ax.set_ylabel("PassKey accuracy (fraction correct)")
-    ax.legend(fontsize=5.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.legend(fontsize=TINY_FONT_SIZE, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return ax
 
 

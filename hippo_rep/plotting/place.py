@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import TINY_FONT_SIZE
 
 from .remapping import POPULATION_COLORS, POPULATION_LABELS
 
@@ -50,7 +51,7 @@ def place_score_by_population(place_score, ax=None):
     ax.set_ylim(0, LEGEND_HEADROOM * top or 1.0)  # room for the legend above the bars
     ax.set_xlabel("share of firing mass in the largest field (unitless)")
     ax.set_ylabel("fraction of unit × environment")
-    ax.legend(fontsize=5.5, loc="upper left")
+    ax.legend(fontsize=TINY_FONT_SIZE, loc="upper left")
     return ax
 
 
@@ -101,5 +102,5 @@ def field_count_by_population(n_fields, ax=None, max_fields: int = MAX_FIELDS_SH
     ax.set_xticks(counts, [*map(str, counts[:-1]), f"{max_fields}+"])
     ax.set_xlabel("place fields per unit")
     ax.set_ylabel("fraction of unit × environment")
-    ax.legend(fontsize=5.5, loc="upper right")
+    ax.legend(fontsize=TINY_FONT_SIZE, loc="upper right")
     return ax

@@ -5,6 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import (
+    BLUE,
+    BLUISH_GREEN,
+    MEDIUM_FONT_SIZE,
+    MIN_FONT_SIZE,
+    REDDISH_PURPLE,
+    REFERENCE_LINE_WIDTH,
+    SKY_BLUE,
+    SMALL_FONT_SIZE,
+    TINY_FONT_SIZE,
+    VERMILLION,
+)
 from hippo_rep.schema import FAM_ACTIVITY, G_PI, MEMORY_ACTIVITY, G, P
 
 #: Display names of the populations (recording variables), two short lines each (tick labels
@@ -14,8 +26,8 @@ POPULATION_LABELS = {G: "positional\ng", G_PI: "path int.\ng_pi",
                      P: "TEM\np"}
 
 #: Colours of the populations (Okabe-Ito).
-POPULATION_COLORS = {G: "#0072B2", G_PI: "#56B4E9", MEMORY_ACTIVITY: "#CC79A7",
-                     FAM_ACTIVITY: "#009E73", P: "#D55E00"}
+POPULATION_COLORS = {G: BLUE, G_PI: SKY_BLUE, MEMORY_ACTIVITY: REDDISH_PURPLE,
+                     FAM_ACTIVITY: BLUISH_GREEN, P: VERMILLION}
 
 #: Horizontal jitter of the per-unit points in :func:`remap_by_population`, in box widths.
 JITTER = 0.15
@@ -39,7 +51,7 @@ SCATTER_ALPHA = (0.7, 0.2)
 DENSE_POINTS = 2000
 
 #: Font size of the population tick labels, points.
-TICK_FONTSIZE = 6
+TICK_FONTSIZE = SMALL_FONT_SIZE
 
 
 def _population_ticks(ax, labels) -> None:
@@ -82,7 +94,7 @@ def remap_by_population(remap_corr, ax=None):
                    color=color, lw=0, rasterized=True)
     ax.boxplot([d if d.size else [np.nan] for d in data], positions=range(len(data)),
                widths=0.5, showfliers=False, medianprops=dict(color="k"))
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     _population_ticks(ax, labels)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("spatial correlation across envs\n(Pearson r, unitless)")
@@ -107,7 +119,7 @@ def pv_by_population(pv_corr, ax=None):
         mean = float(fin.mean()) if fin.size else np.nan
         ax.bar(i, mean, width=0.6, color=POPULATION_COLORS.get(v, "0.6"), alpha=0.8)
         ax.scatter(np.full(fin.size, i), fin, s=6, color="k", zorder=3)
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     _population_ticks(ax, [_label(v) for v in pops])
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("population-vector correlation\n(Pearson r, unitless)")
@@ -138,27 +150,27 @@ def tem_test(tem, ax=None):
             label="observed", ms=4)
     ax.plot(x, tem["tem_null_mean"].values, "_", color="0.4", ms=8, mew=1.5,
             label="null mean")
-    ax.plot(x, tem["tem_null_q95"].values, "_", color="#D55E00", ms=8, mew=1.5,
+    ax.plot(x, tem["tem_null_q95"].values, "_", color=VERMILLION, ms=8, mew=1.5,
             label="null 95th pct")
     p = np.asarray(tem["tem_p"].values, dtype=float)
     if n <= MAX_LABELLED_PAIRS:
         for i in range(n):
             if np.isfinite(p[i]):
-                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=5.5)
+                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=TINY_FONT_SIZE)
         labels = [f"{a}–{b}" for a, b in zip(tem["env_a"].values, tem["env_b"].values,
                                              strict=True)]
         ax.set_xticks(x, labels)
     else:
         fin = p[np.isfinite(p)]
         ax.text(0.02, 0.98, f"p < {TEM_ALPHA:g} in {int((fin < TEM_ALPHA).sum())}/{fin.size} "
-                "pairs", transform=ax.transAxes, va="top", fontsize=6)
+                "pairs", transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(-1.05, 1.2)
-    ax.axhline(0, color="0.5", lw=0.6)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
     ax.set_xlabel("environment pair (env a–env b)" if n <= MAX_LABELLED_PAIRS
                   else "environment pair (index)")
     ax.set_ylabel("TEM grid–place correlation\n(Pearson r, unitless)")
-    ax.legend(loc="lower right", fontsize=5.5)
+    ax.legend(loc="lower right", fontsize=TINY_FONT_SIZE)
     return ax
 
 
@@ -207,10 +219,10 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
                   label="null mean (units relabelled)" if i == 0 else None)
         if f"{stat}_null_q95" in sub:
             ax.hlines(np.nanmean(sub[f"{stat}_null_q95"].values), i - 0.3, i + 0.3,
-                      color="#D55E00", lw=1.2, label="null 95th pct" if i == 0 else None)
+                      color=VERMILLION, lw=1.2, label="null 95th pct" if i == 0 else None)
         pf = p[np.isfinite(p)]
         ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
-                ha="center", va="bottom", fontsize=5)
+                ha="center", va="bottom", fontsize=MIN_FONT_SIZE)
     _population_ticks(ax, [_label(v) for v in pops])
     ax.set_xlim(-0.6, len(pops) - 0.4)
     if stat == "pair_structure":
@@ -219,8 +231,8 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
     else:
         ax.set_ylim(0, 1.25)
         ax.set_ylabel("unit pairs keeping their\ncross-correlogram offset (fraction)")
-    ax.axhline(0, color="0.5", lw=0.6)
-    ax.legend(loc="center right", fontsize=4.5)
+    ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
+    ax.legend(loc="center right", fontsize=MIN_FONT_SIZE)
     return ax
 
 
@@ -258,7 +270,7 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
         ax.text(0.03, 0.97 if population != MEMORY_ACTIVITY else 0.87,
                 f"{_label(population).replace(chr(10), ' ')}: r = "
                 f"{float(np.corrcoef(x, y)[0, 1]):.2f}",
-                transform=ax.transAxes, va="top", fontsize=6,
+                transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE,
                 color=POPULATION_COLORS.get(population, "0.3"))
     ax.set_xlim(-1.05, 1.05)
     ax.set_ylim(-1.05, 1.05)
@@ -267,5 +279,5 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
     ax.set_xlabel("pair r, env a (unitless)")
     ax.set_ylabel("pair r, env b (unitless)")
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax

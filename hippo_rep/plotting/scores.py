@@ -8,22 +8,34 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below
+from hippo_rep.plotting.style import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    GREY,
+    MEDIUM_FONT_SIZE,
+    ORANGE,
+    REDDISH_PURPLE,
+    SKY_BLUE,
+    TINY_FONT_SIZE,
+    VERMILLION,
+)
 
 #: Histogram bins of a score distribution.
 N_BINS = 30
 
 #: Colours of the observed scores and of the shuffle null (Okabe-Ito).
-OBSERVED_COLOR = "#0072B2"
-NULL_COLOR = "#999999"
+OBSERVED_COLOR = BLUE
+NULL_COLOR = GREY
 
 #: The y axis extends to this multiple of the tallest bar.
 HEADROOM = 1.15
 
 #: Line styles of threshold lines, by role.
 THRESHOLD_STYLE = {
-    "null": dict(color="#D55E00", ls="-", lw=1.0),
-    "rule": dict(color="#009E73", ls="--", lw=1.0),
-    "floor": dict(color="#000000", ls=":", lw=1.0),
+    "null": dict(color=VERMILLION, ls="-", lw=1.0),
+    "rule": dict(color=BLUISH_GREEN, ls="--", lw=1.0),
+    "floor": dict(color=BLACK, ls=":", lw=1.0),
 }
 
 
@@ -115,7 +127,7 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     if not obs.size:  # e.g. spatial information of units with negative activity
         why = f"\n{empty_reason}" if empty_reason else ""
         ax.text(0.5, 0.5, f"not drawn: no finite score ({n_obs} undefined){why}",
-                transform=ax.transAxes, ha="center", va="center", fontsize=7,
+                transform=ax.transAxes, ha="center", va="center", fontsize=MEDIUM_FONT_SIZE,
                 bbox=dict(boxstyle="round", fc="#F2F2F2", ec="0.6", lw=0.6))
         ax.set_xticks([])
         ax.set_yticks([])
@@ -129,11 +141,11 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
         ax.set_ylim(0, HEADROOM * top)
     lines = ([title] if title else []) + list(notes)
     if lines:
-        ax.set_title("\n".join(lines), fontsize=7)
+        ax.set_title("\n".join(lines), fontsize=MEDIUM_FONT_SIZE)
     if ax.get_legend_handles_labels()[0]:
         # below the axes, clear of the bars and the threshold lines (inside, a threshold
         # line ran through the legend's text)
-        legend_below(ax, LEGEND_DROP_PT, ncol=2, fontsize=5.5, frameon=False)
+        legend_below(ax, LEGEND_DROP_PT, ncol=2, fontsize=TINY_FONT_SIZE, frameon=False)
     return ax
 
 
@@ -154,15 +166,15 @@ def scores_text(scores: Mapping[str, object], ax=None, title: str | None = None)
             v = "NaN" if not np.isfinite(v) else f"{float(v):.3g}"
         lines.append(f"{k}: {v}")
     ax.text(0.0, 1.0, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
-            fontsize=7, family="monospace")
+            fontsize=MEDIUM_FONT_SIZE, family="monospace")
     ax.set_axis_off()
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax
 
 
 #: Font size of the counts written beside the bars of :func:`class_fraction_bars`, points.
-BAR_LABEL_FONTSIZE = 5.5
+BAR_LABEL_FONTSIZE = TINY_FONT_SIZE
 
 
 
@@ -201,7 +213,7 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     n = np.asarray(fractions["denominator"].values)
     frac = np.asarray(fractions["fraction"].values, dtype=float)
     height = 0.8 / max(len(pops), 1)
-    cycle = (OBSERVED_COLOR, "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+    cycle = (OBSERVED_COLOR, ORANGE, BLUISH_GREEN, REDDISH_PURPLE, SKY_BLUE, VERMILLION)
     color = [(colors or {}).get(pop, cycle[i % len(cycle)]) for i, pop in enumerate(pops)]
     same_n = [np.unique(n[i]).size == 1 for i in range(len(pops))]
     y0 = np.arange(len(classes))
@@ -224,10 +236,10 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     ax.set_ylim(len(classes) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel("fraction classified (of the unit × environment pairs that exist)")
-    legend_below(ax, LEGEND_DROP_PT, ncol=min(len(pops), 2), fontsize=5.5, frameon=False,
-                 title="counts right of the bars, in this order", title_fontsize=5.5)
+    legend_below(ax, LEGEND_DROP_PT, ncol=min(len(pops), 2), fontsize=TINY_FONT_SIZE, frameon=False,
+                 title="counts right of the bars, in this order", title_fontsize=TINY_FONT_SIZE)
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax
 
 
@@ -255,12 +267,12 @@ def count_distribution(values, ax=None, xlabel: str = "count", title: str | None
         frac = np.bincount(v - v.min(), minlength=ks.size) / v.size
         ax.bar(ks, frac, color=color, alpha=0.8, label=f"n = {v.size}")
         ax.set_xticks(ks)
-        ax.legend(loc="upper right", fontsize=5.5)
+        ax.legend(loc="upper right", fontsize=TINY_FONT_SIZE)
     else:
         ax.text(0.5, 0.5, "no finite value", transform=ax.transAxes, ha="center",
-                va="center", fontsize=7)
+                va="center", fontsize=MEDIUM_FONT_SIZE)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction of values")
     if title:
-        ax.set_title(title, fontsize=7)
+        ax.set_title(title, fontsize=MEDIUM_FONT_SIZE)
     return ax

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.style import MEDIUM_FONT_SIZE, SMALL_FONT_SIZE
 
 #: Waves drawn per model in the wave-vector panel (strongest first).
 MAX_WAVES = 12
@@ -30,7 +31,7 @@ def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None 
     waves = (diagnostics.get("wave_vectors") or {}).get("waves")
     if not waves:
         ax.text(0.5, 0.5, "no wave vectors\n(nonlinear σ: states are not sums of waves)",
-                ha="center", va="center", transform=ax.transAxes, fontsize=7)
+                ha="center", va="center", transform=ax.transAxes, fontsize=MEDIUM_FONT_SIZE)
         ax.set_axis_off()
         return ax
     waves = waves[:MAX_WAVES]
@@ -60,7 +61,7 @@ def wave_vector_panel(diagnostics: dict, ax=None, color=None, label: str | None 
                      f"×{triad['length_ratio']:.2f}")
     if walk_constant is not None:
         lines.append(f"walk-constant power {walk_constant:.2f}")
-    ax.set_title("\n".join(lines), fontsize=7)
+    ax.set_title("\n".join(lines), fontsize=MEDIUM_FONT_SIZE)
     return ax
 
 
@@ -86,12 +87,12 @@ def loop_return_panel(results: dict[str, dict], ax=None, colors: dict | None = N
     ax.axhline(thr, color="k", ls="--", lw=0.8, label=f"write threshold {thr:g}")
     # two lines each: side by side on one line they ran together ("moves 1,3moves 2,4")
     ax.set_xticks(x, [f"moves\n{n}" if n != "loop" else "smallest\nloop" for n in names],
-                  fontsize=7)
+                  fontsize=MEDIUM_FONT_SIZE)
     lo = min(min(*lr["pair_cosine"].values(), lr["loop_cosine"]) for _, lr in items)
     bottom = min(thr, lo) - 0.02
     ax.set_ylim(bottom, 1 + 0.35 * (1 - bottom))  # headroom for the legend
     ax.set_ylabel("return cosine (z-scored)")
-    ax.legend(fontsize=6, loc="upper right", ncols=2)
+    ax.legend(fontsize=SMALL_FONT_SIZE, loc="upper right", ncols=2)
     return ax
 
 
@@ -105,9 +106,9 @@ def memories_per_node_panel(results: dict[str, dict], ax=None, colors: dict | No
         ax.bar(i, m["memories_per_node"], color=colors.get(label), width=0.6)
         ax.plot([i - 0.3, i + 0.3], [m["memories_per_node_max"]] * 2, color="k", lw=1)
     ax.axhline(1.0, color="k", ls="--", lw=0.8, label="one per node (ideal)")
-    ax.set_xticks(range(len(items)), [label for label, _ in items], fontsize=7)
+    ax.set_xticks(range(len(items)), [label for label, _ in items], fontsize=MEDIUM_FONT_SIZE)
     top = max([1.0, *(m["memories_per_node_max"] for _, m in items)])
     ax.set_ylim(0, 1.3 * top)
     ax.set_ylabel("memories per node visited")
-    ax.legend(fontsize=6, loc="upper right")
+    ax.legend(fontsize=SMALL_FONT_SIZE, loc="upper right")
     return ax
