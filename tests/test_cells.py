@@ -236,3 +236,53 @@ def test_wave_panel_rings_the_triad_and_says_what_it_is():
     square = transition_diagnostics(
         _rotation_model([(3.0 * 1.15 ** i, 90.0 * (i % 2)) for i in range(12)]), "square")
     assert "no 60° triad" in wave_vector_panel(square).get_title()
+
+
+def _triad_readout_checkpoint(tmp_path, kind):
+    """A tiny TEM-t on ``kind`` worlds whose W_a is an exact hexagonal triad in each of its
+    four modules (wavelength 5 nodes), with no landmark (g is path integration alone), and
+    read-out cells set by hand: cells 0-3 add the three waves of module m with their phases
+    aligned (a lattice of peaks, ψ = 0), cells 4-7 take one wave of module m (a band), cells
+    8-11 the three waves with the second one inverted (ψ = 180°: the rectified map is no
+    lattice of peaks)."""
+    cfg = load_config("tiny", [*READOUT, "model.n_cells=12", "model.g_module_size=6",
+                               "model.transition_init=triad", "model.triad_wavelength=5",
+                               "model.triad_scale_ratio=1", "model.landmark=false",
+                               f"world.worlds=[\"{kind}:4\"]"])
+    m = build_model(cfg.model, n_actions_for(kind), cfg.world.n_obs, seed=1)
+    g0 = m._g0(1)[0].detach()
+    A = torch.zeros(12, cfg.model.n_g)
+    for mod in range(4):
+        for j in range(3):
+            u = 6 * mod + 2 * j
+            # g's plane j of module m is amp·(cos, sin)(k_j·r + φ_j): reading it along g0's
+            # direction in the plane gives amp·cos(k_j·r), phase 0 at the start
+            along = g0[u:u + 2] / g0[u:u + 2].norm()
+            A[mod, u:u + 2] = along
+            A[8 + mod, u:u + 2] = -along if j == 1 else along
+            if j == 0:
+                A[4 + mod, u:u + 2] = 3 * along
+    with torch.no_grad():
+        m.cell_readout.weight.copy_(A / g0[:2].norm())
+        m.cell_readout.bias.fill_(0.0)
+    path = tmp_path / f"triad_{kind}.pt"
+    save_checkpoint(path, m, cfg, 0)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["hex", "square"])
+def test_a_model_with_a_triad_and_known_readout_grows_grids_the_analysis_sees(tmp_path, kind):
+    """Known weights end to end: recorded by the recorder, classified by the analysis. The
+    three aligned waves are hexagonal lattices of peaks in every environment; one wave is a
+    band and no grid; the same three waves out of phase are no grid."""
+    from hippo_rep.analysis.pipeline import analyse
+
+    ds = record_checkpoint(_triad_readout_checkpoint(tmp_path, kind), n_envs=2, n_steps=1500,
+                           world=f"{kind}:14", seed=3)
+    an = analyse(ds, shuffles=5, seed=0, decode=False, variables=["g"])
+    cells = an.hippo.population("g")
+    is_grid = cells["is_grid"].values  # (env, unit)
+    assert is_grid[:, :4].all(), cells["triad_phase"].values[:, :4]
+    assert np.all(np.abs(cells["triad_phase"].values[:, :4]) < 45)
+    assert not is_grid[:, 4:].any() and cells["is_band"].values[:, 4:8].all()
+    assert np.all(np.abs(cells["triad_phase"].values[:, 8:]) > 135)
