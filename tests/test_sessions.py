@@ -187,6 +187,17 @@ def test_simulated_boundary_cells_are_not_place_cells(simulated):
     assert (place["field_elongation"].isel(field=0) < 2).all()
 
 
+def test_simulated_band_cells_are_not_place_cells(simulated):
+    """The 100 degree band cell's stripes, smoothed and cut at a fifth of the peak, merge into
+    two compact blobs (the largest over half the box, elongation ~1.4) that pass the field
+    count and the elongation limit: the place rule keeps it out because it is a band."""
+    _, an = simulated
+    band = _pop(an, "band")
+    assert band["is_band"].all()
+    assert (band["field_area"].isel(field=0) > 0.25 * band["rate_map"].isel(unit=0).size).all()
+    assert not band["is_place"].any()
+
+
 def test_session_analysis_is_labelled_in_cm_seconds_and_hz(truth, tmp_path):
     session, an = truth
     assert np.asarray(an["variable"].values).tolist() == ["grid"] * 3 + ["place"] * 3 + [
