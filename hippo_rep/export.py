@@ -100,7 +100,8 @@ def write_recording_nwb(ds, path, env: int = 0, step_duration: float = 1.0,
     environment wrote, activity as recorded: 0 before a memory exists) and ``node`` (the
     world node per step). The subject is the model (:data:`MODEL_SUBJECT`, ``subject_id``
     from the checkpoint's hash). It passes nwbinspector without critical problems or
-    best-practice violations.
+    best-practice violations, as long as the walk has more steps than the largest population
+    has units (nwbinspector takes the longest axis for time).
 
     Parameters
     ----------
