@@ -74,3 +74,136 @@ def to_pynapple(ds, env: int = 0, step_duration: float = 1.0) -> dict:
             d = d.astype(np.int8)
         out[name] = nap.Tsd(t=t, d=d)
     return out
+
+
+#: Processing module of :func:`write_recording_nwb` holding the model's populations.
+MODEL_MODULE = "model"
+#: The NWB ``Subject`` of a model recording: no animal, so NCBI's "synthetic construct"
+#: species, sex unknown, age any ("P0D/": 0 days or older).
+MODEL_SUBJECT = {"species": "http://purl.obolibrary.org/obo/NCBITaxon_32630", "sex": "U",
+                 "age": "P0D/"}
+#: Unit of the activity TimeSeries: model activity has no physical unit.
+ACTIVITY_UNIT = "a.u."
+#: ``session_start_time`` of a model recording's NWB file (a model has no date).
+MODEL_START_TIME = "1970-01-01T00:00:00+00:00"
+
+
+def write_recording_nwb(ds, path, env: int = 0, step_duration: float = 1.0,
+                        overwrite: bool = False, identifier: str | None = None):
+    """Write one environment of a model recording as an NWB file (atomically).
+
+    The file holds, at ``starting_time`` 0 and ``rate`` 1 / ``step_duration`` (Hz): a
+    ``Position`` with one SpatialSeries ``position`` (x, y in lattice units, NWB unit "n.a.")
+    in ``processing["behavior"]``, and in ``processing["model"]`` one TimeSeries per
+    population of the recording (``g``, ``g_pi``, ``memory_activity`` or ``p``; data
+    (time, unit), unit :data:`ACTIVITY_UNIT`; for memory neurons only the slots this
+    environment wrote, activity as recorded: 0 before a memory exists) and ``node`` (the
+    world node per step). The subject is the model (:data:`MODEL_SUBJECT`, ``subject_id``
+    from the checkpoint's hash). It passes nwbinspector without critical problems or
+    best-practice violations, as long as the walk has more steps than the largest population
+    has units (nwbinspector takes the longest axis for time).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A recording (validated first).
+    path : path-like
+        The file (``.nwb``).
+    env : int
+        Which environment (position along ``env``); each is one session.
+    step_duration : float
+        Seconds per step of the walk (the walk has no clock of its own).
+    overwrite : bool
+        Replace an existing file.
+    identifier : str, optional
+        The file's identifier (default: ``hippo_rep-recording-env<env>``).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ImportError
+        pynwb is not installed (with how to install it).
+    SchemaError
+        ``ds`` is not a recording.
+    IndexError
+        ``env`` is out of range.
+    ValueError
+        ``path`` does not end in ``.nwb`` or ``step_duration`` is not positive.
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    """
+    import warnings
+    from datetime import datetime
+    from pathlib import Path
+
+    try:
+        import pynwb
+        from pynwb.behavior import Position, SpatialSeries
+        from pynwb.file import Subject
+    except ImportError:
+        raise ImportError("write_recording_nwb needs the optional package pynwb: "
+                          "pip install pynwb") from None
+    from hippo_rep.fileio import atomic_write
+
+    S.validate(ds)
+    n_env = ds.sizes[S.ENV]
+    if not -n_env <= env < n_env:
+        raise IndexError(f"env {env} out of range: the recording has {n_env} environments")
+    if not (np.isfinite(step_duration) and step_duration > 0):
+        raise ValueError(f"step_duration must be a positive number of seconds; "
+                         f"got {step_duration!r}")
+    path = Path(path)
+    if path.suffix.lower() != ".nwb":
+        raise ValueError(f"NWB file {str(path)!r} must end in .nwb")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
+    one = ds.isel({S.ENV: env})
+    env_label = int(np.asarray(ds[S.ENV].values)[env])
+    world = str(ds.attrs.get(S.WORLD, "?"))
+    sha = str(ds.attrs.get(S.CHECKPOINT_SHA256, "unknown"))
+    timing = {"starting_time": 0.0, "rate": 1.0 / float(step_duration)}
+    nwbfile = pynwb.NWBFile(
+        session_description=f"hippo_rep model recording: environment {env_label} of world "
+                            f"{world}, one step every {step_duration:g} s",
+        identifier=identifier or f"hippo_rep-recording-env{env_label}",
+        session_start_time=datetime.fromisoformat(MODEL_START_TIME),
+        subject=Subject(subject_id=f"model {sha[:12]}",
+                        description=f"a hippo_rep model (checkpoint sha256 {sha}), not an "
+                                    "animal", **MODEL_SUBJECT),
+    )
+    xy = np.stack([one[S.X].values, one[S.Y].values], axis=1).astype(np.float64)
+    behavior = nwbfile.create_processing_module(name="behavior",
+                                                description="the model's walk")
+    behavior.add(Position(spatial_series=SpatialSeries(
+        name="position", data=xy, unit="n.a.", reference_frame="lattice of the world graph",
+        description="x, y (columns) of the walk's node, in lattice units (the distance "
+                    "between neighbouring nodes)", **timing)))
+    model = nwbfile.create_processing_module(name=MODEL_MODULE,
+                                             description="activity of the model's populations")
+    for name in S.POPULATIONS:
+        if name not in one.data_vars:
+            continue
+        data = np.asarray(one[name].values)
+        what = f"{name} activity (time, unit)"
+        if name in S.MEMORY_POPULATIONS:
+            used = np.asarray(one[S.MEMORY_TIME].values) >= 0
+            data = data[:, used]
+            what += ("; only the memory slots this environment wrote, in order of writing; "
+                     "0 before a memory exists")
+        model.add(pynwb.TimeSeries(name=name, data=data, unit=ACTIVITY_UNIT,
+                                   description=what, **timing))
+    model.add(pynwb.TimeSeries(name=S.NODE, data=np.asarray(one[S.NODE].values),
+                               unit="n.a.", description="world node of each step", **timing))
+
+    def write(tmp) -> None:
+        with warnings.catch_warnings():  # the temporary sibling does not end in .nwb
+            warnings.filterwarnings("ignore", message=".*does not end in '.nwb'")
+            with pynwb.NWBHDF5IO(str(tmp), "w") as io:
+                io.write(nwbfile)
+
+    atomic_write(path, write)
+    return path

@@ -710,7 +710,24 @@ def open_recording(path, chunks=UNIT_CHUNKS) -> xr.Dataset:
     is_zarr = path.is_dir()
     if is_zarr and is_zarr_store(path):
         check_chunks(path)
-    ds = open_raw(path, ({} if is_zarr else None) if unit else chunks)
+    return checked_recording(open_raw(path, ({} if is_zarr else None) if unit else chunks),
+                             path, chunks)
+
+
+def checked_recording(ds: xr.Dataset, path, chunks=UNIT_CHUNKS) -> xr.Dataset:
+    """A recording opened by :func:`~hippo_rep.datasets.open_raw` (with the chunks that
+    :func:`open_recording` gives it), validated, trimmed to ``n_steps`` and, for zarr stores
+    with ``chunks="unit"``, rechunked: the second half of :func:`open_recording`, for a
+    caller that has opened the file already (to look at its kind). Closes ``ds`` on error.
+
+    Raises
+    ------
+    SchemaError
+        Not a recording, or missing variables/coords/dims/attrs (all named, with the file).
+    """
+    path = Path(path)
+    unit = isinstance(chunks, str) and chunks == UNIT_CHUNKS
+    is_zarr = path.is_dir()
     ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
     try:
         S.validate(ds, path)

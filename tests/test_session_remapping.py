@@ -31,7 +31,7 @@ from hippo_rep.analysis.session_remapping import (
 )
 from hippo_rep.analysis.sessions import (
     SessionError,
-    _session_activity,
+    session_activity,
     session_from_rates,
     session_from_spikes,
     session_node,
@@ -141,7 +141,7 @@ def test_the_null_is_the_observed_score_at_shift_zero():
     mb = session_rate_maps(b, "place")
     observed = score_map_correlation(xr.Dataset({"rate_map": mb["rate_map"].isel(env=0),
                                                  "reference_map": ma["rate_map"].isel(env=0)}))
-    act = _session_activity(b, "place").drop_vars("cell_id")
+    act = session_activity(b, "place").drop_vars("cell_id")
     ref = ma["rate_map"].isel(env=0).drop_vars(["x", "y", "cell_id", "variable", "unit_index"],
                                                errors="ignore")
     null = null_scores(act, session_node(b), xr.DataArray([[0, 3000]], dims=("env", "shuffle")),

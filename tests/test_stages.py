@@ -127,3 +127,29 @@ def test_analyse_takes_a_file_or_a_dataset_and_writes_only_when_asked(tmp_path):
         from_data = analyse(ds.load(), tmp_path / "a.nc", shuffles=2, decode=False)
     assert from_file.identical(from_data)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.nc", "run"]
+
+
+def test_analyse_opens_a_recording_file_once(tmp_path, monkeypatch):
+    """A netCDF recording is opened once (its kind attr read from that same handle) and
+    analysed as the dataset it holds."""
+    import xarray as xr
+
+    from hippo_rep.analysis import synthetic_recording
+    from hippo_rep.pipeline import analyse
+    from hippo_rep.recording import write_netcdf
+
+    rec = synthetic_recording("square:6", n_env=2, n_steps=200, n_grid=1, n_place=1,
+                              n_random=1, n_memory=4, seed=1)
+    path = write_netcdf(rec, tmp_path / "rec.nc")
+    opens, open_dataset = [], xr.open_dataset
+
+    def counted_open(p, *args, **kwargs):
+        opens.append(str(p))
+        return open_dataset(p, *args, **kwargs)
+
+    monkeypatch.setattr(xr, "open_dataset", counted_open)
+    from_file = analyse(path, shuffles=2, decode=False)
+    assert opens == [str(path)]
+    monkeypatch.undo()
+    with open_recording(path) as ds:
+        assert from_file.identical(analyse(ds.load(), shuffles=2, decode=False))

@@ -8,7 +8,8 @@ separately, the field's rule of thumb gridness > 0.3 (Whittington, Warren & Behr
 Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave and square
 patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
 percentile of its own null); a place cell has spatial information above the 99th percentile
-of its own null and one to three place fields. Class names are defined once, in
+of its own null, one to three place fields, the largest not a long thin stripe, and is not a
+band, two-wave or square pattern. Class names are defined once, in
 :mod:`hippo_rep.schema`.
 """
 
@@ -52,6 +53,13 @@ PLACE_N_FIELDS: tuple[int, int] = (1, 3)
 #: is a long thin field (~6 along a 1 m wall 15 cm wide), which a place cell's is not.
 PLACE_MAX_ELONGATION = 4.0
 
+#: :func:`classify`: a place cell is not a band, two-wave or square pattern (when those are
+#: classified). Those classes already exclude single fields (``single_field``), so a one-field
+#: cell is never affected; what they keep out is a plane-wave pattern cut into one to three
+#: pieces by the field threshold, e.g. a band cell's stripes, smoothed, merged into one or two
+#: blobs covering half the box (round enough for the elongation limit).
+PLACE_NOT_WAVE = True
+
 
 def classify(
     scores: xr.Dataset,
@@ -62,6 +70,7 @@ def classify(
     place_n_fields: tuple[int, int] = PLACE_N_FIELDS,
     wave_quantile: float = WAVE_QUANTILE,
     place_max_elongation: float = PLACE_MAX_ELONGATION,
+    place_not_wave: bool = PLACE_NOT_WAVE,
 ) -> xr.Dataset:
     """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
 
@@ -90,6 +99,9 @@ def classify(
     place_max_elongation : float
         When ``field_elongation`` is given, a place cell's largest field is at most this
         elongated (not a stripe along a wall or a band).
+    place_not_wave : bool
+        When the plane-wave classes are computed, a place cell is none of ``is_band``,
+        ``is_two_wave``, ``is_square`` (:data:`PLACE_NOT_WAVE`).
 
     Returns
     -------
@@ -104,7 +116,8 @@ def classify(
         ``is_place`` (spatial information > its null's ``place_quantile``
         and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``, and, when
         ``field_elongation`` is given, the largest field no more elongated than
-        ``place_max_elongation``). A NaN score or threshold
+        ``place_max_elongation``; with ``place_not_wave`` and the plane-wave inputs, not a
+        band, two-wave or square pattern). A NaN score or threshold
         gives False. Attrs record the rules.
 
     Raises
@@ -180,6 +193,10 @@ def classify(
             out[IS_PLACE] = out[IS_PLACE] & (first <= place_max_elongation).fillna(False)
             compact = f", the largest no more elongated than {place_max_elongation:g}"
             attrs.update(place_max_elongation=place_max_elongation)
+        if place_not_wave and IS_BAND in out:
+            out[IS_PLACE] = out[IS_PLACE] & ~(out[IS_BAND] | out[IS_TWO_WAVE] | out[IS_SQUARE])
+            compact += ", not a band, two-wave or square pattern"
+        attrs.update(place_not_wave=int(place_not_wave))
         out[IS_PLACE].attrs = {
             "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
             f"its shuffle null and {lo}-{hi} place fields{compact}"

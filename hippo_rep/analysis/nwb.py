@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +56,23 @@ POPULATION_COLUMN, CELL_ID_COLUMN = "population", "cell_id"
 #: :func:`write_nwb` stores the arena in the SpatialSeries' ``reference_frame`` as this prefix
 #: followed by ``[x_min, x_max, y_min, y_max]``, which :func:`read_nwb` reads back.
 ARENA_PREFIX = "hippo_rep arena (x_min, x_max, y_min, y_max):"
+#: Session attrs that :func:`write_nwb` writes as the NWB ``Subject`` (and :func:`read_nwb`
+#: reads back), by the ``Subject`` field they fill. NWB best practice (nwbinspector) asks for
+#: ``subject_id``, ``species`` (Latin binomial or NCBI taxonomy link), ``sex`` (M, F, U, O)
+#: and ``age`` (ISO 8601 duration, e.g. "P90D", or a range "P90D/P120D").
+SUBJECT_ATTRS: dict[str, str] = {"subject_id": "subject_id", "subject_species": "species",
+                                 "subject_sex": "sex", "subject_age": "age",
+                                 "subject_description": "description"}
+#: Session attr: the smallest possible difference between two spike times (s), the Units
+#: table's ``resolution`` (1 / the acquisition system's sampling rate).
+SPIKE_RESOLUTION_ATTR = "spike_time_resolution_s"
+#: NWB species of simulated and model data: NCBI Taxonomy 32630, "synthetic construct".
+SYNTHETIC_SPECIES = "http://purl.obolibrary.org/obo/NCBITaxon_32630"
+#: :func:`write_nwb` writes tracking times as a starting time and rate (NWB best practice)
+#: when every time is within this many seconds of that grid, else as timestamps.
+REGULAR_ATOL_S = 1e-9
+#: ``session_start_time`` of a file when none is given (the date is unknown).
+UNKNOWN_START_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _pynwb():
@@ -110,6 +128,51 @@ def _arena_of(series) -> list[float] | None:
     return [float(v) for v in numbers[:4]] if len(numbers) >= 4 else None
 
 
+def _subject_attrs(subject) -> dict[str, str]:
+    """The session attrs (:data:`SUBJECT_ATTRS`) of an NWB ``Subject`` (None: none)."""
+    if subject is None:
+        return {}
+    out = {}
+    for attr, field in SUBJECT_ATTRS.items():
+        value = getattr(subject, field, None)
+        if value is not None and str(value) != "":
+            out[attr] = str(value)
+    return out
+
+
+def nwb_subject(session_attrs: Mapping, subject: Mapping | None = None):
+    """The NWB ``Subject`` of a file: ``subject`` (``Subject`` fields: ``subject_id``,
+    ``species``, ``sex``, ``age``, ``description``) over the session attrs
+    :data:`SUBJECT_ATTRS`; None when neither names any (nwbinspector then reports the missing
+    subject, a critical problem for DANDI: pass it).
+    """
+    from pynwb.file import Subject
+
+    fields = {field: str(session_attrs[attr]) for attr, field in SUBJECT_ATTRS.items()
+              if attr in session_attrs and str(session_attrs[attr]) != ""}
+    known = set(SUBJECT_ATTRS.values())
+    for key, value in dict(subject or {}).items():
+        if key not in known:
+            raise SessionError(f"subject field {key!r} is not one of {sorted(known)}")
+        fields[key] = str(value)
+    return Subject(**fields) if fields else None
+
+
+def time_axis(times: np.ndarray) -> dict:
+    """A TimeSeries' time arguments for ``times`` (s): ``starting_time`` and ``rate`` (Hz)
+    when every time is within :data:`REGULAR_ATOL_S` of that grid (NWB best practice), else
+    ``timestamps``."""
+    times = np.asarray(times, dtype=np.float64)
+    if times.size >= 2 and times[-1] > times[0]:
+        rate = (times.size - 1) / (times[-1] - times[0])
+        rounded = float(np.round(rate, 6))  # 50.0, not 49.99999999999999
+        for r in (rounded, float(rate)):
+            grid = times[0] + np.arange(times.size) / r
+            if np.max(np.abs(grid - times)) <= REGULAR_ATOL_S:
+                return {"starting_time": float(times[0]), "rate": r}
+    return {"timestamps": times}
+
+
 def read_nwb(path: str | os.PathLike, *, position: str | None = None,
              length_unit: str | None = None, arena=None,
              population_column: str | None = POPULATION_COLUMN,
@@ -141,7 +204,9 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
     xarray.Dataset
         A session (cells as spike times; ``cell_id``: the Units table's ``cell_id`` column,
         else its ids). Attrs ``source`` (the file), ``nwb_identifier``,
-        ``nwb_session_description``, ``nwb_position_series``, ``spikes_outside_tracking``.
+        ``nwb_session_description``, ``nwb_position_series``, ``spikes_outside_tracking``;
+        the file's subject (:data:`SUBJECT_ATTRS`, those it has) and the Units table's
+        resolution (:data:`SPIKE_RESOLUTION_ATTR`, when set).
 
     Raises
     ------
@@ -191,6 +256,10 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
         attrs = {"source": str(path), "nwb_identifier": str(nwbfile.identifier),
                  "nwb_session_description": str(nwbfile.session_description),
                  "nwb_position_series": series.name}
+        attrs.update(_subject_attrs(nwbfile.subject))
+        resolution = getattr(units, "resolution", None)
+        if resolution is not None and np.isfinite(resolution) and resolution > 0:
+            attrs[SPIKE_RESOLUTION_ATTR] = float(resolution)
     finally:
         io.close()
     dropped = 0
@@ -223,11 +292,40 @@ def open_any_session(path: str | os.PathLike) -> xr.Dataset:
 
 
 def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = False,
-              identifier: str | None = None) -> Path:
+              identifier: str | None = None, *, subject: Mapping | None = None,
+              spike_time_resolution_s: float | None = None,
+              session_start_time: datetime | None = None) -> Path:
     """Write a session of spike times as NWB (atomically): a ``Position`` with one
-    SpatialSeries ``position`` (x, y; timestamps; unit :data:`NWB_UNIT_NAMES`; the arena in
-    ``reference_frame``) in ``processing["behavior"]``, and a Units table with the spike times
-    and the columns ``population`` and ``cell_id``.
+    SpatialSeries ``position`` (x, y; a starting time and rate when the tracking is regular,
+    else timestamps, :func:`time_axis`; unit :data:`NWB_UNIT_NAMES`; the arena in
+    ``reference_frame``) in ``processing["behavior"]``, a Units table with the spike times
+    and the columns ``population`` and ``cell_id``, and the subject.
+
+    Parameters
+    ----------
+    session : xarray.Dataset
+        A session of spike times.
+    path : path-like
+        The file (``.nwb``).
+    overwrite : bool
+        Replace an existing file.
+    identifier : str, optional
+        The file's identifier (default: the session's attr ``nwb_identifier``, else
+        "hippo_rep-session").
+    subject : mapping, optional
+        NWB ``Subject`` fields (``subject_id``, ``species``, ``sex``, ``age``,
+        ``description``), over the session's attrs :data:`SUBJECT_ATTRS`
+        (:func:`nwb_subject`). Without any, the file has no subject.
+    spike_time_resolution_s : float, optional
+        The Units table's ``resolution`` (s; default: the session's attr
+        :data:`SPIKE_RESOLUTION_ATTR`, else unset).
+    session_start_time : datetime, optional
+        Timezone-aware start of the session (default: the session's attr
+        ``session_start_time``, ISO 8601, else :data:`UNKNOWN_START_TIME`).
+
+    The files of :func:`~hippo_rep.analysis.simulate_session` sessions pass nwbinspector
+    without critical problems or best-practice violations; for recorded sessions pass the
+    subject and the resolution.
 
     Raises
     ------
@@ -238,6 +336,7 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     """
     pynwb = _pynwb()
     from pynwb.behavior import Position, SpatialSeries
+    from pynwb.misc import Units
 
     validate_session(session)
     if session.attrs[CELLS_ATTR] != "spikes":
@@ -248,11 +347,31 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     if path.exists() and not overwrite:
         raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
     unit = session.attrs[LENGTH_UNIT_ATTR]
+    start = session_start_time
+    if start is None and "session_start_time" in session.attrs:
+        try:
+            start = datetime.fromisoformat(str(session.attrs["session_start_time"]))
+        except ValueError:
+            raise SessionError("session attr session_start_time is not ISO 8601: "
+                               f"{quote(session.attrs['session_start_time'])}") from None
+    start = UNKNOWN_START_TIME if start is None else start
+    if start.tzinfo is None:
+        raise SessionError("session_start_time needs a timezone (e.g. "
+                           "datetime(2026, 1, 1, tzinfo=UTC))")
+    resolution = spike_time_resolution_s
+    if resolution is None and SPIKE_RESOLUTION_ATTR in session.attrs:
+        resolution = float(session.attrs[SPIKE_RESOLUTION_ATTR])
+    if resolution is not None and not (np.isfinite(resolution) and resolution > 0):
+        raise SessionError(f"spike_time_resolution_s must be a positive number of seconds; "
+                           f"got {resolution!r}")
     nwbfile = pynwb.NWBFile(
         session_description=str(session.attrs.get("nwb_session_description",
                                                   "hippo_rep session")),
         identifier=identifier or str(session.attrs.get("nwb_identifier", "hippo_rep-session")),
-        session_start_time=datetime(1970, 1, 1, tzinfo=UTC),
+        session_start_time=start,
+        subject=nwb_subject(session.attrs, subject),
+        units=Units(name="units", description="spike times (s) of the cells",
+                    resolution=None if resolution is None else float(resolution)),
     )
     frame = "origin of the tracking camera"
     if ARENA_ATTR in session.attrs:
@@ -261,7 +380,9 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     xy = np.stack([session[X].values, session[Y].values], axis=1).astype(np.float64)
     series = SpatialSeries(name="position", data=xy, reference_frame=frame,
                            unit=NWB_UNIT_NAMES[unit],
-                           timestamps=np.asarray(session[TIME].values, dtype=np.float64))
+                           description=f"tracked x, y (columns) in {NWB_UNIT_NAMES[unit]}; "
+                                       "NaN where the tracking was lost",
+                           **time_axis(session[TIME].values))
     behavior = nwbfile.create_processing_module(name=BEHAVIOR_MODULE,
                                                 description="tracked position")
     behavior.add(Position(spatial_series=series))

@@ -96,13 +96,13 @@ from .sessions import (
     CELLS_ATTR,
     SESSION_KIND,
     SESSION_MIN_FIELD_AREA_CM2,
-    _session_activity,
-    _session_rate_maps,
     is_session,
     parse_arena,
     sample_interval,
+    session_activity,
     session_node,
     session_populations,
+    session_rate_maps,
     validate_session,
 )
 from .shuffle import (
@@ -525,11 +525,12 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
                             "(lower min_speed_cm_s)")
     acts, maps, ids, gaps = {}, {}, [], 0
     for v in variables:
-        act = _session_activity(session, v)  # checked once, by analyse
+        act = session_activity(session, v)  # checked once, by analyse
         ids.append(act[CELL_ID].values)
         gaps += int(act.attrs["spikes_in_gaps"])
         acts[v] = act.drop_vars(CELL_ID)
-        maps[v] = _session_rate_maps(session, v, bin_cm, smooth_cm, speed, acts[v], node)
+        maps[v] = session_rate_maps(session, v, bin_cm, smooth_cm, speed, acts[v], node,
+                                    session_checked=True)
     dt = sample_interval(session)
     duration = session.sizes["time"] * dt
     fraction = shift_s / duration

@@ -132,8 +132,22 @@ def env_pairs(env: xr.DataArray) -> tuple[xr.Dataset, np.ndarray]:
                               "env_b": (PAIR_DIM, vals[pairs[:, 1]])}), pairs
 
 
-def _pearson_rows(a: np.ndarray, b: np.ndarray, min_n: int) -> np.ndarray:
-    """Pearson r along the last axis over entries finite in both; NaN if < min_n or constant."""
+def pearson_rows(a: np.ndarray, b: np.ndarray, min_n: int) -> np.ndarray:
+    """Pearson r along the last axis over the entries finite in both.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray, shape (..., n)
+        Broadcast-compatible; NaN entries are skipped pairwise.
+    min_n : int
+        Fewest entries finite in both for an r.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        r in [-1, 1], unitless; NaN where fewer than ``min_n`` entries are finite in both or
+        either row is constant (variance within :data:`CONSTANT_RTOL` of its scale).
+    """
     ok = np.isfinite(a) & np.isfinite(b)
     n = ok.sum(axis=-1)
     a0 = np.where(ok, a, 0.0)
@@ -158,7 +172,7 @@ def _unit_corr_core(rates: np.ndarray, pairs: np.ndarray, min_n: int) -> np.ndar
         return np.zeros(rates.shape[:-2] + (0,))
     a = rates[..., pairs[:, 0], :]
     b = rates[..., pairs[:, 1], :]
-    return _pearson_rows(a, b, min_n)
+    return pearson_rows(a, b, min_n)
 
 
 def unit_correlation(node_rate: xr.DataArray, min_nodes: int = REMAP_MIN_NODES) -> xr.DataArray:
@@ -219,7 +233,7 @@ def pv_correlation(
     r = np.asarray(node_rate.transpose("env", NODE_DIM, UNIT_DIM).values, dtype=np.float64)
     out = np.full(len(pairs), np.nan)
     for i, (a, b) in enumerate(pairs):
-        per_node = _pearson_rows(r[a], r[b], int(min_units))  # (node,)
+        per_node = pearson_rows(r[a], r[b], int(min_units))  # (node,)
         if np.isfinite(per_node).any():
             out[i] = np.nanmean(per_node)
     da = xr.DataArray(out, dims=(PAIR_DIM,), coords=coords.coords, name="pv_corr")

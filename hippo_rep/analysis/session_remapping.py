@@ -55,7 +55,7 @@ from hippo_rep.schema import KIND_ATTR
 
 from ._checks import MAP_DIMS, check_positive_number
 from .recordings import NODE_DIM, UNIT_DIM
-from .remapping import PV_MIN_UNITS, REMAP_MIN_NODES, _pearson_rows
+from .remapping import PV_MIN_UNITS, REMAP_MIN_NODES, pearson_rows
 from .sessions import (
     ARENA_ATTR,
     CELL,
@@ -64,13 +64,13 @@ from .sessions import (
     LENGTH_UNIT_ATTR,
     LENGTH_UNITS,
     SessionError,
-    _session_activity,
-    _session_rate_maps,
     parse_arena,
     positions_cm,
     sample_interval,
+    session_activity,
     session_node,
     session_populations,
+    session_rate_maps,
     validate_session,
 )
 from .shuffle import (
@@ -114,7 +114,7 @@ def score_map_correlation(maps: xr.Dataset) -> xr.DataArray:
     def core(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.broadcast_arrays(a, b)
         flat = a.shape[:-2] + (-1,)
-        return _pearson_rows(a.reshape(flat), b.reshape(flat), REMAP_MIN_NODES)
+        return pearson_rows(a.reshape(flat), b.reshape(flat), REMAP_MIN_NODES)
 
     out = xr.apply_ufunc(core, maps["rate_map"], maps["reference_map"],
                          input_core_dims=[list(MAP_DIMS)] * 2)
@@ -277,10 +277,11 @@ def session_remapping(session_a: xr.Dataset, session_b: xr.Dataset, *,
         in_b = {k: i for i, k in enumerate(k2 for k2 in keys_b if k2[0] == pop)}
         maps = []
         for s, node, where in ((sa, node_a, in_a), (sb, node_b, in_b)):
-            act = _session_activity(s, pop).isel({UNIT_DIM: [where[k] for k in cells]})
+            act = session_activity(s, pop).isel({UNIT_DIM: [where[k] for k in cells]})
             act = act.drop_vars(CELL_ID).assign_coords({UNIT_DIM: np.arange(len(cells))})
-            maps.append((act, _session_rate_maps(s, pop, bin_size_cm, smooth_cm,
-                                                 min_speed_cm_s, act, node)))
+            maps.append((act, session_rate_maps(s, pop, bin_size_cm, smooth_cm,
+                                                min_speed_cm_s, act, node,
+                                                session_checked=True)))
         (_, ma), (act_b, mb) = maps
         if not (np.allclose(ma["x"], mb["x"]) and np.allclose(ma["y"], mb["y"])):
             raise SessionError("the sessions' bin grids differ")  # by construction they don't
@@ -306,7 +307,7 @@ def session_remapping(session_a: xr.Dataset, session_b: xr.Dataset, *,
                           CELL_ID: (UNIT_DIM, [k[1] for k in cells])}))
         a = ref.transpose(*MAP_DIMS, UNIT_DIM).values
         b = real.transpose(*MAP_DIMS, UNIT_DIM).values
-        pv.append(_pearson_rows(a, b, PV_MIN_UNITS))
+        pv.append(pearson_rows(a, b, PV_MIN_UNITS))
         occ = (ma["occupancy"].isel(env=0), mb["occupancy"].isel(env=0))
 
     out = xr.concat(parts, UNIT_DIM, coords="minimal").drop_vars(UNIT_DIM, errors="ignore")

@@ -520,10 +520,18 @@ def _open_nc(path: Path) -> xr.Dataset:
                            f"({type(err).__name__})") from None
 
 
-def _load_session(opened: xr.Dataset, path: Path) -> xr.Dataset:
+def load_session(opened: xr.Dataset, path: str | os.PathLike) -> xr.Dataset:
     """An opened session file read into memory through :func:`~hippo_rep.datasets.load_checked`
     (a damaged variable is named with the file), closed, its string coords as ``str``, checked
-    by :func:`validate_session` (naming the file)."""
+    by :func:`validate_session` (naming the file): the second half of :func:`open_session`,
+    for a caller that has opened the file already (to look at its kind attr).
+
+    Raises
+    ------
+    SessionError
+        Naming the file: a damaged variable, or not a valid session.
+    """
+    path = Path(path)
     try:
         ds = load_checked(opened, path, SessionError, "session")
     finally:
@@ -547,30 +555,7 @@ def open_session(path: str | os.PathLike) -> xr.Dataset:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"session {str(path)!r} not found")
-    return _load_session(_open_nc(path), path)
-
-
-def open_if_session(path: str | os.PathLike) -> xr.Dataset | None:
-    """The session in ``path`` when it is a netCDF file whose kind attr says session (opened
-    once, read and checked as :func:`open_session` does), else None: another kind of file
-    (a recording), or one unreadable as netCDF (its own reader then names the problem).
-
-    Raises
-    ------
-    SessionError
-        A session file that is damaged or not a valid session, naming the file.
-    """
-    path = Path(path)
-    if path.suffix.lower() != ".nc" or not path.is_file():
-        return None
-    try:
-        opened = _open_nc(path)
-    except SessionError:  # not ours to diagnose here
-        return None
-    if opened.attrs.get(KIND_ATTR) != SESSION_KIND:
-        opened.close()
-        return None
-    return _load_session(opened, path)
+    return load_session(_open_nc(path), path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -635,7 +620,7 @@ def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
     return np.flatnonzero(pops == population)
 
 
-def _session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
+def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
     """Rate per tracking sample of one population of a checked session, ``(env, time,
     unit)`` float64 with one ``env``: spikes per sample / :func:`sample_interval` (Hz) or the
     session's rates; coord ``unit`` = index within the population, ``cell_id`` the cells'
@@ -713,7 +698,8 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
                       smooth_cm: float | None = SESSION_SMOOTH_CM,
                       min_speed_cm_s: float = SESSION_MIN_SPEED_CM_S,
                       activity: xr.DataArray | None = None,
-                      node: xr.DataArray | None = None) -> xr.Dataset:
+                      node: xr.DataArray | None = None, *,
+                      session_checked: bool = False) -> xr.Dataset:
     """Rate maps of one population of a session: spikes per bin / occupancy in seconds.
 
     Parameters
@@ -729,7 +715,9 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     min_speed_cm_s : float
         Samples slower than this are dropped (0 keeps every tracked sample).
     activity, node : xarray.DataArray, optional
-        :func:`_session_activity` and :func:`session_node` when the caller has them.
+        :func:`session_activity` and :func:`session_node` when the caller has them.
+    session_checked : bool
+        The session has just passed :func:`validate_session`: not checked again.
 
     Returns
     -------
@@ -741,20 +729,15 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
         bin centres, cm. Attrs ``bin_size_cm``, ``smooth_cm``, ``smooth_sigma_bins``,
         ``min_speed_cm_s``, ``sample_interval_s``, ``x_edges``, ``y_edges``.
     """
-    return _session_rate_maps(validate_session(session), population, bin_size_cm, smooth_cm,
-                              min_speed_cm_s, activity, node)
-
-
-def _session_rate_maps(session, population, bin_size_cm, smooth_cm, min_speed_cm_s,
-                       activity, node) -> xr.Dataset:
-    """:func:`session_rate_maps` of a checked session."""
+    if not session_checked:
+        validate_session(session)
     population = session_populations(session)[0] if population is None else population
     grid = session_grid(session, bin_size_cm)
     xe, ye, b = grid["x_edges"], grid["y_edges"], grid["bin_size_cm"]
     nx, ny = xe.size - 1, ye.size - 1
     sigma_cm = 0.0 if smooth_cm is None else check_positive_number(smooth_cm, "smooth_cm",
                                                                    allow_zero=True)
-    act = _session_activity(session, population) if activity is None else activity
+    act = session_activity(session, population) if activity is None else activity
     node = session_node(session, b, min_speed_cm_s) if node is None else node
     iy, ix = np.divmod(np.arange(nx * ny), nx)
     ds = node_rate_maps(act, node, ix.astype(np.float64), iy.astype(np.float64),

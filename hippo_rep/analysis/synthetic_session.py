@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .nwb import SPIKE_RESOLUTION_ATTR, SYNTHETIC_SPECIES
 from .sessions import session_from_spikes
 from .synthetic import plane_wave_sum
 
@@ -98,6 +99,14 @@ def poisson_spike_times(t: np.ndarray, rate: np.ndarray, rng: np.random.Generato
     return np.unique(t[idx] + rng.uniform(-dt / 2, dt / 2, idx.size))
 
 
+#: The subject of a :func:`simulate_session` session (session attrs, written to NWB as its
+#: ``Subject``): no animal, so the species is NCBI's "synthetic construct", sex unknown, age
+#: any ("P0D/": 0 days or older, open-ended).
+SIMULATED_SUBJECT = {"subject_id": "simulated", "subject_species": SYNTHETIC_SPECIES,
+                     "subject_sex": "U", "subject_age": "P0D/",
+                     "subject_description": "simulated by hippo_rep's simulate_session"}
+
+
 #: :func:`simulate_session`'s cells: grid orientations (deg) and phases (cm), place-field
 #: centres (cm), the walls of the boundary cells and the angles of the band cells (deg).
 GRID_ORIENTATIONS = (0.0, 10.0, 20.0, 30.0)
@@ -144,7 +153,9 @@ def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 4
     Returns
     -------
     (xarray.Dataset, pandas.DataFrame)
-        The session (:func:`~hippo_rep.analysis.session_from_spikes`, arena the box) and its
+        The session (:func:`~hippo_rep.analysis.session_from_spikes`, arena the box; attrs
+        :data:`SIMULATED_SUBJECT` and the spike times' resolution, the float64 spacing at the
+        session's end, :data:`~hippo_rep.analysis.nwb.SPIKE_RESOLUTION_ATTR`) and its
         ground truth, one row per cell in the session's order: ``population``, ``cell_id``,
         ``spacing_cm`` and ``orientation`` (grid cells), ``centre_x``, ``centre_y`` (place
         cells), ``wall`` (boundary cells), ``angle`` (band cells); NaN or "" elsewhere.
@@ -176,7 +187,8 @@ def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 4
     source += (f", field_seed={field_seed}" if field_seed is not None else "")
     source += (f", rate_scale={rate_scale:g}" if rate_scale != 1.0 else "") + ")"
     session = session_from_spikes(x, y, t, cells, arena=(0, box_cm, 0, box_cm),
-                                  attrs={"source": source})
+                                  attrs={"source": source, **SIMULATED_SUBJECT,
+                                         SPIKE_RESOLUTION_ATTR: float(np.spacing(t[-1]))})
     truth = pd.DataFrame(rows, columns=["population", "cell_id", "spacing_cm", "orientation",
                                         "centre_x", "centre_y", "wall", "angle"])
     truth["wall"] = truth["wall"].fillna("")

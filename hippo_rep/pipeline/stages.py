@@ -34,9 +34,9 @@ from hippo_rep import run_files as F
 from hippo_rep.analysis.nwb import read_nwb
 from hippo_rep.analysis.pipeline import analyse as analyse_dataset
 from hippo_rep.analysis.pipeline import write_analysis
-from hippo_rep.analysis.sessions import open_if_session
+from hippo_rep.analysis.sessions import SESSION_KIND, load_session
 from hippo_rep.config import Config
-from hippo_rep.datasets import load_checked
+from hippo_rep.datasets import load_checked, open_raw
 from hippo_rep.defaults import (
     EVAL_ENVS,
     EVAL_SEED,
@@ -45,7 +45,8 @@ from hippo_rep.defaults import (
     STAGE_RECORD_ENVS,
 )
 from hippo_rep.fileio import remove_path, write_json
-from hippo_rep.recording import open_recording, record_to_file
+from hippo_rep.recording import checked_recording, open_recording, record_to_file
+from hippo_rep.schema import KIND_ATTR
 from hippo_rep.typed_config import Rule, TypedConfig, setting
 from hippo_rep.worlds import WorldError, parse_world
 
@@ -190,6 +191,25 @@ def evaluate(checkpoint, out=None, *, envs: int = EVAL_ENVS, world: str | None =
     return result
 
 
+def _open_input(path, scheduler: str | None) -> tuple[xr.Dataset, bool]:
+    """The file :func:`analyse` reads, in memory, and whether it is a session. Each file is
+    opened once and checked once, by its reader (naming the file): an ``.nwb`` file by
+    :func:`~hippo_rep.analysis.nwb.read_nwb`; a netCDF file as the session or the recording
+    its kind attr says it is; a zarr store as a recording."""
+    path = Path(path)
+    if path.suffix.lower() == ".nwb":
+        return read_nwb(path), True
+    if path.is_file():
+        opened = open_raw(path)
+        if opened.attrs.get(KIND_ATTR) == SESSION_KIND:
+            return load_session(opened, path), True
+        ds = checked_recording(opened, path)
+    else:
+        ds = open_recording(path)
+    with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), ds:
+        return load_checked(ds, path), False
+
+
 def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: bool = False,
             **options) -> xr.Dataset:
     """Analyse a recording or a session (:func:`~hippo_rep.analysis.pipeline.analyse`) and
@@ -208,14 +228,7 @@ def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: boo
     if isinstance(recording, xr.Dataset):
         data = recording
     else:
-        # a session is opened once and checked once, by its reader (naming the file)
-        data = (read_nwb(recording) if Path(recording).suffix.lower() == ".nwb"
-                else open_if_session(recording))
-        session = data is not None
-        if not session:
-            with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), \
-                    open_recording(recording) as ds:
-                data = load_checked(ds, recording)
+        data, session = _open_input(recording, scheduler)
     result = analyse_dataset(data, scheduler=scheduler, session_checked=session, **options)
     if out is not None:
         write_analysis(result, out, overwrite=overwrite)

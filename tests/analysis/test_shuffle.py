@@ -251,3 +251,30 @@ def test_classify_grid_floor(floor, expected):
     out = classify(scores, grid_min_score=floor)
     assert out.is_grid.values.tolist() == expected
     assert out.attrs["grid_min_score"] == floor
+
+
+def test_classify_a_plane_wave_pattern_is_not_a_place_cell():
+    """Units 0-2 are spatially informative with 2 fields: a band, a two-wave and a square
+    pattern are not place cells; unit 3 (no significant wave) is; unit 4 is a single field,
+    never a wave class, so the rule cannot remove a one-field place cell."""
+    q = xr.DataArray([[0.5] * 5, [0.6] * 5], dims=("quantile", "unit"),
+                     coords={"quantile": [0.95, 0.99]})
+    scores = xr.Dataset({
+        "n_waves": ("unit", [1, 2, 2, 1, 1]),
+        "square": ("unit", [False, False, True, False, False]),
+        "plane_wave_share": ("unit", [0.9, 0.9, 0.9, 0.4, 0.9]),
+        "plane_wave_share_null_q": q,
+        "single_field": ("unit", [False, False, False, False, True]),
+        "spatial_info": ("unit", [1.0] * 5),
+        "spatial_info_null_q": q,
+        "n_fields": ("unit", [2, 2, 2, 2, 1]),
+    })
+    out = classify(scores)
+    assert out.is_place.values.tolist() == [False, False, False, True, True]
+    assert out.is_band.values.tolist() == [True, False, False, False, False]
+    assert "not a band" in out.is_place.attrs["long_name"] and out.attrs["place_not_wave"] == 1
+    old = classify(scores, place_not_wave=False)
+    assert old.is_place.values.tolist() == [True] * 5
+    # without the plane-wave inputs the place rule is as before
+    assert classify(scores[["spatial_info", "spatial_info_null_q", "n_fields"]]
+                    ).is_place.values.all()
