@@ -498,6 +498,18 @@ def transitions_figure(inputs: FigureInputs):
 N_UNITS_SHOWN = 6
 
 
+def _g_name(ds: xr.Dataset) -> str:
+    """What the recording's population ``g`` is: TEM-t's positional units, or the read-out
+    cells r of a ``model.cells = "readout"`` model (its model config, kept in the analysis)."""
+    import json
+
+    try:
+        cells = json.loads(ds.attrs.get("model_config", "{}")).get("cells", "g")
+    except (TypeError, ValueError):
+        cells = "g"
+    return "read-out cells r" if cells == "readout" else "positional units g"
+
+
 @register("grid_cells")
 def grid_cells_figure(inputs: FigureInputs):
     """Rate maps of the most grid-like positional units (ranked in the first environment) with
@@ -522,7 +534,7 @@ def grid_cells_figure(inputs: FigureInputs):
                 autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram",
                                 colorbar=True)
     units = ds["rate_map"].attrs.get("units", "")
-    figure_title(fig, "most grid-like positional units g (ranked by gridness-60, g60, in env "
+    figure_title(fig, f"most grid-like {_g_name(ds)} (ranked by gridness-60, g60, in env "
                    f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = "
                    f"spacing in bins)\n{map_caption(units, autocorrelograms=True)}")
     return fig

@@ -496,3 +496,16 @@ def test_the_package_draws_without_pyplot():
             widths += [f"{path.name}: {m.group(0).strip()}" for m in width.finditer(text)]
     assert uses == []
     assert widths == []
+
+
+def test_grid_cells_figure_names_read_out_cells_as_such():
+    import json
+
+    import xarray as xr
+
+    from hippo_rep.figures import _g_name
+
+    assert _g_name(xr.Dataset()) == "positional units g"
+    ro = xr.Dataset(attrs={"model_config": json.dumps({"cells": "readout"})})
+    assert _g_name(ro) == "read-out cells r"
+    assert _g_name(xr.Dataset(attrs={"model_config": "not json"})) == "positional units g"
