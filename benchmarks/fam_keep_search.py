@@ -8,7 +8,7 @@ batches of ``--batch-size`` delay walks in the checkpoint's training worlds (D ~
 ``--max-delay``}, fresh observations), every other weight fixed:
 
 - ``--objective all`` (default): TEM-t's training loss
-  (:func:`hippo_rep.training.trainer.losses`, every step) on the checkpoint's training walks
+  (:func:`hippo_rep.models.temt_losses.losses`, every step) on the checkpoint's training walks
   (``world.walk = "delay"``: cut at the checkpoint's walk length, or ``--walk-steps``).
   Nothing in it knows the task's home or scores. It rewards recency: its two basins (filled
   slot's logit above 0: keep; below: replace now and then) are nearly equal in loss, and which
@@ -39,11 +39,11 @@ import torch
 import torch.nn.functional as F
 
 from hippo_rep.models.memory import set_keep_logits
+from hippo_rep.models.temt_losses import losses
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.tasks.delay import RUN_CHUNK, as_variant, pad_delay_walks
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint
 from hippo_rep.training.evaluate import run_model
-from hippo_rep.training.trainer import losses
 from hippo_rep.worlds import delay_walk, parse_world, random_observations, sample_delay_episodes
 
 #: Spread of the first generation, in logit units (the slots' attention scores are tens).

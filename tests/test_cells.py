@@ -9,17 +9,17 @@ import torch
 
 from hippo_rep.config import ConfigError, load_config
 from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt_losses import (
+    CELL_METRIC_FIELDS,
+    cell_losses,
+    cells_weight,
+    walk_constant_power,
+)
 from hippo_rep.models.transitions import hexagonal_triad, transition_diagnostics
 from hippo_rep.recording import record_checkpoint
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint
-from hippo_rep.training.evaluate import evaluate, walk_constant_power
-from hippo_rep.training.trainer import (
-    CELL_METRIC_FIELDS,
-    Trainer,
-    cell_losses,
-    cells_weight,
-    metric_fields,
-)
+from hippo_rep.training.evaluate import evaluate
+from hippo_rep.training.trainer import Trainer, metric_fields
 from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes
 
 READOUT = ["model.cells=readout", "model.n_cells=20"]

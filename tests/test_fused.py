@@ -15,6 +15,7 @@ import torch
 from hippo_rep.config import ModelConfig, load_config
 from hippo_rep.models import fused
 from hippo_rep.models.registry import build_model
+from hippo_rep.models.temt_losses import losses
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import load_checkpoint
 from hippo_rep.training.evaluate import evaluate, run_model
@@ -75,7 +76,7 @@ def run_chunks(m, obs, act, ctx, fast: bool, chunk=20, grad=True, tc=None):
             c = None if ctx is None else ctx[:, s:s + chunk]
             out, state = m(obs[:, s:s + chunk], act[:, s:s + chunk], state, context=c)
             if grad:
-                T.losses(out, obs[:, s:s + chunk], cfg)["loss"].backward()
+                losses(out, obs[:, s:s + chunk], cfg)["loss"].backward()
             state = state.detach()
             outs.append(out)
             states.append(state)

@@ -10,16 +10,16 @@ import torch
 from hippo_rep.config import ConfigError, load_config
 from hippo_rep.models.registry import build_model
 from hippo_rep.models.temt import module_mask
-from hippo_rep.models.transitions import transition_diagnostics
-from hippo_rep.training.checkpoint import load_checkpoint
-from hippo_rep.training.trainer import (
+from hippo_rep.models.temt_losses import (
     ISOMETRY_METRIC_FIELDS,
     isometry_loss,
     lattice_displacements,
-    metric_fields,
     module_scales,
     transition_isometry_loss,
 )
+from hippo_rep.models.transitions import transition_diagnostics
+from hippo_rep.training.checkpoint import load_checkpoint
+from hippo_rep.training.trainer import metric_fields
 from hippo_rep.worlds import DIRECTIONS, n_actions_for
 from tests.test_cells import _weights_after, rotation_generators
 

@@ -201,7 +201,7 @@ def test_fam_slots_are_recorded(tmp_path, suffix):
 def test_stream_writes_memory_growth_as_zeros(ckpt, tmp_path, monkeypatch):
     # Short chunks and blocks of 2 memory neurons: the memory dim grows at almost every
     # append, into blocks whose chunk files do not exist for the earlier steps.
-    monkeypatch.setattr(R, "MEMORY_CHUNK", 2)
+    monkeypatch.setattr(R.store, "MEMORY_CHUNK", 2)
     kw = {**KW, "chunk": 4, "n_steps": 20}
     out = R.record_to_file(ckpt, tmp_path / "rec.zarr", **kw)
     with R.open_recording(out) as ds:

@@ -10,12 +10,11 @@ import pytest
 import torch
 
 from hippo_rep.config import ConfigError, ModelConfig, load_config
-from hippo_rep.models.registry import MODELS, ModelSpec, build_model, model_spec
+from hippo_rep.models.registry import MODELS, Chunk, ModelSpec, build_model, model_spec
 from hippo_rep.models.tem import TEM
 from hippo_rep.models.temt import TEMt
 from hippo_rep.training.calibrate import CalibrationError, calibrate_checkpoint
 from hippo_rep.training.checkpoint import save_checkpoint
-from hippo_rep.training.trainer import losses
 
 KINDS = ("temt", "sinusoidal", "tem")
 N_ACT, L = 5, 12
@@ -80,33 +79,42 @@ def test_an_unknown_kind_is_one_line_naming_model_kind():
         model_spec(["temt"])  # not a name at all
 
 
+def _chunk(obs, iteration=0, update=0):
+    return Chunk(obs, torch.ones_like(obs, dtype=bool), None, iteration, update)
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_own_losses_and_metric_fields_are_the_models_own(kind):
+def test_losses_annealing_and_metric_fields_are_the_models_own(kind):
     model, cfg = _model(kind)
     spec = model_spec(kind)
-    assert spec.own_losses == (hasattr(model, "training_losses") and hasattr(model, "anneal"))
-    if not spec.own_losses:
-        assert spec.metric_fields == ()
-        return
+    assert (spec.anneal is not None) == hasattr(model, "anneal")
     obs, act = _walk(cfg.world.n_obs)
     out, _ = model(obs, act)
-    parts = model.training_losses(out, 0, cfg.train, revisit=torch.ones_like(obs, dtype=bool))
+    parts = spec.losses(model, out, _chunk(obs), cfg)
+    assert parts["loss"].dim() == 0 and parts["loss"].requires_grad
+    if spec.anneal is None:
+        assert spec.metric_fields == ()
+        return
+    own = model.training_losses(out, 0, cfg.train, revisit=torch.ones_like(obs, dtype=bool))
+    assert parts.keys() == own.keys()
+    torch.testing.assert_close(parts["loss"], own["loss"])
     assert spec.metric_fields == tuple(k for k in parts if k.startswith("tem_"))
     assert len(spec.metric_fields) == 8
 
 
 @pytest.mark.parametrize("kind", ("temt", "sinusoidal"))
-def test_corrected_g_losses_count_only_where_the_spec_says(kind):
+def test_corrected_g_losses_count_for_temt_only(kind):
+    """TEM-t's total holds loss 2, loss 3 and the L2 of g besides loss 1; its sinusoidal
+    baseline's, loss 1 only."""
     model, cfg = _model(kind)
     obs, act = _walk(cfg.world.n_obs)
     out, _ = model(obs, act)
-    parts = losses(out, obs, cfg)
+    parts = model_spec(kind).losses(model, out, _chunk(obs), cfg)
     tc = cfg.train
     only_pi = tc.loss_pi * parts["loss_pi"]
     full = only_pi + tc.loss_g * parts["loss_g"] + tc.loss_g_pi * parts["loss_g_pi"] + \
         tc.loss_l2_g * parts["loss_l2_g"]
-    expected = full if model_spec(kind).corrected_g_losses else only_pi
-    torch.testing.assert_close(parts["loss"], expected)
+    torch.testing.assert_close(parts["loss"], full if kind == "temt" else only_pi)
     assert not torch.allclose(full, only_pi)  # the two cases differ: the check has teeth
 
 

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import re
 
@@ -7,6 +8,8 @@ import torch
 
 from hippo_rep import cli
 from hippo_rep.config import ConfigError, load_config
+from hippo_rep.models.registry import MODELS
+from hippo_rep.models.temt_losses import losses
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training import trainer as T
 from hippo_rep.training.checkpoint import (
@@ -97,17 +100,17 @@ def test_same_seed_same_weights_and_different_seed_differs(tmp_path):
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
     cfg = tiny("train.checkpoint_every=5")
-    real = T.losses
+    real = MODELS["temt"]
 
-    def poisoned(out, obs, c):
-        parts = real(out, obs, c)
+    def poisoned(model, out, chunk, c):
+        parts = real.losses(model, out, chunk, c)
         if poisoned.calls >= 7:
             parts["loss"] = parts["loss"] * float("nan")
         poisoned.calls += 1
         return parts
 
     poisoned.calls = 0
-    monkeypatch.setattr(T, "losses", poisoned)
+    monkeypatch.setitem(MODELS, "temt", dataclasses.replace(real, losses=poisoned))
     with pytest.raises(T.TrainingError, match="nan.*iteration 7.*last good checkpoint"):
         T.train(cfg, tmp_path, progress=False)
     model, _, payload = load_checkpoint(tmp_path / "checkpoint.pt")
@@ -420,7 +423,7 @@ def _per_chunk_reference(cfg, iterations: int):
                                             for n, a in zip(ep.nodes, ep.actions, strict=True)]))
             loss = (model.training_losses(out, update, tc, revisit=rev)
                     if hasattr(model, "anneal")
-                    else T.losses(out, obs[:, s:s + tc.chunk_len], cfg))["loss"]
+                    else losses(out, obs[:, s:s + tc.chunk_len], cfg))["loss"]
             optim.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from hippo_rep import __version__
+from hippo_rep.models.temt_losses import walk_constant_power
 from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.random_streams import eval_rng
 from hippo_rep.training.checkpoint import CheckpointError, check_actions, load_checkpoint
@@ -169,13 +170,6 @@ def evaluate(model, worlds: list[World] | World, n_envs: int, n_steps: int, n_ob
     result["walk_constant_power"] = {k: float(np.concatenate(v).mean()) if v else None
                                      for k, v in constant.items()}
     return result
-
-
-def walk_constant_power(x: torch.Tensor) -> torch.Tensor:
-    """Per walk, the share of a population's power that is constant along the walk,
-    ||mean_t x_t||² / mean_t ||x_t||²: x (B, T, n) → (B,) in [0, 1] (0: zero-mean over the
-    walk, 1: constant). Differentiable (``train.loss_g_const``)."""
-    return x.mean(1).pow(2).sum(-1) / x.pow(2).sum(-1).mean(1).clamp_min(1e-12)
 
 
 def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,

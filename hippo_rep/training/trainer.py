@@ -11,14 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
 from hippo_rep.fileio import atomic_write, remove_path
 from hippo_rep.models import fused
 from hippo_rep.models.memory import load_across_memory
-from hippo_rep.models.registry import build_model, model_spec
-from hippo_rep.models.temt import Output
+from hippo_rep.models.registry import Chunk, build_model, model_spec
 from hippo_rep.random_streams import batch_rng
 from hippo_rep.training.checkpoint import (
     check_actions,
@@ -26,9 +24,8 @@ from hippo_rep.training.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from hippo_rep.training.evaluate import evaluate, walk_constant_power
+from hippo_rep.training.evaluate import evaluate
 from hippo_rep.worlds import (
-    DIRECTIONS,
     WorldError,
     home_region,
     n_actions_for,
@@ -45,26 +42,11 @@ METRIC_FIELDS = ("iteration", "elapsed_s", "lr", "loss", "loss_pi", "loss_g", "l
                  "eval_revisit", "eval_new_edge", "eval_unseen_edge", "eval_first_visit")
 
 
-#: Extra metrics of runs with read-out cells or a walk-constant penalty (:func:`cell_losses`).
-CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
-
-
-#: Extra metrics of runs with an isometry or loop loss (:func:`isometry_loss`,
-#: ``TEMt.loop_error``).
-ISOMETRY_METRIC_FIELDS = ("loss_isometry", "loss_loop")
-
-
-def _has_cell_terms(config: Config) -> bool:
-    return config.model.cells == "readout" or config.train.loss_g_const > 0
-
 
 def metric_fields(config: Config) -> tuple[str, ...]:
-    """Columns of metrics.csv for this run's model kind (its spec's ``metric_fields``, e.g.
-    TEM's loss terms) and cell and isometry terms, when it has them."""
-    return (METRIC_FIELDS + model_spec(config.model.kind).metric_fields
-            + (CELL_METRIC_FIELDS if _has_cell_terms(config) else ())
-            + (ISOMETRY_METRIC_FIELDS if config.train.loss_isometry > 0
-               or config.train.loss_loop > 0 else ()))
+    """Columns of metrics.csv: the common ones, then those of this run's model kind and loss
+    terms (its spec's ``metric_columns``: e.g. TEM's loss terms, cell and isometry terms)."""
+    return METRIC_FIELDS + model_spec(config.model.kind).metric_columns(config)
 
 
 #: Keys that may differ when resuming (they do not change what one iteration computes).
@@ -116,159 +98,6 @@ def resolve_device(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise TrainingError(f"--device {name}: CUDA is not available on this machine")
     return torch.device(name)
-
-
-def losses(out: Output, obs: torch.Tensor, cfg: Config) -> dict[str, torch.Tensor]:
-    """The losses of TEM-t (Whittington, Warren & Behrens 2022, appendix A.2) for one chunk; loss 4
-    (weights) is AdamW's weight decay."""
-    tc = cfg.train
-    ce_pi = F.cross_entropy(out.logits_pi.flatten(0, 1), obs.flatten())
-    ce_g = F.cross_entropy(out.logits_g.flatten(0, 1), obs.flatten())
-    # g_t detached: the error pulls the path integrator towards the corrected position instead
-    # of closing the gate.
-    g_pi_err = (out.g.detach() - out.g_pi).pow(2).mean()
-    l2_g = out.g.pow(2).mean()
-    total = tc.loss_pi * ce_pi
-    if model_spec(cfg.model.kind).corrected_g_losses:
-        total = total + tc.loss_g * ce_g + tc.loss_g_pi * g_pi_err + tc.loss_l2_g * l2_g
-    return {"loss": total, "loss_pi": ce_pi, "loss_g": ce_g, "loss_g_pi": g_pi_err,
-            "loss_l2_g": l2_g}
-
-
-def cells_weight(cfg: Config, iteration: int) -> float:
-    """Weight of the cell constraints at ``iteration``: 0 before ``train.cells_ramp_start``,
-    then linear to 1 over ``train.cells_ramp`` iterations."""
-    tc = cfg.train
-    if iteration < tc.cells_ramp_start:
-        return 0.0
-    if tc.cells_ramp == 0:
-        return 1.0
-    return min(1.0, (iteration - tc.cells_ramp_start + 1) / tc.cells_ramp)
-
-
-def cell_losses(out: Output, cfg: Config, weight: float) -> dict[str, torch.Tensor]:
-    """The cell constraints for one chunk, unweighted (``loss_cells_energy``: mean r²;
-    ``loss_cells_neg``: mean relu(−r)²; ``loss_g_const``: the mean over environments of
-    :func:`~hippo_rep.training.evaluate.walk_constant_power` of g over the chunk), and
-    ``loss``: their sum with the ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`).
-    """
-    tc = cfg.train
-    zero = out.g.new_zeros(())
-    parts = {"loss_cells_energy": zero, "loss_cells_neg": zero,
-             "loss_g_const": walk_constant_power(out.g).mean()}
-    if out.cells is not None:
-        parts["loss_cells_energy"] = out.cells.pow(2).mean()
-        parts["loss_cells_neg"] = torch.relu(-out.cells).pow(2).mean()
-    parts["loss"] = weight * (tc.loss_cells_energy * parts["loss_cells_energy"]
-                              + tc.loss_cells_neg * parts["loss_cells_neg"]
-                              + tc.loss_g_const * parts["loss_g_const"])
-    return parts
-
-
-def module_scales(cfg: Config) -> torch.Tensor:
-    """(n_modules,) isometry scale s_m of each grid module: train.isometry_scale divided by
-    train.isometry_scale_ratio once per module."""
-    m = cfg.model
-    n = m.n_g // (m.g_module_size or m.n_g)
-    return cfg.train.isometry_scale / cfg.train.isometry_scale_ratio ** torch.arange(
-        n, dtype=torch.float32)
-
-
-def isometry_loss(g: torch.Tensor, pos: torch.Tensor, cfg: Config) -> torch.Tensor:
-    """Conformal-isometry error of the grid modules over one chunk (``train.loss_isometry``).
-
-    Parameters
-    ----------
-    g : Tensor, (batch, steps, n_g)
-        Positional encodings; module m is units [m·size, (m+1)·size) (``model.g_module_size``,
-        0 = all units), normalised to unit length per module.
-    pos : Tensor, (batch, steps, 2)
-        Node positions of the steps, lattice units.
-
-    Returns
-    -------
-    Tensor, ()
-        Mean over modules and over step pairs (i, j), 0 < j − i ≤ ``train.isometry_lags``,
-        whose nodes are at most ``train.isometry_range`` apart, of
-        (||u_m(j) − u_m(i)|| − s_m |x_j − x_i|)² (:func:`module_scales`); 0 without pairs.
-    """
-    tc = cfg.train
-    size = cfg.model.g_module_size or g.shape[-1]
-    B, T, d = g.shape
-    u = g.reshape(B, T, d // size, size)
-    u = u / u.norm(dim=-1, keepdim=True).clamp_min(1e-8)
-    s = module_scales(cfg).to(g)
-    total, n = g.new_zeros(()), 0
-    for lag in range(1, min(tc.isometry_lags, T - 1) + 1):
-        dist = (pos[:, lag:] - pos[:, :-lag]).norm(dim=-1)  # (B, T - lag)
-        keep = dist <= tc.isometry_range
-        if not keep.any():
-            continue
-        # sqrt with a floor: a revisit's Δu is 0, where the norm's gradient is undefined
-        du = ((u[:, lag:] - u[:, :-lag]).pow(2).sum(-1) + 1e-12).sqrt()  # (B, T - lag, M)
-        err = (du - s * dist[..., None]).pow(2).mean(-1)
-        total = total + err[keep].sum()
-        n += int(keep.sum())
-    return total / max(n, 1)
-
-
-def lattice_displacements(kind: str, max_distance: float) -> list[tuple[list[int], float]]:
-    """Every lattice displacement n₁u₁ + n₂u₂ ≠ 0 of length at most ``max_distance``, as the
-    move actions that make it (|n₁| moves along action 1 or its opposite, then |n₂| along
-    action 2 or its opposite; :data:`~hippo_rep.worlds.DIRECTIONS`) and its length
-    (lattice units); one of each ± pair."""
-    ang = np.deg2rad(DIRECTIONS[kind][:2])
-    u = np.stack([np.cos(ang), np.sin(ang)], 1)
-    half = len(DIRECTIONS[kind]) // 2
-    r = int(math.ceil(2 * max_distance))
-    out = []
-    for n1 in range(0, r + 1):
-        for n2 in range(-r, r + 1):
-            if n1 == 0 and n2 <= 0:
-                continue  # ±d is one displacement; the zero one is none
-            dist = float(np.linalg.norm(n1 * u[0] + n2 * u[1]))
-            if dist <= max_distance + 1e-9:
-                path = [1] * n1 + ([2] * n2 if n2 > 0 else [2 + half] * -n2)
-                out.append((path, dist))
-    return out
-
-
-def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> torch.Tensor:
-    """Conformal-isometry error of the grid modules under W_a (``train.isometry_pairs =
-    "transition"``, the form of Xu, Gao, Zhang, Wei & Wu, ICLR 2025).
-
-    Every ``train.isometry_stride``-th state of ``g`` (batch, steps, n_g) is moved by the
-    model's transition along each displacement of :func:`lattice_displacements`; per module
-    m, the distance between the unit-length states before and after should be s_m times the
-    displacement's length (:func:`module_scales`). Mean squared error over states,
-    displacements and modules.
-    """
-    tc = cfg.train
-    size = cfg.model.g_module_size or g.shape[-1]
-    x = g[:, ::tc.isometry_stride].reshape(-1, g.shape[-1])
-    W = model.transition_matrices()
-    s = module_scales(cfg).to(g)
-
-    def unit(h):
-        h = h.reshape(h.shape[0], -1, size)
-        return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-8)
-
-    u0 = unit(x)
-    moved = {(): x}  # path prefix → states moved along it (displacements share prefixes)
-
-    def move(path):
-        key = tuple(path)
-        if key not in moved:
-            h = move(key[:-1])
-            moved[key] = model.transition(
-                h, torch.full((h.shape[0],), key[-1], device=h.device), W)
-        return moved[key]
-
-    errs = []
-    for path, dist in lattice_displacements(kind, tc.isometry_range):
-        du = ((unit(move(path)) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
-        errs.append((du - s * dist).pow(2).mean())
-    return torch.stack(errs).mean()
 
 
 def updates_per_walk(cfg: Config) -> int:
@@ -472,9 +301,7 @@ class Trainer:
         state, sums, preds = None, {}, []
         n_chunks = math.ceil(wc.walk_steps / chunk)
         per_chunk = self.updates_per_iteration > 1
-        # Kinds with their own losses and annealing (ModelSpec.own_losses: TEM) provide these
-        # hooks; they count optimiser steps (torch_tem's iterations).
-        own_losses = self.model.training_losses if model_spec(cfg.model.kind).own_losses else None
+        spec = model_spec(cfg.model.kind)
         types = [step_types(ep.nodes[i], ep.actions[i]) for i in range(tc.batch_size)]
         rev = np.stack([t["revisit"] for t in types])  # (B, walk_steps)
         revisit = torch.as_tensor(rev, device=self.device)
@@ -485,23 +312,12 @@ class Trainer:
                                   dtype=torch.float32, device=self.device)
         for c, s in enumerate(range(0, wc.walk_steps, chunk)):
             update = iteration * n_chunks + c if per_chunk else iteration
-            if own_losses is not None and (per_chunk or c == 0):
-                self.model.anneal(update, tc)
+            if spec.anneal is not None and (per_chunk or c == 0):
+                spec.anneal(self.model, update, tc)
             out, state = self.model(obs[:, s:s + chunk], act[:, s:s + chunk], state)
-            parts = (own_losses(out, update, tc, revisit=revisit[:, s:s + chunk])
-                     if own_losses is not None else losses(out, obs[:, s:s + chunk], cfg))
-            if own_losses is None and _has_cell_terms(cfg):
-                w = cells_weight(cfg, iteration)
-                cells = cell_losses(out, cfg, w)
-                parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
-                         "loss": parts["loss"] + cells["loss"],
-                         "cells_weight": torch.tensor(w)}
-            if tc.loss_isometry > 0:
-                iso = (isometry_loss(out.g, pos[:, s:s + chunk], cfg)
-                       if tc.isometry_pairs == "walk" else
-                       transition_isometry_loss(self.model, out.g, world_kind(cfg), cfg))
-                parts = {**parts, "loss_isometry": iso,
-                         "loss": parts["loss"] + tc.loss_isometry * iso}
+            parts = spec.losses(self.model, out, Chunk(
+                obs[:, s:s + chunk], revisit[:, s:s + chunk],
+                None if pos is None else pos[:, s:s + chunk], iteration, update), cfg)
             if not torch.isfinite(parts["loss"]):
                 raise TrainingError(
                     f"loss became {parts['loss'].item()} at iteration {iteration}; stopped "
@@ -513,16 +329,13 @@ class Trainer:
                 sums[k] = sums.get(k, 0.0) + v.item() / n_chunks
             if per_chunk and c < n_chunks - 1:
                 self._update(iteration)
-        if self.model.recurrent and tc.loss_inverse > 0:
-            inv = self.model.inverse_error()  # once per iteration: it depends on W_a only
-            (tc.loss_inverse * inv).backward()
-            sums["loss_inverse"] = inv.item()
-            sums["loss"] += tc.loss_inverse * inv.item()
-        if self.model.recurrent and tc.loss_loop > 0:
-            loop = self.model.loop_error()  # once per iteration, like the inverse loss
-            (tc.loss_loop * loop).backward()
-            sums["loss_loop"] = loop.item()
-            sums["loss"] += tc.loss_loop * loop.item()
+        # once per iteration (they depend on the weights only, e.g. W_a's inverse and loop
+        # errors)
+        for name, (weight, value) in (spec.walk_losses(self.model, cfg)
+                                      if spec.walk_losses is not None else {}).items():
+            (weight * value).backward()
+            sums[name] = value.item()
+            sums["loss"] += weight * value.item()
         self._update(iteration)
         correct = (torch.cat(preds, 1) == obs).cpu().numpy()
         rev = rev.reshape(-1)

@@ -1,0 +1,244 @@
+"""TEM-t's training losses (Whittington, Warren & Behrens 2022, appendix A.2) and the
+constraints a run may add to them: read-out cells, conformal isometry of the grid modules, and
+the inverse and loop errors of W_a.
+
+The trainer reaches them through the model registry (:mod:`hippo_rep.models.registry`):
+:func:`chunk_losses` for each chunk of a walk, :func:`walk_losses` once per walk. Loss 4 of
+the paper (the weights) is AdamW's weight decay. TEM's losses are its own
+(:meth:`hippo_rep.models.tem.TEM.training_losses`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hippo_rep.config import Config, world_kind
+from hippo_rep.models.temt import Output
+from hippo_rep.worlds import DIRECTIONS
+
+#: Extra metrics of runs with read-out cells or a walk-constant penalty (:func:`cell_losses`).
+CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
+
+#: Extra metrics of runs with an isometry or loop loss (:func:`isometry_loss`,
+#: ``TEMt.loop_error``).
+ISOMETRY_METRIC_FIELDS = ("loss_isometry", "loss_loop")
+
+
+def has_cell_terms(cfg: Config) -> bool:
+    """Whether the run adds the cell constraints (:func:`cell_losses`): read-out cells or a
+    walk-constant penalty on g."""
+    return cfg.model.cells == "readout" or cfg.train.loss_g_const > 0
+
+
+def optional_metric_fields(cfg: Config) -> tuple[str, ...]:
+    """The metrics.csv columns of the optional terms this config asks for: the cell terms
+    (:data:`CELL_METRIC_FIELDS`) and the isometry and loop terms
+    (:data:`ISOMETRY_METRIC_FIELDS`)."""
+    return ((CELL_METRIC_FIELDS if has_cell_terms(cfg) else ())
+            + (ISOMETRY_METRIC_FIELDS if cfg.train.loss_isometry > 0
+               or cfg.train.loss_loop > 0 else ()))
+
+
+def losses(out: Output, obs: torch.Tensor, cfg: Config,
+           corrected_g: bool = True) -> dict[str, torch.Tensor]:
+    """The prediction losses of TEM-t for one chunk: loss 1 (x_t from g_pi) always; with
+    ``corrected_g`` (TEM-t, not its sinusoidal baseline) the total also holds loss 2 (x_t from
+    the corrected g), loss 3 (g_pi towards the corrected g) and the L2 of g."""
+    tc = cfg.train
+    ce_pi = F.cross_entropy(out.logits_pi.flatten(0, 1), obs.flatten())
+    ce_g = F.cross_entropy(out.logits_g.flatten(0, 1), obs.flatten())
+    # g_t detached: the error pulls the path integrator towards the corrected position instead
+    # of closing the gate.
+    g_pi_err = (out.g.detach() - out.g_pi).pow(2).mean()
+    l2_g = out.g.pow(2).mean()
+    total = tc.loss_pi * ce_pi
+    if corrected_g:
+        total = total + tc.loss_g * ce_g + tc.loss_g_pi * g_pi_err + tc.loss_l2_g * l2_g
+    return {"loss": total, "loss_pi": ce_pi, "loss_g": ce_g, "loss_g_pi": g_pi_err,
+            "loss_l2_g": l2_g}
+
+
+def walk_constant_power(x: torch.Tensor) -> torch.Tensor:
+    """Per walk, the share of a population's power that is constant along the walk,
+    ||mean_t x_t||² / mean_t ||x_t||²: x (B, T, n) → (B,) in [0, 1] (0: zero-mean over the
+    walk, 1: constant). Differentiable (``train.loss_g_const``)."""
+    return x.mean(1).pow(2).sum(-1) / x.pow(2).sum(-1).mean(1).clamp_min(1e-12)
+
+
+def cells_weight(cfg: Config, iteration: int) -> float:
+    """Weight of the cell constraints at ``iteration``: 0 before ``train.cells_ramp_start``,
+    then linear to 1 over ``train.cells_ramp`` iterations."""
+    tc = cfg.train
+    if iteration < tc.cells_ramp_start:
+        return 0.0
+    if tc.cells_ramp == 0:
+        return 1.0
+    return min(1.0, (iteration - tc.cells_ramp_start + 1) / tc.cells_ramp)
+
+
+def cell_losses(out: Output, cfg: Config, weight: float) -> dict[str, torch.Tensor]:
+    """The cell constraints for one chunk, unweighted (``loss_cells_energy``: mean r²;
+    ``loss_cells_neg``: mean relu(−r)²; ``loss_g_const``: the mean over environments of
+    :func:`walk_constant_power` of g over the chunk), and ``loss``: their sum with the
+    ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`).
+    """
+    tc = cfg.train
+    zero = out.g.new_zeros(())
+    parts = {"loss_cells_energy": zero, "loss_cells_neg": zero,
+             "loss_g_const": walk_constant_power(out.g).mean()}
+    if out.cells is not None:
+        parts["loss_cells_energy"] = out.cells.pow(2).mean()
+        parts["loss_cells_neg"] = torch.relu(-out.cells).pow(2).mean()
+    parts["loss"] = weight * (tc.loss_cells_energy * parts["loss_cells_energy"]
+                              + tc.loss_cells_neg * parts["loss_cells_neg"]
+                              + tc.loss_g_const * parts["loss_g_const"])
+    return parts
+
+
+def module_scales(cfg: Config) -> torch.Tensor:
+    """(n_modules,) isometry scale s_m of each grid module: train.isometry_scale divided by
+    train.isometry_scale_ratio once per module."""
+    m = cfg.model
+    n = m.n_g // (m.g_module_size or m.n_g)
+    return cfg.train.isometry_scale / cfg.train.isometry_scale_ratio ** torch.arange(
+        n, dtype=torch.float32)
+
+
+def isometry_loss(g: torch.Tensor, pos: torch.Tensor, cfg: Config) -> torch.Tensor:
+    """Conformal-isometry error of the grid modules over one chunk (``train.loss_isometry``).
+
+    Parameters
+    ----------
+    g : Tensor, (batch, steps, n_g)
+        Positional encodings; module m is units [m·size, (m+1)·size) (``model.g_module_size``,
+        0 = all units), normalised to unit length per module.
+    pos : Tensor, (batch, steps, 2)
+        Node positions of the steps, lattice units.
+
+    Returns
+    -------
+    Tensor, ()
+        Mean over modules and over step pairs (i, j), 0 < j − i ≤ ``train.isometry_lags``,
+        whose nodes are at most ``train.isometry_range`` apart, of
+        (||u_m(j) − u_m(i)|| − s_m |x_j − x_i|)² (:func:`module_scales`); 0 without pairs.
+    """
+    tc = cfg.train
+    size = cfg.model.g_module_size or g.shape[-1]
+    B, T, d = g.shape
+    u = g.reshape(B, T, d // size, size)
+    u = u / u.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+    s = module_scales(cfg).to(g)
+    total, n = g.new_zeros(()), 0
+    for lag in range(1, min(tc.isometry_lags, T - 1) + 1):
+        dist = (pos[:, lag:] - pos[:, :-lag]).norm(dim=-1)  # (B, T - lag)
+        keep = dist <= tc.isometry_range
+        if not keep.any():
+            continue
+        # sqrt with a floor: a revisit's Δu is 0, where the norm's gradient is undefined
+        du = ((u[:, lag:] - u[:, :-lag]).pow(2).sum(-1) + 1e-12).sqrt()  # (B, T - lag, M)
+        err = (du - s * dist[..., None]).pow(2).mean(-1)
+        total = total + err[keep].sum()
+        n += int(keep.sum())
+    return total / max(n, 1)
+
+
+def lattice_displacements(kind: str, max_distance: float) -> list[tuple[list[int], float]]:
+    """Every lattice displacement n₁u₁ + n₂u₂ ≠ 0 of length at most ``max_distance``, as the
+    move actions that make it (|n₁| moves along action 1 or its opposite, then |n₂| along
+    action 2 or its opposite; :data:`~hippo_rep.worlds.DIRECTIONS`) and its length
+    (lattice units); one of each ± pair."""
+    ang = np.deg2rad(DIRECTIONS[kind][:2])
+    u = np.stack([np.cos(ang), np.sin(ang)], 1)
+    half = len(DIRECTIONS[kind]) // 2
+    r = int(math.ceil(2 * max_distance))
+    out = []
+    for n1 in range(0, r + 1):
+        for n2 in range(-r, r + 1):
+            if n1 == 0 and n2 <= 0:
+                continue  # ±d is one displacement; the zero one is none
+            dist = float(np.linalg.norm(n1 * u[0] + n2 * u[1]))
+            if dist <= max_distance + 1e-9:
+                path = [1] * n1 + ([2] * n2 if n2 > 0 else [2 + half] * -n2)
+                out.append((path, dist))
+    return out
+
+
+def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> torch.Tensor:
+    """Conformal-isometry error of the grid modules under W_a (``train.isometry_pairs =
+    "transition"``, the form of Xu, Gao, Zhang, Wei & Wu, ICLR 2025).
+
+    Every ``train.isometry_stride``-th state of ``g`` (batch, steps, n_g) is moved by the
+    model's transition along each displacement of :func:`lattice_displacements`; per module
+    m, the distance between the unit-length states before and after should be s_m times the
+    displacement's length (:func:`module_scales`). Mean squared error over states,
+    displacements and modules.
+    """
+    tc = cfg.train
+    size = cfg.model.g_module_size or g.shape[-1]
+    x = g[:, ::tc.isometry_stride].reshape(-1, g.shape[-1])
+    W = model.transition_matrices()
+    s = module_scales(cfg).to(g)
+
+    def unit(h):
+        h = h.reshape(h.shape[0], -1, size)
+        return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+
+    u0 = unit(x)
+    moved = {(): x}  # path prefix → states moved along it (displacements share prefixes)
+
+    def move(path):
+        key = tuple(path)
+        if key not in moved:
+            h = move(key[:-1])
+            moved[key] = model.transition(
+                h, torch.full((h.shape[0],), key[-1], device=h.device), W)
+        return moved[key]
+
+    errs = []
+    for path, dist in lattice_displacements(kind, tc.isometry_range):
+        du = ((unit(move(path)) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
+        errs.append((du - s * dist).pow(2).mean())
+    return torch.stack(errs).mean()
+
+
+def chunk_losses(model, out: Output, chunk, cfg: Config,
+                 corrected_g: bool = True) -> dict[str, torch.Tensor]:
+    """Everything TEM-t's training minimises on one chunk of a walk: :func:`losses`, then the
+    cell constraints (:func:`cell_losses`, weighted by :func:`cells_weight` of the walk's
+    iteration) when the run has them, then the isometry loss (:func:`isometry_loss` on the
+    chunk's node positions, or :func:`transition_isometry_loss`) when
+    ``train.loss_isometry`` > 0. ``loss`` is the weighted total; the other entries are the
+    terms as logged.
+
+    ``chunk`` is a :class:`~hippo_rep.models.registry.Chunk` (the chunk's observations, node
+    positions and iteration); ``corrected_g`` as in :func:`losses`.
+    """
+    tc = cfg.train
+    parts = losses(out, chunk.obs, cfg, corrected_g)
+    if has_cell_terms(cfg):
+        w = cells_weight(cfg, chunk.iteration)
+        cells = cell_losses(out, cfg, w)
+        parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
+                 "loss": parts["loss"] + cells["loss"], "cells_weight": torch.tensor(w)}
+    if tc.loss_isometry > 0:
+        iso = (isometry_loss(out.g, chunk.pos, cfg) if tc.isometry_pairs == "walk" else
+               transition_isometry_loss(model, out.g, world_kind(cfg), cfg))
+        parts = {**parts, "loss_isometry": iso, "loss": parts["loss"] + tc.loss_isometry * iso}
+    return parts
+
+
+def walk_losses(model, cfg: Config) -> dict[str, tuple[float, torch.Tensor]]:
+    """TEM-t's losses on W_a alone, taken once per walk: name → (weight, value) of the inverse
+    error (``train.loss_inverse``, ``TEMt.inverse_error``) and the loop error
+    (``train.loss_loop``, ``TEMt.loop_error``) of a recurrent model, each when its weight is
+    positive."""
+    tc, out = cfg.train, {}
+    if model.recurrent and tc.loss_inverse > 0:
+        out["loss_inverse"] = (tc.loss_inverse, model.inverse_error())
+    if model.recurrent and tc.loss_loop > 0:
+        out["loss_loop"] = (tc.loss_loop, model.loop_error())
+    return out
