@@ -323,16 +323,18 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
         Timezone-aware start of the session (default: the session's attr
         ``session_start_time``, ISO 8601, else :data:`UNKNOWN_START_TIME`).
 
-    The files of :func:`~hippo_rep.analysis.simulate_session` sessions pass nwbinspector
-    without critical problems or best-practice violations; for recorded sessions pass the
-    subject and the resolution.
-
     Raises
     ------
     SessionError
         A session of rates, an invalid session or a path not ending in ``.nwb``.
     FileExistsError
         If ``path`` exists and ``overwrite`` is False.
+
+    Notes
+    -----
+    The files of :func:`~hippo_rep.analysis.simulate_session` sessions pass nwbinspector
+    without critical problems or best-practice violations; for recorded sessions pass the
+    subject and the resolution.
     """
     pynwb = _pynwb()
     from pynwb.behavior import Position, SpatialSeries
