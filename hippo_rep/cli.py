@@ -386,6 +386,10 @@ def _add_analyse(sub) -> None:
                    help="circular-shift shuffles per environment for the nulls "
                         "(default: %(default)s)")
     a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
+    a.add_argument("--populations", default=None, metavar="NAME[,NAME...]",
+                   help="populations to analyse, comma-separated, e.g. g,g_pi (default: g, "
+                        "g_pi and memory_activity where recorded, or every population of a "
+                        "session)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -419,9 +423,15 @@ def cmd_analyse(args) -> int:
     check_output_path(out, "--out", inputs=[args.recording])
     _count(args.shuffles, "--shuffles")
     _count(args.seed, "--seed", low=0)
+    populations = None
+    if args.populations is not None:
+        populations = [p.strip() for p in args.populations.split(",") if p.strip()]
+        if not populations:
+            raise OutputError(f"--populations {args.populations!r} names no population")
     t0 = time.perf_counter()
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(args.recording, out, shuffles=args.shuffles, seed=args.seed,
+                         variables=populations,
                          overwrite=args.overwrite, bin_size_cm=args.bin_size,
                          smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
                          min_shift_s=args.min_shift, progress=not args.no_progress)

@@ -199,3 +199,22 @@ def test_shipped_unfinished_readout_run_continues_where_it_stopped():
     with open(DATA / "temt_readout_long_metrics.csv") as f:
         last = list(csv.DictReader(f))[-1]
     assert int(last["iteration"]) == 5000
+
+
+def test_the_model_grown_grid_cells_are_hexagonal_lattices():
+    """The shipped known-weights control (W_a frozen at a hexagonal triad, non-negative
+    read-out cells with an energy cost): the classifier calls some of its cells hexagonal,
+    each a lattice of peaks, and its recording came from the shipped checkpoint."""
+    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+
+    model, cfg, _ = load_checkpoint(DATA / "temt_triad_readout.pt")
+    assert cfg.model.transition_init == "triad" and cfg.model.cells == "readout"
+    an = open_analysis(DATA / "temt_triad_readout_analysis.nc")
+    assert an.attrs["checkpoint_sha256"] == file_sha256(DATA / "temt_triad_readout.pt")
+    cells = an.hippo.population("g")
+    grid = cells["is_grid"].values
+    assert grid.mean() >= 0.05
+    assert np.all(np.abs(cells["triad_phase"].values[grid]) < 45)
+    ev = json.loads((DATA / "temt_triad_readout_eval.json").read_text())
+    assert all(m["hexagonal_triad"]["found"] for m in ev["transitions"]["modules"])

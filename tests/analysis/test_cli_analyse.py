@@ -81,3 +81,18 @@ def test_scheduler_and_workers_are_exclusive(capsys, rec_path, tmp_path):
         cli.main(["analyse", str(rec_path), "--out", str(tmp_path / "a.nc"),
                   "--scheduler", "tcp://x:1", "--workers", "2"])
     capsys.readouterr()
+
+
+def test_populations_flag_analyses_only_those(tmp_path, capsys, rec_path, tiny_analysis):
+    out = tmp_path / "g_only.nc"
+    rc, _, _ = run(capsys, rec_path, "--out", out, "--shuffles", 8, "--seed", 2,
+                   "--populations", "g")
+    assert rc == 0
+    an = open_analysis(out)
+    assert list(an.hippo.populations) == ["g"]
+    xr.testing.assert_allclose(an.hippo.population("g")["gridness_60"],
+                               tiny_analysis.hippo.population("g")["gridness_60"])
+    rc, _, err = run(capsys, rec_path, "--out", tmp_path / "x.nc", "--populations", "g,cells")
+    one_line_error(rc, err, "cells")
+    rc, _, err = run(capsys, rec_path, "--out", tmp_path / "y.nc", "--populations", ",")
+    one_line_error(rc, err, "--populations")
