@@ -225,10 +225,18 @@ def analyse(
     interval) as the activity, the square bin of every speed-filtered sample as its "node"
     (one bin per node), one environment. Every per-unit kernel, the shuffles (circular
     shifts of each cell's spike train, at least ``min_shift_s``) and the classification are
-    then the recording's. Its analysis holds ``x``, ``y`` in cm, ``occupancy`` in seconds,
-    ``rate_map`` in Hz, ``spacing_cm`` and ``wave_length_cm``, the coord ``cell_id`` on
-    ``unit``, and its populations by their
-    names; it has no decoding (needs environments) and no ``spacing_nodes``.
+    then the recording's. Spikes are never made a dense (time, cell) array: their counts
+    per sample are held sparsely (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`)
+    and every map, real or shifted, is a bincount of (shifted) sample indices, the same
+    numbers as the dense products; a session of rates is held once, densely, and mapped
+    ``chunk_units`` cells at a time. Shifts and scored maps go in blocks of bounded size
+    (:data:`~hippo_rep.analysis.shuffle.NULL_BLOCK_ONEHOT`,
+    :data:`~hippo_rep.analysis.shuffle.NULL_BLOCK_BINS`), so memory does not grow with the
+    number of shuffles, and with a session's length only as its spikes and tracking do. Its
+    analysis holds ``x``, ``y`` in cm, ``occupancy`` in seconds, ``rate_map`` in Hz,
+    ``spacing_cm`` and ``wave_length_cm``, the coord ``cell_id`` on ``unit``, and its
+    populations by their names; it has no decoding (needs environments) and no
+    ``spacing_nodes``.
 
     Parameters
     ----------

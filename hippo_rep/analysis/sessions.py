@@ -624,7 +624,8 @@ def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
     """Rate per tracking sample of one population of a checked session, ``(env, time,
     unit)`` float64 with one ``env``: spikes per sample / :func:`sample_interval` (Hz) or the
     session's rates; coord ``unit`` = index within the population, ``cell_id`` the cells'
-    ids."""
+    ids. Dense: the analysis itself keeps a session's spikes sparse
+    (:func:`session_rate_maps` without ``activity``)."""
     cells = _cells_of(session, population)
     if session.attrs[CELLS_ATTR] == "spikes":
         counts, gaps = _sample_counts(session, cells)
