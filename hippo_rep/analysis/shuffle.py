@@ -50,9 +50,10 @@ SHUFFLE_MIN_SHIFT_FRACTION = 0.1
 NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
 
 #: Bins of the shuffled maps scored at once (units x shifts x map bins): bounds the scorers'
-#: temporary memory, about 0.6 kB per map bin for the plane-wave share and 0.3 kB for
-#: gridness (0.6 and 0.3 MB per 40 x 40 map), so ~0.25 GB here (164 maps of 40 x 40).
-NULL_BLOCK_BINS = 2**18
+#: temporary memory, about 0.6 kB per map bin (the plane-wave share's and gridness' peaks,
+#: measured on 40 x 40 maps), so ~80 MB here (81 maps of 40 x 40; fewer would add per-call
+#: overhead to the ~7 ms that scoring a map takes).
+NULL_BLOCK_BINS = 2**17
 
 #: Nonzeros of the one-hot (shift, node) x time matrix of dense activity built at once (~40
 #: bytes each while it is built, ~170 MB): a long session's shifts are taken in blocks.
