@@ -77,6 +77,16 @@ def test_sparse_counts_are_the_dense_counts(session):
     np.testing.assert_array_equal(part.dense(), counts.dense()[:, [3, 0]])
 
 
+def test_counts_by_groups_of_cells_are_the_same(session, monkeypatch):
+    cells = np.array([5, 0, 3, 11, 7])
+    whole, gaps = ss._sample_counts(session, cells)
+    monkeypatch.setattr(ss, "COUNT_BLOCK_SPIKES", 50)  # a group per cell or less
+    grouped, gaps_grouped = ss._sample_counts(session, cells)
+    assert gaps_grouped == gaps
+    for k in ("sample", "count", "offsets"):
+        np.testing.assert_array_equal(getattr(grouped, k), getattr(whole, k))
+
+
 def test_sample_counts_merge_spikes_of_one_sample():
     c = sample_counts(np.array([2, 2, 5, 0, 0, 0]), np.array([0, 0, 0, 2, 2, 2]), 3, 8, 0.5)
     assert c.sample.tolist() == [2, 5, 0] and c.count.tolist() == [2, 1, 3]

@@ -137,3 +137,20 @@ def sample_counts(sample: np.ndarray, unit: np.ndarray, n_units: int, n_time: in
     offsets = np.zeros(n_units + 1, dtype=np.int64)
     np.cumsum(np.bincount(u, minlength=n_units), out=offsets[1:])
     return SampleCounts(s, count, offsets, int(n_time), float(sample_interval))
+
+
+def concat_counts(parts: list[SampleCounts], n_time: int, sample_interval: float
+                  ) -> SampleCounts:
+    """The units of ``parts`` one after the other (all of ``n_time`` samples of
+    ``sample_interval`` s); an empty list gives no unit."""
+    if not parts:
+        return SampleCounts(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                            np.zeros(1, dtype=np.int64), int(n_time), float(sample_interval))
+    if len(parts) == 1:
+        return parts[0]
+    sizes = np.concatenate([np.diff(p.offsets) for p in parts])
+    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return SampleCounts(np.concatenate([p.sample for p in parts]),
+                        np.concatenate([p.count for p in parts]), offsets, int(n_time),
+                        float(sample_interval))

@@ -56,7 +56,7 @@ from hippo_rep.schema import KIND_ATTR, POPULATIONS, AnalysisError
 from ._checks import check_positive_number
 from .ratemaps import _node_maps_dataset
 from .recordings import NODE_DIM, UNIT_DIM, node_rate_maps, smoothed_node_maps
-from .sample_counts import SampleCounts, sample_counts
+from .sample_counts import SampleCounts, concat_counts, sample_counts
 
 #: The kind attr (``hippo_rep_kind``) of a session.
 SESSION_KIND = "session"
@@ -587,27 +587,41 @@ def session_speed(session: xr.Dataset) -> xr.DataArray:
                         attrs={"units": "cm/s", "long_name": "running speed"})
 
 
+#: Spikes turned into sample counts at once (cells taken in groups up to about this many
+#: spikes): bounds the ~10 temporary int64 arrays per spike to ~80 MB however long the session.
+COUNT_BLOCK_SPIKES = 2**20
+
+
 def _sample_counts(session: xr.Dataset, cells: np.ndarray) -> tuple[SampleCounts, int]:
     """Spikes per tracking sample of the cells at positions ``cells`` of a checked session,
     sparse (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`, Hz = count / sample
     interval), and the spikes counted nowhere: a spike counts in the sample whose
-    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap."""
+    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap. Cells are
+    taken in groups of about :data:`COUNT_BLOCK_SPIKES` spikes."""
     t = np.asarray(session[TIME].values, dtype=np.float64)
     dt = sample_interval(session)
-    half = dt / 2
+    ends_of_sample = t + dt / 2
     counts = np.asarray(session[N_SPIKES].values)
     starts = np.cumsum(counts) - counts
     spikes = np.asarray(session[SPIKE_TIMES].values, dtype=np.float64)
-    # every selected spike at once, with its column
-    idx = np.concatenate([np.arange(starts[c], starts[c] + counts[c]) for c in cells]
-                         ) if cells.size else np.zeros(0, dtype=np.int64)
-    col = np.repeat(np.arange(cells.size), counts[cells])
-    s = spikes[idx]
-    i = np.searchsorted(t + half, s, side="right")  # first sample ending after s
-    ok = i < t.size
-    i = np.minimum(i, t.size - 1)
-    ok &= s >= t[i] - half
-    return sample_counts(i[ok], col[ok], cells.size, t.size, dt), int((~ok).sum())
+    cells = np.asarray(cells, dtype=np.int64)
+    # group boundaries: cumulative spikes of the selected cells cross multiples of the block
+    total = np.cumsum(counts[cells])
+    cuts = np.searchsorted(total, np.arange(COUNT_BLOCK_SPIKES, total[-1] if total.size else 0,
+                                            COUNT_BLOCK_SPIKES), side="right")
+    parts, gaps = [], 0
+    for group in np.split(cells, np.unique(cuts)):
+        idx = np.concatenate([np.arange(starts[c], starts[c] + counts[c]) for c in group]
+                             ) if group.size else np.zeros(0, dtype=np.int64)
+        col = np.repeat(np.arange(group.size), counts[group])
+        s = spikes[idx]
+        i = np.searchsorted(ends_of_sample, s, side="right")  # first sample ending after s
+        ok = i < t.size
+        i = np.minimum(i, t.size - 1)
+        ok &= s >= t[i] - dt / 2
+        gaps += int((~ok).sum())
+        parts.append(sample_counts(i[ok], col[ok], group.size, t.size, dt))
+    return concat_counts(parts, t.size, dt), gaps
 
 
 def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
