@@ -439,6 +439,67 @@ def cmd_analyse(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- export-nwb
+#: Seconds per step of a model recording's walk written to NWB when ``--step-duration`` is
+#: not given (the walk has no clock of its own).
+EXPORT_STEP_DURATION_S = 1.0
+
+
+def _add_export_nwb(sub) -> None:
+    e = sub.add_parser("export-nwb", help="a session (.nc) or one environment of a model "
+                                          "recording (.nc or .zarr) → an NWB file")
+    e.add_argument("input", help="a session .nc (write_session) or a recording (.nc or .zarr) "
+                                 "from hippo-rep record")
+    e.add_argument("--out", required=True, help="output FILE.nwb (written atomically)")
+    e.add_argument("--env", type=int, default=None,
+                   help="recordings: which environment (position along env) to write "
+                        "(default: 0)")
+    e.add_argument("--step-duration", type=float, default=None, metavar="S",
+                   help="recordings: seconds per step of the walk (default: "
+                        f"{EXPORT_STEP_DURATION_S:g})")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    e.set_defaults(func=cmd_export_nwb)
+
+
+def cmd_export_nwb(args) -> int:
+    from hippo_rep.analysis.nwb import write_nwb
+    from hippo_rep.export import write_recording_nwb
+    from hippo_rep.fileio import quote
+    from hippo_rep.pipeline.stages import _open_input
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".nwb":
+        raise OutputError(f"--out {quote(str(out))} must end in .nwb")
+    src = Path(args.input)
+    if src.suffix.lower() == ".nwb":
+        raise OutputError(f"{quote(str(src))} is an NWB file already; export-nwb takes a "
+                          "session .nc or a recording")
+    if not src.exists():
+        raise FileNotFoundError(f"input {quote(str(src))} not found")
+    check_output_path(out, "--out", inputs=[src], overwrite=args.overwrite)
+    t0 = time.perf_counter()
+    data, session = _open_input(src, None)  # checked by its reader, errors name the file
+    if session:
+        given = [f for f, v in (("--env", args.env), ("--step-duration", args.step_duration))
+                 if v is not None]
+        if given:
+            raise OutputError(f"{given[0]} is for recordings; {quote(str(src))} is a session")
+        write_nwb(data, out, overwrite=args.overwrite)
+        what = f"session of {data.sizes['cell']} cells"
+    else:
+        env = 0 if args.env is None else args.env
+        n_env = data.sizes["env"]
+        if not 0 <= env < n_env:
+            raise OutputError(f"--env {env} is out of range: {quote(str(src))} has {n_env} "
+                              f"environment(s) (0..{n_env - 1})")
+        step = (EXPORT_STEP_DURATION_S if args.step_duration is None
+                else args.step_duration)
+        write_recording_nwb(data, out, env=env, step_duration=step, overwrite=args.overwrite)
+        what = f"environment {env} of a recording"
+    print(f"export-nwb: {what} → {out} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
 def _add_remap_sessions(sub) -> None:
     rs = sub.add_parser("remap-sessions", help="which of the same cells remapped between two "
                                                "sessions (NWB or session .nc) → one .nc")
@@ -905,7 +966,7 @@ def cmd_demo(args) -> int:
 # ------------------------------------------------------------------- the parser and main
 #: The commands, in the order ``hippo-rep --help`` lists them: each adds its parser.
 COMMANDS = (_add_train, _add_evaluate, _add_calibrate, _add_record, _add_analyse,
-            _add_remap_sessions,
+            _add_remap_sessions, _add_export_nwb,
             _add_passkey, _add_controls, _add_figures, _add_sweep, _add_delay, _add_demo)
 
 

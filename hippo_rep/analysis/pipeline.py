@@ -90,16 +90,19 @@ from .remapping import (
     remapping_from_rates,
     stack_units,
 )
+from .sample_counts import SampleCounts
 from .sessions import (
     ARENA_ATTR,
     CELL_ID,
     CELLS_ATTR,
+    RATE,
     SESSION_KIND,
     SESSION_MIN_FIELD_AREA_CM2,
+    _cells_of,
+    _sample_counts,
     is_session,
     parse_arena,
     sample_interval,
-    session_activity,
     session_node,
     session_populations,
     session_rate_maps,
@@ -222,10 +225,18 @@ def analyse(
     interval) as the activity, the square bin of every speed-filtered sample as its "node"
     (one bin per node), one environment. Every per-unit kernel, the shuffles (circular
     shifts of each cell's spike train, at least ``min_shift_s``) and the classification are
-    then the recording's. Its analysis holds ``x``, ``y`` in cm, ``occupancy`` in seconds,
-    ``rate_map`` in Hz, ``spacing_cm`` and ``wave_length_cm``, the coord ``cell_id`` on
-    ``unit``, and its populations by their
-    names; it has no decoding (needs environments) and no ``spacing_nodes``.
+    then the recording's. Spikes are never made a dense (time, cell) array: their counts
+    per sample are held sparsely (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`)
+    and every map, real or shifted, is a bincount of (shifted) sample indices, the same
+    numbers as the dense products; a session of rates is held once, densely, and mapped
+    ``chunk_units`` cells at a time. Shifts and scored maps go in blocks of bounded size
+    (:data:`~hippo_rep.analysis.shuffle.NULL_BLOCK_ONEHOT`,
+    :data:`~hippo_rep.analysis.shuffle.NULL_BLOCK_BINS`), so memory does not grow with the
+    number of shuffles, and with a session's length only as its spikes and tracking do. Its
+    analysis holds ``x``, ``y`` in cm, ``occupancy`` in seconds, ``rate_map`` in Hz,
+    ``spacing_cm`` and ``wave_length_cm``, the coord ``cell_id`` on ``unit``, and its
+    populations by their names; it has no decoding (needs environments) and no
+    ``spacing_nodes``.
 
     Parameters
     ----------
@@ -375,9 +386,10 @@ def analyse(
 
     # ---- rate maps (one sparse product per population; cheap, eager)
     # (activity and nodes read from the recording or session once, and passed along)
-    if session:
-        prep = _session_inputs(recording, variables, **session_opts)
-        node, acts, maps = prep.node, prep.acts, prep.maps
+    if session:  # one dense copy of a session's rates, or its spikes held sparsely
+        prep = _session_inputs(recording, variables, chunk_units=chunk_units, **session_opts)
+        node, maps, acts = prep.node, prep.maps, {}
+        activity, counts = prep.activity, prep.counts
         min_shift_fraction = prep.min_shift_fraction
         field_min_area = prep.field_min_area
     else:
@@ -385,14 +397,15 @@ def analyse(
         acts = {v: unit_activity(recording, v) for v in variables}
         maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
                              activity=acts[v], node=node) for v in variables}
+        activity, counts = stack_units(acts), None
     first = maps[variables[0]]
     sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
     if not session:  # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
         field_min_area = max(1, int(round(FIELD_MIN_NODES / res**2)))
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
-    activity = stack_units(acts)
-    n_env, n_time = activity.sizes["env"], activity.sizes["time"]
+    n_env, n_time = ((activity.sizes["env"], activity.sizes["time"]) if counts is None
+                     else (1, counts.n_time))
     shifts = xr.DataArray(
         circular_shifts(n_time, n_env, shuffles, np.random.default_rng(shift_ss),
                         min_shift_fraction),
@@ -411,10 +424,12 @@ def analyse(
         sigma=sigma,
         pairs=env_pairs(rate_map["env"])[1],
         keep_null=bool(keep_null),
+        counts=counts,
     )
     # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
     # compute (with dask's default scheduler) to check that the inputs agree
-    bare = [da.drop_vars(["variable", "unit_index"]) for da in (rate_map, node_rate, activity)]
+    bare = [da.drop_vars(["variable", "unit_index"], errors="ignore")
+            for da in (rate_map, node_rate, activity)]
     inputs = [*bare, occ, node, shifts]
     if lazy:  # chunked along unit only
         inputs[:3] = [b.chunk({UNIT_DIM: int(chunk_units)}) for b in bare]
@@ -501,7 +516,8 @@ class _SessionInputs:
     """What :func:`analyse` reads from a session (:func:`_session_inputs`)."""
 
     node: xr.DataArray
-    acts: dict
+    activity: xr.DataArray
+    counts: SampleCounts | None
     maps: dict
     cell_id: np.ndarray
     min_shift_s: float
@@ -511,8 +527,12 @@ class _SessionInputs:
 
 
 def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
-                    smooth_cm=None, min_speed_cm_s=None, min_shift_s=None) -> _SessionInputs:
-    """A session as :func:`analyse`'s inputs: per-sample rates as activity, bins as nodes."""
+                    smooth_cm=None, min_speed_cm_s=None, min_shift_s=None,
+                    chunk_units: int | None = None) -> _SessionInputs:
+    """A session as :func:`analyse`'s inputs: bins as nodes; as activity, a session of spikes'
+    counts per tracking sample held sparsely (``counts``; ``activity`` the cells' positions in
+    them) or one dense (env, time, unit) copy of a session's rates, whose maps are formed
+    ``chunk_units`` cells at a time."""
     bin_cm = SESSION_BIN_SIZE_CM if bin_size_cm is None else bin_size_cm
     bin_cm = check_positive_number(bin_cm, "bin_size_cm")
     speed = SESSION_MIN_SPEED_CM_S if min_speed_cm_s is None else min_speed_cm_s
@@ -523,14 +543,37 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
     if not (node.values >= 0).any():
         raise AnalysisError(f"the session has no tracking sample at {speed:g} cm/s or faster "
                             "(lower min_speed_cm_s)")
-    acts, maps, ids, gaps = {}, {}, [], 0
-    for v in variables:
-        act = session_activity(session, v)  # checked once, by analyse
-        ids.append(act[CELL_ID].values)
-        gaps += int(act.attrs["spikes_in_gaps"])
-        acts[v] = act.drop_vars(CELL_ID)
-        maps[v] = session_rate_maps(session, v, bin_cm, smooth_cm, speed, acts[v], node,
-                                    session_checked=True)
+    cells = {v: _cells_of(session, v) for v in variables}
+    every = np.concatenate(list(cells.values()))
+    ids = np.asarray(session[CELL_ID].values).astype(str)[every]
+    bounds = np.cumsum([0] + [c.size for c in cells.values()])
+    maps, gaps = {}, 0
+    if session.attrs[CELLS_ATTR] == "spikes":
+        counts, gaps = _sample_counts(session, every)
+        activity = xr.DataArray(np.arange(every.size), dims=(UNIT_DIM,))  # positions in counts
+        for v, lo, hi in zip(variables, bounds[:-1], bounds[1:], strict=True):
+            maps[v] = session_rate_maps(session, v, bin_cm, smooth_cm, speed, node=node,
+                                        session_checked=True,
+                                        counts=counts.take(np.arange(lo, hi)))
+    else:  # one copy of the selected rates; maps by chunks of cells (bounded temporaries)
+        counts = None
+        rate = session[RATE]
+        values = np.asarray(rate.values, dtype=np.float64)[:, every]
+        activity = xr.DataArray(values[None], dims=("env", "time", UNIT_DIM),
+                                coords={"env": [0], UNIT_DIM: np.arange(every.size)},
+                                attrs={"units": rate.attrs.get("units", "Hz")})
+        step = every.size if chunk_units is None else int(chunk_units)
+        for v, lo, hi in zip(variables, bounds[:-1], bounds[1:], strict=True):
+            parts = []
+            for a in range(lo, hi, max(step, 1)):
+                act = activity.isel({UNIT_DIM: slice(a, min(a + step, hi))})
+                act = act.assign_coords({UNIT_DIM: act[UNIT_DIM].values - lo})
+                parts.append(session_rate_maps(session, v, bin_cm, smooth_cm, speed, act, node,
+                                               session_checked=True))
+            maps[v] = (parts[0] if len(parts) == 1 else
+                       xr.concat(parts, UNIT_DIM, data_vars="minimal", coords="minimal",
+                                 compat="override", join="override",
+                                 combine_attrs="override"))
     dt = sample_interval(session)
     duration = session.sizes["time"] * dt
     fraction = shift_s / duration
@@ -544,7 +587,7 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
                  speed_filtered_fraction=float((node.values < 0).mean()))
     if ARENA_ATTR in session.attrs:
         attrs["session_arena"] = parse_arena(session.attrs[ARENA_ATTR], where="session")
-    return _SessionInputs(node=node, acts=acts, maps=maps, cell_id=np.concatenate(ids),
+    return _SessionInputs(node=node, activity=activity, counts=counts, maps=maps, cell_id=ids,
                           min_shift_s=float(shift_s), min_shift_fraction=fraction,
                           field_min_area=max(1, math.ceil(
                               SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
@@ -621,12 +664,13 @@ class _UnitBlock:
     """Everything :func:`analyse` computes per unit, for one chunk of units (one dask task).
 
     Called by ``xr.apply_ufunc`` with arrays (unit, env, ...): rate maps (.., y, x), node
-    rates (.., world_node), activity (.., time), node occupancy (1, env, world_node), node
-    (1, env, time), shifts (1, env, shuffle). The map scores are the public functions'
-    kernels (:mod:`~hippo_rep.analysis.kernels`) on numpy. All outputs are packed into one
-    float64 array (unit, packed) — one result per task, which matters on dask.distributed,
-    where every result key costs a message — and unpacked by :meth:`unpack` (small ints
-    are exact).
+    rates (.., world_node), activity (.., time) (with ``counts``, a session's spike counts
+    held sparsely: (unit,) the units' positions in them), node occupancy (1, env,
+    world_node), node (1, env, time), shifts (1, env, shuffle). The map scores are the
+    public functions' kernels (:mod:`~hippo_rep.analysis.kernels`) on numpy. All outputs
+    are packed into one float64 array (unit, packed) — one result per task, which matters
+    on dask.distributed, where every result key costs a message — and unpacked by
+    :meth:`unpack` (small ints are exact).
     """
 
     kernels: tuple[tuple[Kernel, str, dict], ...]
@@ -637,6 +681,7 @@ class _UnitBlock:
     sigma: float
     pairs: np.ndarray
     keep_null: bool
+    counts: SampleCounts | None = None
 
     def outputs(self) -> list[Output]:
         """Every output (dims after ``unit``), in order."""
@@ -683,8 +728,11 @@ class _UnitBlock:
                    score_plane_wave_share, score_spatial_info]
         bar = _BAR  # set by analyse(progress=True) in this process
         if bar is not None:  # one tick per block of units, shuffles and score
-            scorers = [_ticking(fn, bar, shifts.shape[-1]) for fn in scorers]
-        nulls = _null_core(np.swapaxes(act, 0, 1), node, shifts, node_map=self.node_map,
+            scorers = [_ticking(fn, bar) for fn in scorers]
+        # a session's spikes: ``act`` holds the units' positions in ``self.counts``
+        act = (np.swapaxes(act, 0, 1) if self.counts is None
+               else self.counts.take(act.reshape(-1)))
+        nulls = _null_core(act, node, shifts, node_map=self.node_map,
                            n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
                            names=list(_NULL_SCORES))
         qs = np.asarray(self.quantiles)
@@ -735,10 +783,11 @@ def _per_unit_and_populations(spec: _UnitBlock, inputs: list, sizes: dict, lazy:
                               ) -> tuple[xr.Dataset, dict]:
     """The packed per-unit outputs (``spec`` over ``inputs``, one task per chunk of units)
     and the population analyses of ``pop_inputs`` (population -> arguments), computed."""
+    act_dims = ["env", "time"] if spec.counts is None else []  # else: positions in counts
     packed = xr.apply_ufunc(
         spec,
         *inputs,
-        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], ["env", "time"],
+        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], act_dims,
                          ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
         output_core_dims=[[_PACKED]],
         dask="parallelized",
@@ -793,13 +842,14 @@ def _progress_bar(enabled: bool, total: int):
         bar.close()
 
 
-def _ticking(scorer, bar, per_unit: int):
-    """``scorer`` advancing ``bar`` by ``per_unit`` per unit of the maps it scored."""
+def _ticking(scorer, bar):
+    """``scorer`` advancing ``bar`` by the number of shuffled maps it scored (units x
+    shuffles of the block it is given)."""
 
     @functools.wraps(scorer)
     def run(ds: xr.Dataset):
         res = scorer(ds)
-        bar.update(ds.sizes[UNIT_DIM] * per_unit)
+        bar.update(ds.sizes[UNIT_DIM] * ds.sizes.get(SHUFFLE_DIM, 1))
         return res
 
     return run

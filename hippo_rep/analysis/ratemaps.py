@@ -505,8 +505,58 @@ def rate_maps_from_nodes(
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         node_rate = np.where(counts > 0, sums / counts, np.nan)  # (L, node, U)
-    node_rate = np.moveaxis(node_rate, 1, -1)  # (L, U, node)
+    coords: dict[Hashable, object] = dict(leading_coords(activity, [time_dim]))
+    coords.update(leading_coords(node, [time_dim]))
+    return _node_maps_dataset(
+        np.moveaxis(node_rate, 1, -1).reshape(lead_shape + unit_shape + (n_node,)),
+        occ.reshape(lead_shape + (n_node,)), nx_, ny_, [*lead], [*units], coords,
+        resolution=resolution, radius=radius, node_dim=node_dim,
+        units_attr=activity.attrs.get("units", "activity units"))
 
+
+def _node_maps_dataset(
+    node_rate: np.ndarray,
+    occupancy: np.ndarray,
+    node_x: np.ndarray,
+    node_y: np.ndarray,
+    lead: Sequence[Hashable],
+    units: Sequence[Hashable],
+    coords: dict,
+    resolution: float | None = None,
+    radius: float = NODE_RADIUS,
+    node_dim: str = "node",
+    units_attr: str = "activity units",
+) -> xr.Dataset:
+    """The Dataset of :func:`rate_maps_from_nodes` from rates per node already formed (its
+    second half, shared with callers that sum activity per node their own way, e.g. the
+    sparse spike counts of a session).
+
+    Parameters
+    ----------
+    node_rate : numpy.ndarray, (*lead, *units, node) float
+        Mean activity per node (NaN = unvisited).
+    occupancy : numpy.ndarray, (*lead, node) float
+        Visits per node, steps.
+    node_x, node_y : numpy.ndarray, (node,)
+        Node coordinates, node spacings (checked by the caller).
+    lead, units : sequences of dim names
+        The leading dims (e.g. ``env``) and unit dims (e.g. ``unit``) of ``node_rate``.
+    coords : dict
+        Coords of the lead and unit dims (others are added here).
+    resolution, radius, node_dim
+        As in :func:`rate_maps_from_nodes` (``resolution`` checked by the caller).
+    units_attr : str
+        Unit of the activity.
+    """
+    lead, units = list(lead), list(units)
+    n_node = node_x.size
+    lead_shape = occupancy.shape[:-1]
+    unit_shape = node_rate.shape[len(lead_shape):-1]
+    n_l = int(np.prod(lead_shape, dtype=np.int64))
+    n_u = int(np.prod(unit_shape, dtype=np.int64))
+    node_rate = node_rate.reshape(n_l, n_u, n_node)  # (L, U, node)
+    occ = occupancy.reshape(n_l, n_node)
+    nx_, ny_ = node_x, node_y
     node_map, xs, ys, res, one_per_node = _node_raster(nx_, ny_, resolution, radius)
     has = node_map >= 0
     safe = np.where(has, node_map, 0)
@@ -514,13 +564,11 @@ def rate_maps_from_nodes(
     occ_map = np.where(has, occ[:, safe], 0.0)  # (L, ny, nx)
     shape_yx = node_map.shape
 
-    coords: dict[Hashable, object] = dict(leading_coords(activity, [time_dim]))
-    coords.update(leading_coords(node, [time_dim]))
+    coords = dict(coords)
     coords["x"] = ("x", xs, {"long_name": "bin centre x", "units": "node spacings"})
     coords["y"] = ("y", ys, {"long_name": "bin centre y", "units": "node spacings"})
     coords["node_x"] = (node_dim, nx_)
     coords["node_y"] = (node_dim, ny_)
-    units_attr = activity.attrs.get("units", "activity units")
     return xr.Dataset(
         {
             "rate_map": (

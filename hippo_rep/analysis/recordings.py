@@ -190,6 +190,13 @@ def node_rate_maps(
     """
     ds = rate_maps_from_nodes(activity, node, node_x, node_y, resolution=resolution,
                               node_dim=NODE_DIM)
+    return smoothed_node_maps(ds, smooth_sigma)
+
+
+def smoothed_node_maps(ds: xr.Dataset, smooth_sigma: float | None) -> xr.Dataset:
+    """The maps of :func:`node_rate_maps` smoothed, from those of
+    :func:`~hippo_rep.analysis.ratemaps.rate_maps_from_nodes` (its second half, shared with
+    the sparse maps of a session's spike counts)."""
     sigma = (0.0 if smooth_sigma is None
              else check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True))
     if sigma > 0:

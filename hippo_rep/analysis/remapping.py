@@ -550,14 +550,16 @@ def pair_structure(
     n_shuffles = check_n_shuffles(n_shuffles, "n_shuffles")
     gen, seed_attr = as_rng(rng)
     coords, pairs = env_pairs(node_rate["env"])
+    n_p = len(pairs)
+    # one environment (a session) has no pair: the unit x unit matrices would go unused
+    envs = range(node_rate.sizes["env"] if n_p else 0)
     r = np.asarray(node_rate.transpose("env", UNIT_DIM, NODE_DIM).values, dtype=np.float64)
-    mats = [_unit_corr_matrix(r[e]) for e in range(r.shape[0])]
+    mats = [_unit_corr_matrix(r[e]) for e in envs]
     offsets = None
     if rate_map is not None:
         m = np.asarray(rate_map.transpose("env", UNIT_DIM, "y", "x").values, dtype=np.float64)
         max_lag = SHIFT_MAX_LAG_FRACTION * min(m.shape[-2:])
-        offsets = [_pair_offsets(m[e], max_lag) for e in range(m.shape[0])]
-    n_p = len(pairs)
+        offsets = [_pair_offsets(m[e], max_lag) for e in envs]
     res = {k: np.full(n_p, np.nan) for k in (
         "pair_structure_r", "pair_structure_p", "pair_structure_null_mean",
         "pair_structure_null_q95", "pair_shift_match", "pair_shift_p", "pair_shift_null_mean")}

@@ -54,7 +54,9 @@ from hippo_rep.fileio import atomic_write, quote
 from hippo_rep.schema import KIND_ATTR, POPULATIONS, AnalysisError
 
 from ._checks import check_positive_number
-from .recordings import UNIT_DIM, node_rate_maps
+from .ratemaps import _node_maps_dataset
+from .recordings import NODE_DIM, UNIT_DIM, node_rate_maps, smoothed_node_maps
+from .sample_counts import SampleCounts, concat_counts, sample_counts
 
 #: The kind attr (``hippo_rep_kind``) of a session.
 SESSION_KIND = "session"
@@ -585,29 +587,41 @@ def session_speed(session: xr.Dataset) -> xr.DataArray:
                         attrs={"units": "cm/s", "long_name": "running speed"})
 
 
-def _spike_counts(session: xr.Dataset, cells: np.ndarray) -> xr.DataArray:
-    """Spikes per tracking sample, ``(time, unit)`` float64, of the cells at positions
-    ``cells`` of a checked session: a spike counts in the sample whose
-    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap (attr
-    ``spikes_in_gaps``: the spikes counted nowhere)."""
+#: Spikes turned into sample counts at once (cells taken in groups up to about this many
+#: spikes): bounds the ~10 temporary int64 arrays per spike to ~80 MB however long the session.
+COUNT_BLOCK_SPIKES = 2**20
+
+
+def _sample_counts(session: xr.Dataset, cells: np.ndarray) -> tuple[SampleCounts, int]:
+    """Spikes per tracking sample of the cells at positions ``cells`` of a checked session,
+    sparse (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`, Hz = count / sample
+    interval), and the spikes counted nowhere: a spike counts in the sample whose
+    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap. Cells are
+    taken in groups of about :data:`COUNT_BLOCK_SPIKES` spikes."""
     t = np.asarray(session[TIME].values, dtype=np.float64)
-    half = sample_interval(session) / 2
+    dt = sample_interval(session)
+    ends_of_sample = t + dt / 2
     counts = np.asarray(session[N_SPIKES].values)
     starts = np.cumsum(counts) - counts
     spikes = np.asarray(session[SPIKE_TIMES].values, dtype=np.float64)
-    # every selected spike at once, with its column
-    idx = np.concatenate([np.arange(starts[c], starts[c] + counts[c]) for c in cells]
-                         ) if cells.size else np.zeros(0, dtype=np.int64)
-    col = np.repeat(np.arange(cells.size), counts[cells])
-    s = spikes[idx]
-    i = np.searchsorted(t + half, s, side="right")  # first sample ending after s
-    ok = i < t.size
-    i = np.minimum(i, t.size - 1)
-    ok &= s >= t[i] - half
-    out = np.bincount(i[ok] * cells.size + col[ok], minlength=t.size * cells.size)
-    return xr.DataArray(out.reshape(t.size, cells.size).astype(np.float64),
-                        dims=(TIME, UNIT_DIM),
-                        attrs={"units": "spikes", "spikes_in_gaps": int((~ok).sum())})
+    cells = np.asarray(cells, dtype=np.int64)
+    # group boundaries: cumulative spikes of the selected cells cross multiples of the block
+    total = np.cumsum(counts[cells])
+    cuts = np.searchsorted(total, np.arange(COUNT_BLOCK_SPIKES, total[-1] if total.size else 0,
+                                            COUNT_BLOCK_SPIKES), side="right")
+    parts, gaps = [], 0
+    for group in np.split(cells, np.unique(cuts)):
+        idx = np.concatenate([np.arange(starts[c], starts[c] + counts[c]) for c in group]
+                             ) if group.size else np.zeros(0, dtype=np.int64)
+        col = np.repeat(np.arange(group.size), counts[group])
+        s = spikes[idx]
+        i = np.searchsorted(ends_of_sample, s, side="right")  # first sample ending after s
+        ok = i < t.size
+        i = np.minimum(i, t.size - 1)
+        ok &= s >= t[i] - dt / 2
+        gaps += int((~ok).sum())
+        parts.append(sample_counts(i[ok], col[ok], group.size, t.size, dt))
+    return concat_counts(parts, t.size, dt), gaps
 
 
 def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
@@ -624,12 +638,12 @@ def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
     """Rate per tracking sample of one population of a checked session, ``(env, time,
     unit)`` float64 with one ``env``: spikes per sample / :func:`sample_interval` (Hz) or the
     session's rates; coord ``unit`` = index within the population, ``cell_id`` the cells'
-    ids."""
+    ids. Dense: the analysis itself keeps a session's spikes sparse
+    (:func:`session_rate_maps` without ``activity``)."""
     cells = _cells_of(session, population)
     if session.attrs[CELLS_ATTR] == "spikes":
-        counts = _spike_counts(session, cells)
-        values, units = counts.values / sample_interval(session), "Hz"
-        gaps = counts.attrs["spikes_in_gaps"]
+        counts, gaps = _sample_counts(session, cells)
+        values, units = counts.dense(), "Hz"
     else:
         values = np.asarray(session[RATE].values, dtype=np.float64)[:, cells]
         units, gaps = session[RATE].attrs.get("units", "Hz"), 0
@@ -699,7 +713,8 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
                       min_speed_cm_s: float = SESSION_MIN_SPEED_CM_S,
                       activity: xr.DataArray | None = None,
                       node: xr.DataArray | None = None, *,
-                      session_checked: bool = False) -> xr.Dataset:
+                      session_checked: bool = False,
+                      counts: SampleCounts | None = None) -> xr.Dataset:
     """Rate maps of one population of a session: spikes per bin / occupancy in seconds.
 
     Parameters
@@ -715,9 +730,14 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     min_speed_cm_s : float
         Samples slower than this are dropped (0 keeps every tracked sample).
     activity, node : xarray.DataArray, optional
-        :func:`session_activity` and :func:`session_node` when the caller has them.
+        :func:`session_activity` and :func:`session_node` when the caller has them. Without
+        ``activity``, the maps of a session of spikes are formed from its spike counts per
+        tracking sample held sparsely (no dense (time, cell) array; the same numbers).
     session_checked : bool
         The session has just passed :func:`validate_session`: not checked again.
+    counts : SampleCounts, optional
+        The population's sparse spike counts when the caller has them (a session of spikes,
+        no ``activity``).
 
     Returns
     -------
@@ -737,11 +757,21 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     nx, ny = xe.size - 1, ye.size - 1
     sigma_cm = 0.0 if smooth_cm is None else check_positive_number(smooth_cm, "smooth_cm",
                                                                    allow_zero=True)
-    act = session_activity(session, population) if activity is None else activity
     node = session_node(session, b, min_speed_cm_s) if node is None else node
     iy, ix = np.divmod(np.arange(nx * ny), nx)
-    ds = node_rate_maps(act, node, ix.astype(np.float64), iy.astype(np.float64),
-                        smooth_sigma=sigma_cm / b)
+    if activity is None and session.attrs[CELLS_ATTR] == "spikes":
+        cells = _cells_of(session, population)
+        if counts is None:
+            counts, _ = _sample_counts(session, cells)
+        ids = np.asarray(session[CELL_ID].values).astype(str)[cells]
+        ds = count_rate_maps(counts, node, ix.astype(np.float64), iy.astype(np.float64),
+                             sigma_cm / b, ids)
+        units = "Hz"
+    else:
+        act = session_activity(session, population) if activity is None else activity
+        ds = node_rate_maps(act, node, ix.astype(np.float64), iy.astype(np.float64),
+                            smooth_sigma=sigma_cm / b)
+        units = act.attrs.get("units", "Hz")
     dt = sample_interval(session)
     cm = {"units": "cm"}
     ds = ds.assign_coords(x=("x", (xe[:-1] + xe[1:]) / 2, {"long_name": "bin centre x", **cm}),
@@ -749,8 +779,48 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     for k in ("occupancy", "node_occupancy"):
         ds[k] = ds[k] * dt
         ds[k].attrs = {"long_name": "time spent in the bin (speed-filtered)", "units": "s"}
-    ds["rate_map"].attrs.update(units=act.attrs.get("units", "Hz"),
+    ds["rate_map"].attrs.update(units=units,
                                 long_name="spikes per second in the bin (NaN = unvisited)")
     ds.attrs.update(bin_size_cm=b, smooth_cm=sigma_cm, min_speed_cm_s=float(min_speed_cm_s),
                     sample_interval_s=dt, x_edges=xe, y_edges=ye, variable=population)
     return ds
+
+
+def count_rate_maps(counts: SampleCounts, node: xr.DataArray, node_x: np.ndarray,
+                    node_y: np.ndarray, smooth_sigma: float, cell_id: np.ndarray
+                    ) -> xr.Dataset:
+    """:func:`~hippo_rep.analysis.recordings.node_rate_maps` of sparse spike counts: the same
+    Dataset, with the same numbers, as for their dense rates (:meth:`SampleCounts.dense`),
+    without forming them.
+
+    Parameters
+    ----------
+    counts : SampleCounts
+        Spikes per tracking sample of the cells (Hz = count / sample interval).
+    node : xarray.DataArray, (env, time) int
+        Node (bin) of every tracking sample, one env (:func:`session_node`); -1 = dropped.
+    node_x, node_y : numpy.ndarray, (world_node,)
+        Node coordinates in bins.
+    smooth_sigma : float
+        Gaussian σ in bins (0: none).
+    cell_id : numpy.ndarray, (unit,) str
+        The cells' ids (coord ``cell_id`` on ``unit``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``rate_map`` (env, unit, y, x) Hz, ``occupancy`` (env, y, x) samples, ``node_rate``,
+        ``node_occupancy``, ``node_map``, as :func:`node_rate_maps` returns.
+    """
+    nd = np.asarray(node.values, dtype=np.int64).reshape(-1)
+    n_nodes = node_x.size
+    occ = np.bincount(nd[nd >= 0], minlength=n_nodes).astype(np.float64)
+    sums = counts.node_sums(nd, n_nodes)  # (unit, node)
+    with np.errstate(invalid="ignore", divide="ignore"):  # no missing samples: occupancy
+        node_rate = np.where(occ > 0, sums / occ, np.nan)
+    coords = {"env": ("env", [0]),
+              UNIT_DIM: (UNIT_DIM, np.arange(counts.n_units)),
+              CELL_ID: (UNIT_DIM, np.asarray(cell_id).astype(str))}
+    ds = _node_maps_dataset(node_rate[None], occ[None], node_x, node_y, ["env"], [UNIT_DIM],
+                            coords, node_dim=NODE_DIM, units_attr="Hz")
+    return smoothed_node_maps(ds, smooth_sigma)

@@ -6,9 +6,11 @@ population's own structure is kept) while the trajectory stays: the shuffled act
 step ``t`` is ``a[(t - s) mod T]``. Shifts are drawn uniformly from
 ``[min_shift, T - min_shift]`` with ``min_shift = ceil(min_shift_fraction * T)``
 (:data:`SHUFFLE_MIN_SHIFT_FRACTION` = 10% of the walk), so that no shuffle is close to the
-real alignment. The shuffled rate maps of all shifts are accumulated at once (a sparse
-one-hot matrix of (shift, node) against time, multiplied by the activity), then scored; a
-unit's null distribution is its score over the shuffles, per environment.
+real alignment. The shuffled rate maps of a block of shifts are accumulated at once (a
+sparse one-hot matrix of (shift, node) against time, multiplied by the activity; for a
+session's spike counts, a bincount of the shifted sample indices of its spikes), then scored
+in blocks of bounded size; a unit's null distribution is its score over the shuffles, per
+environment.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .recordings import (
     rate_maps,
     unit_activity,
 )
+from .sample_counts import SampleCounts
 from .spatial import spatial_information
 
 #: Shifts are at least this fraction of the walk (and at most 1 minus it).
@@ -46,8 +49,15 @@ SHUFFLE_MIN_SHIFT_FRACTION = 0.1
 #: Quantiles of each null distribution that are reported (dim ``quantile``).
 NULL_QUANTILES: tuple[float, ...] = (0.95, 0.99)
 
-#: Shuffled maps are scored in batches of about this many maps (bounds temporary memory).
-NULL_BLOCK_MAPS = 4096
+#: Bins of the shuffled maps scored at once (units x shifts x map bins): bounds the scorers'
+#: temporary memory, about 0.6 kB per map bin (the plane-wave share's and gridness' peaks,
+#: measured on 40 x 40 maps), so ~80 MB here (81 maps of 40 x 40; fewer would add per-call
+#: overhead to the ~7 ms that scoring a map takes).
+NULL_BLOCK_BINS = 2**17
+
+#: Nonzeros of the one-hot (shift, node) x time matrix of dense activity built at once (~40
+#: bytes each while it is built, ~170 MB): a long session's shifts are taken in blocks.
+NULL_BLOCK_ONEHOT = 2**22
 
 #: The shuffle dim.
 SHUFFLE_DIM = "shuffle"
@@ -207,8 +217,37 @@ def circular_shifts(
     return rng.integers(lo, hi + 1, size=(n, n_env)).T.astype(np.int64)
 
 
+def _shifted_sums_dense(
+    act: np.ndarray, onehot: sparse.csr_matrix, n_b: int, n_nodes: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Sums and counts of finite activity per (unit, shuffle, node) of dense ``act`` (u, T)
+    by the one-hot (shuffle, node) x time matrix of a block of ``n_b`` shifts; counts None
+    when every sample is finite (then they are the occupancy)."""
+    a = act.T  # (T, u)
+    fin = np.isfinite(a)
+    sums = np.asarray(onehot @ np.where(fin, a, 0.0)).reshape(n_b, n_nodes, -1)
+    counts = (None if fin.all()
+              else np.asarray(onehot @ fin.astype(np.float64)).reshape(sums.shape))
+    return (sums.transpose(2, 0, 1),
+            None if counts is None else counts.transpose(2, 0, 1))
+
+
+def _onehot(nodes_e: np.ndarray, sh: np.ndarray, n_nodes: int) -> sparse.csr_matrix:
+    """(shift, node) x time one-hot matrix: row ``j * n_nodes + k`` marks the samples ``t``
+    whose activity lands in node ``k`` under shift ``sh[j]`` (node of ``(t + sh[j]) mod
+    T``)."""
+    n_t = nodes_e.size
+    t = np.arange(n_t)
+    nd = nodes_e[(t[None, :] + sh[:, None]) % n_t]  # (S, T): node under a[t]
+    ok = nd >= 0
+    rows = (np.arange(sh.size)[:, None] * n_nodes + nd)[ok]
+    cols = np.broadcast_to(t, nd.shape)[ok]
+    return sparse.csr_matrix((np.ones(rows.size), (rows, cols)),
+                             shape=(sh.size * n_nodes, n_t))
+
+
 def _null_core(
-    act: np.ndarray,
+    act: np.ndarray | SampleCounts,
     node: np.ndarray,
     shifts: np.ndarray,
     ref: np.ndarray | None = None,
@@ -221,71 +260,86 @@ def _null_core(
 ) -> tuple[np.ndarray, ...]:
     """Scores of circularly shifted activity.
 
-    act (E, U, T) float (NaN = missing sample); node (E, 1, T) or (E, T) int; shifts
-    (E, 1, S) or (E, S) int; ref, optional, (E or 1, U, ny, nx) float: each unit's reference
-    map, given to the scorers as ``reference_map`` (unit, y, x). Returns one (E, U, S) float
-    array per score name.
+    act (E, U, T) float (NaN = missing sample), or the :class:`SampleCounts` of U units
+    (one environment; never densified: each shifted map is a bincount of shifted sample
+    indices); node (E, 1, T) or (E, T) int; shifts (E, 1, S) or (E, S) int; ref, optional,
+    (E or 1, U, ny, nx) float: each unit's reference map, given to the scorers as
+    ``reference_map`` (unit, y, x). Returns one (E, U, S) float array per score name.
+
+    Memory is bounded whatever U, S and T: shifts are taken in blocks whose one-hot matrix
+    has at most :data:`NULL_BLOCK_ONEHOT` nonzeros (dense activity), and maps are scored in
+    blocks of at most :data:`NULL_BLOCK_BINS` map bins (units x shifts x bins). The numbers
+    do not depend on the blocks: every map is formed and scored on its own.
     """
-    # arrays deserialised by dask.distributed may be unaligned: numpy's slow paths
-    act = np.require(act, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
-    n_e, n_u, n_t = act.shape
+    counted = isinstance(act, SampleCounts)
+    if counted:
+        n_e, n_u, n_t = 1, act.n_units, act.n_time
+    else:  # arrays deserialised by dask.distributed may be unaligned: numpy's slow paths
+        act = np.require(act, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
+        n_e, n_u, n_t = act.shape
     node = node.reshape(node.shape[0], -1)
     shifts = shifts.reshape(shifts.shape[0], -1)
     n_s = shifts.shape[1]
     outs = {k: np.full((n_e, n_u, n_s), np.nan) for k in names}
     has = node_map >= 0
     safe = np.where(has, node_map, 0)
-    u_block = max(1, NULL_BLOCK_MAPS // max(n_s, 1))
-    t = np.arange(n_t)
+    block_maps = max(1, NULL_BLOCK_BINS // max(node_map.size, 1))
+    s_block = max(1, min(n_s, block_maps))
+    if not counted:
+        s_block = max(1, min(s_block, NULL_BLOCK_ONEHOT // max(n_t, 1)))
+    u_block = max(1, block_maps // s_block)
     with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for e in range(n_e):
             nodes_e = node[e] if node.shape[0] == n_e else node[0]
-            sh = shifts[e] if shifts.shape[0] == n_e else shifts[0]
-            nd = nodes_e[(t[None, :] + sh[:, None]) % n_t]  # (S, T): node under a[t]
-            ok = nd >= 0
-            rows = (np.arange(n_s)[:, None] * n_nodes + nd)[ok]
-            cols = np.broadcast_to(t, nd.shape)[ok]
-            onehot = sparse.csr_matrix(
-                (np.ones(rows.size), (rows, cols)), shape=(n_s * n_nodes, n_t)
-            )
+            sh_e = shifts[e] if shifts.shape[0] == n_e else shifts[0]
             occ_node = np.bincount(nodes_e[nodes_e >= 0], minlength=n_nodes).astype(np.float64)
             occ_map = np.where(has, occ_node[safe], 0.0)
-            for u0 in range(0, n_u, u_block):
-                a = act[e, u0 : u0 + u_block].T  # (T, u)
-                fin = np.isfinite(a)
-                sums = np.asarray(onehot @ np.where(fin, a, 0.0)).reshape(n_s, n_nodes, -1)
-                if fin.all():
-                    counts = np.broadcast_to(occ_node[None, :, None], sums.shape)
-                else:
-                    counts = np.asarray(onehot @ fin.astype(np.float64)).reshape(sums.shape)
-                node_rate = np.where(counts > 0, sums / np.where(counts > 0, counts, 1), np.nan)
-                node_rate = node_rate.transpose(2, 0, 1)  # (u, S, K)
-                maps = np.where(has, node_rate[..., safe], np.nan)  # (u, S, ny, nx)
-                if sigma > 0:
-                    maps = _smooth_core(maps, occ_map, sigma, SMOOTH_TRUNCATE)
-                ds = xr.Dataset(
-                    {
-                        "rate_map": ((UNIT_DIM, SHUFFLE_DIM, *MAP_DIMS), maps),
-                        "occupancy": (MAP_DIMS, occ_map),
-                        "node_rate": ((UNIT_DIM, SHUFFLE_DIM, NODE_DIM), node_rate),
-                        "node_occupancy": ((NODE_DIM,), occ_node),
-                    }
-                )
-                if ref is not None:  # (U, ny, nx) when the reference has no env dim
-                    r = ref if ref.ndim == 3 else ref[e] if ref.shape[0] == n_e else ref[0]
-                    ds["reference_map"] = ((UNIT_DIM, *MAP_DIMS), r[u0 : u0 + u_block])
-                res = _apply_scorers(scorers, ds)
-                for k in names:
-                    da = res[k]
-                    extra = set(da.dims) - {UNIT_DIM, SHUFFLE_DIM}
-                    if extra:
-                        raise AnalysisError(
-                            f"score {k!r} kept dims {sorted(map(str, extra))}; a score must "
-                            "reduce the map dims"
-                        )
-                    da = da.broadcast_like(ds["rate_map"].isel(y=0, x=0, drop=True))
-                    outs[k][e, u0 : u0 + u_block] = da.transpose(UNIT_DIM, SHUFFLE_DIM).values
+            for s0 in range(0, n_s, s_block):
+                sh = sh_e[s0 : s0 + s_block]
+                onehot = None if counted else _onehot(nodes_e, sh, n_nodes)
+                for u0 in range(0, n_u, u_block):
+                    u1 = min(u0 + u_block, n_u)
+                    if counted:
+                        part = act.take(np.arange(u0, u1))
+                        sums = np.stack([part.node_sums(nodes_e, n_nodes, int(s)) for s in sh],
+                                        axis=1)  # (u, S, K)
+                        counts = None  # no missing samples: the occupancy
+                    else:
+                        sums, counts = _shifted_sums_dense(act[e, u0:u1], onehot, sh.size,
+                                                           n_nodes)
+                    if counts is None:
+                        counts = np.broadcast_to(occ_node, sums.shape)
+                    # C order: reductions over nodes then add in the same order whatever
+                    # the block's shape, so the scores do not depend on the blocks
+                    node_rate = np.ascontiguousarray(np.where(
+                        counts > 0, sums / np.where(counts > 0, counts, 1), np.nan))  # (u, S, K)
+                    maps = np.where(has, node_rate[..., safe], np.nan)  # (u, S, ny, nx)
+                    if sigma > 0:
+                        maps = _smooth_core(maps, occ_map, sigma, SMOOTH_TRUNCATE)
+                    ds = xr.Dataset(
+                        {
+                            "rate_map": ((UNIT_DIM, SHUFFLE_DIM, *MAP_DIMS), maps),
+                            "occupancy": (MAP_DIMS, occ_map),
+                            "node_rate": ((UNIT_DIM, SHUFFLE_DIM, NODE_DIM), node_rate),
+                            "node_occupancy": ((NODE_DIM,), occ_node),
+                        }
+                    )
+                    if ref is not None:  # (U, ny, nx) when the reference has no env dim
+                        r = ref if ref.ndim == 3 else ref[e] if ref.shape[0] == n_e else ref[0]
+                        ds["reference_map"] = ((UNIT_DIM, *MAP_DIMS), r[u0:u1])
+                    res = _apply_scorers(scorers, ds)
+                    for k in names:
+                        da = res[k]
+                        extra = set(da.dims) - {UNIT_DIM, SHUFFLE_DIM}
+                        if extra:
+                            raise AnalysisError(
+                                f"score {k!r} kept dims {sorted(map(str, extra))}; a score "
+                                "must reduce the map dims"
+                            )
+                        da = da.broadcast_like(ds["rate_map"].isel(y=0, x=0, drop=True))
+                        outs[k][e, u0:u1, s0 : s0 + sh.size] = da.transpose(
+                            UNIT_DIM, SHUFFLE_DIM).values
     return tuple(outs[k] for k in names)
 
 
