@@ -465,7 +465,7 @@ def cmd_export_nwb(args) -> int:
     from hippo_rep.analysis.nwb import write_nwb
     from hippo_rep.export import write_recording_nwb
     from hippo_rep.fileio import quote
-    from hippo_rep.pipeline.stages import _open_input
+    from hippo_rep.pipeline.stages import open_input
 
     out = Path(args.out)
     if out.suffix.lower() != ".nwb":
@@ -478,7 +478,7 @@ def cmd_export_nwb(args) -> int:
         raise FileNotFoundError(f"input {quote(str(src))} not found")
     check_output_path(out, "--out", inputs=[src], overwrite=args.overwrite)
     t0 = time.perf_counter()
-    data, session = _open_input(src, None)  # checked by its reader, errors name the file
+    data, session = open_input(src, None)  # checked by its reader, errors name the file
     if session:
         given = [f for f, v in (("--env", args.env), ("--step-duration", args.step_duration))
                  if v is not None]

@@ -191,7 +191,7 @@ def evaluate(checkpoint, out=None, *, envs: int = EVAL_ENVS, world: str | None =
     return result
 
 
-def _open_input(path, scheduler: str | None) -> tuple[xr.Dataset, bool]:
+def open_input(path, scheduler: str | None) -> tuple[xr.Dataset, bool]:
     """The file :func:`analyse` reads, in memory, and whether it is a session. Each file is
     opened once and checked once, by its reader (naming the file): an ``.nwb`` file by
     :func:`~hippo_rep.analysis.nwb.read_nwb`; a netCDF file as the session or the recording
@@ -228,7 +228,7 @@ def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: boo
     if isinstance(recording, xr.Dataset):
         data = recording
     else:
-        data, session = _open_input(recording, scheduler)
+        data, session = open_input(recording, scheduler)
     result = analyse_dataset(data, scheduler=scheduler, session_checked=session, **options)
     if out is not None:
         write_analysis(result, out, overwrite=overwrite)
