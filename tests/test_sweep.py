@@ -365,6 +365,18 @@ def test_plot_sweep_draws_each_seed_as_a_point(seq):
     assert plot_sweep(ds, "grid_fraction", ax=ax) is ax
     points = sum(len(c.get_offsets()) for c in ax.collections)
     assert points == 4
+    # the jitter is seeded: the same sweep, the same points; numpy's global stream untouched
+    from matplotlib.figure import Figure
+
+    state = np.random.get_state()  # noqa: NPY002 (the global stream the plot must not move)
+    offsets = []
+    for _ in range(2):
+        other = Figure().subplots()
+        plot_sweep(ds, "grid_fraction", ax=other)
+        offsets.append(np.concatenate([c.get_offsets() for c in other.collections]))
+    np.testing.assert_array_equal(offsets[0], offsets[1])
+    after = np.random.get_state()  # noqa: NPY002
+    assert after[0] == state[0] and np.array_equal(after[1], state[1])
     with pytest.raises(ValueError, match="no variable"):
         plot_sweep(ds, "nope", ax=ax)
     plt.close(fig)

@@ -3,6 +3,8 @@ points."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from hippo_rep.plotting.axes import get_ax
 
 #: Selection applied to a variable's non-grid dims when the caller does not choose: the
@@ -16,6 +18,9 @@ POINT_SIZE = 4.0
 PALETTE = "colorblind"
 #: Horizontal jitter of the seed points, in category widths.
 JITTER = 0.15
+#: Seed of the jitter, drawn here (seaborn's own comes from numpy's global generator), so
+#: the same sweep gives the same figure and the global generator is left alone.
+JITTER_SEED = 0
 #: Variable drawn when none is named.
 DEFAULT_VARIABLE = "accuracy"
 
@@ -107,8 +112,17 @@ def plot_sweep(ds, y: str = DEFAULT_VARIABLE, ax=None, x: str | None = None, hue
         kw["palette"] = PALETTE
     if not df.empty:
         sns.barplot(**kw, errorbar=None, alpha=MEAN_BAR_ALPHA, legend=False)
-        sns.stripplot(**kw, dodge=hue is not None, size=POINT_SIZE, jitter=JITTER,
+        before = len(ax.collections)
+        sns.stripplot(**kw, dodge=hue is not None, size=POINT_SIZE, jitter=False,
                       edgecolor="black", linewidth=0.4, legend=hue is not None)
+        # seaborn's jitter: ±JITTER of a category, divided among the hue levels when dodged
+        width = JITTER / (df[hue].nunique() if hue is not None else 1)
+        rng = np.random.default_rng(JITTER_SEED)
+        for points in ax.collections[before:]:
+            xy = np.asarray(points.get_offsets(), dtype=float)
+            if len(xy):
+                xy[:, 0] += rng.uniform(-width, width, len(xy))
+                points.set_offsets(xy)
     ax.set_ylabel(_label(ds, y, select))
     ax.set_xlabel(x.replace("_", " "))
     n_seeds = ds.sizes.get("seed", 1)
