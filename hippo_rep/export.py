@@ -15,6 +15,13 @@ PYNAPPLE_TSD = (S.X, S.Y, S.NODE, S.ACTION, S.OBSERVATION, S.PREDICTION, S.CORRE
                 S.STEP_TYPE)
 
 
+def _check_env(ds, env: int) -> None:
+    """``ds`` is a recording and ``env`` one of its environments (negative from the end)."""
+    S.validate(ds)
+    n_env = ds.sizes[S.ENV]
+    if not -n_env <= env < n_env:
+        raise IndexError(f"env {env} out of range: the recording has {n_env} environments")
+
 def to_pynapple(ds, env: int = 0, step_duration: float = 1.0) -> dict:
     """One environment of a recording as pynapple objects.
 
@@ -52,10 +59,7 @@ def to_pynapple(ds, env: int = 0, step_duration: float = 1.0) -> dict:
     except ImportError:
         raise ImportError("to_pynapple needs the optional package pynapple: "
                           "pip install pynapple") from None
-    S.validate(ds)
-    n_env = ds.sizes[S.ENV]
-    if not -n_env <= env < n_env:
-        raise IndexError(f"env {env} out of range: the recording has {n_env} environments")
+    _check_env(ds, env)
     one = ds.isel({S.ENV: env})
     t = np.asarray(one[S.TIME].values, dtype=np.float64) * float(step_duration)
     out = {}
@@ -136,7 +140,6 @@ def write_recording_nwb(ds, path, env: int = 0, step_duration: float = 1.0,
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     """
-    import warnings
     from datetime import datetime
     from pathlib import Path
 
@@ -147,12 +150,9 @@ def write_recording_nwb(ds, path, env: int = 0, step_duration: float = 1.0,
     except ImportError:
         raise ImportError("write_recording_nwb needs the optional package pynwb: "
                           "pip install pynwb") from None
-    from hippo_rep.fileio import atomic_write
+    from hippo_rep.fileio import atomic_write_nwb
 
-    S.validate(ds)
-    n_env = ds.sizes[S.ENV]
-    if not -n_env <= env < n_env:
-        raise IndexError(f"env {env} out of range: the recording has {n_env} environments")
+    _check_env(ds, env)
     if not (np.isfinite(step_duration) and step_duration > 0):
         raise ValueError(f"step_duration must be a positive number of seconds; "
                          f"got {step_duration!r}")
@@ -199,11 +199,5 @@ def write_recording_nwb(ds, path, env: int = 0, step_duration: float = 1.0,
     model.add(pynwb.TimeSeries(name=S.NODE, data=np.asarray(one[S.NODE].values),
                                unit="n.a.", description="world node of each step", **timing))
 
-    def write(tmp) -> None:
-        with warnings.catch_warnings():  # the temporary sibling does not end in .nwb
-            warnings.filterwarnings("ignore", message=".*does not end in '.nwb'")
-            with pynwb.NWBHDF5IO(str(tmp), "w") as io:
-                io.write(nwbfile)
-
-    atomic_write(path, write)
+    atomic_write_nwb(path, nwbfile)
     return path

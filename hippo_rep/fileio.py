@@ -150,3 +150,19 @@ def atomic_write(path: str | Path, write) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def atomic_write_nwb(path: str | Path, nwbfile) -> None:
+    """Write a ``pynwb.NWBFile`` to ``path`` through :func:`atomic_write` (pynwb warns that
+    the temporary sibling does not end in ``.nwb``; that warning is silenced)."""
+    import warnings
+
+    import pynwb
+
+    def write(tmp) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not end in '.nwb'")
+            with pynwb.NWBHDF5IO(str(tmp), "w") as io:
+                io.write(nwbfile)
+
+    atomic_write(path, write)

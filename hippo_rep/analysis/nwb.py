@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hippo_rep.fileio import atomic_write, quote
+from hippo_rep.fileio import atomic_write_nwb, quote
 
 from .sessions import (
     ARENA_ATTR,
@@ -399,11 +398,5 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
         nwbfile.add_unit(spike_times=spikes[ends[c] - counts[c]: ends[c]], id=c,
                          **{POPULATION_COLUMN: str(pops[c]), CELL_ID_COLUMN: str(ids[c])})
 
-    def write(tmp: Path) -> None:
-        with warnings.catch_warnings():  # the temporary sibling does not end in .nwb
-            warnings.filterwarnings("ignore", message=".*does not end in '.nwb'")
-            with pynwb.NWBHDF5IO(str(tmp), "w") as io:
-                io.write(nwbfile)
-
-    atomic_write(path, write)
+    atomic_write_nwb(path, nwbfile)
     return path
