@@ -11,6 +11,7 @@ The SCRATCH settings (grid modules with the isometry loss) train from scratch in
 3,000 iterations on 10×10 and 12×12 worlds of the family (``--only isometry``).
 
     python benchmarks/readout_screen.py run OUT [--seeds 0 1] [--only NAME ...] [--worlds ...]
+        [--populations g,g_pi]
     python benchmarks/readout_screen.py table OUT
 
 A finished stage (its output file exists) is skipped, so ``run`` continues after an
@@ -99,6 +100,13 @@ SCRATCH = {
                       "model.cells=readout", "train.loss_cells_energy=0.3",
                       "train.cells_ramp_start=300", "train.cells_ramp=300"],
 }
+#: The energy cost's strength on the frozen triad (1,500 iterations: 3,000 added nothing
+#: at 0.3): does a stronger cost select more hexagonal mixings?
+for _energy in (1.0, 3.0):
+    SCRATCH[f"triad_readout_e{_energy:g}"] = [
+        *SCRATCH["triad_readout"], f"train.loss_cells_energy={_energy}",
+        "train.iterations=1500"]
+SCRATCH["triad_readout_1500"] = [*SCRATCH["triad_readout"], "train.iterations=1500"]
 
 
 def _hippo(args: list[str], log: Path) -> None:
@@ -124,7 +132,8 @@ def _train(run: Path, overrides: list[str], log: Path) -> None:
     (run / "trained").touch()
 
 
-def _stages(run: Path, family: str, seed: int, log: Path) -> None:
+def _stages(run: Path, family: str, seed: int, log: Path,
+            populations: str | None = None) -> None:
     ckpt = str(run / "checkpoint.pt")
     if not (run / "eval.json").is_file():
         _hippo(["evaluate", ckpt, "--world", EVAL_WORLD[family], "--envs", str(EVAL_ENVS),
@@ -136,10 +145,12 @@ def _stages(run: Path, family: str, seed: int, log: Path) -> None:
                 str(RECORD_STEPS), "--seed", str(2000 + seed)], log)
     if not (run / "analysis.nc").is_file():
         _hippo(["analyse", str(run / "recording.nc"), "--out", str(run / "analysis.nc"),
-                "--shuffles", str(SHUFFLES), "--seed", str(seed)], log)
+                "--shuffles", str(SHUFFLES), "--seed", str(seed),
+                *(["--populations", populations] if populations else [])], log)
 
 
-def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> None:
+def run(out: Path, seeds: list[int], names: list[str], families: list[str],
+        populations: str | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "screen.log"
     for seed in seeds:
@@ -155,12 +166,12 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str]) -> N
                     _train(run_dir, [*SCRATCH_COMMON, *SCRATCH[name], f"train.seed={seed}",
                                      f"train.isometry_scale={SCRATCH_SCALE[family]}",
                                      f"world.worlds={worlds}"], log)
-                    _stages(run_dir, family, seed, log)
+                    _stages(run_dir, family, seed, log, populations)
                     continue
                 _train(run_dir, [*COMMON, *SETTINGS[name], f"train.seed={seed}",
                                  f"world.worlds=[\"{SCREEN_WORLD[family]}\"]",
                                  f"train.init_from={base / 'checkpoint.pt'}"], log)
-                _stages(run_dir, family, seed, log)
+                _stages(run_dir, family, seed, log, populations)
 
 
 def _row(run_dir: Path) -> dict:
@@ -223,11 +234,13 @@ def main() -> None:
     r.add_argument("--only", nargs="+", choices=sorted({**SETTINGS, **SCRATCH}),
                    default=list(SETTINGS))
     r.add_argument("--worlds", nargs="+", choices=sorted(BASE_WORLD), default=["square", "hex"])
+    r.add_argument("--populations", default=None,
+                   help="analyse only these populations (e.g. g,g_pi: minutes faster)")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
     a = p.parse_args()
     if a.cmd == "run":
-        run(a.out, a.seeds, a.only, a.worlds)
+        run(a.out, a.seeds, a.only, a.worlds, a.populations)
     else:
         table(a.out)
 
