@@ -776,6 +776,10 @@ def _add_figures(sub) -> None:
     f.add_argument("--out", default="figures", help="output folder (default: figures)")
     f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
     f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
+    f.add_argument("--width", choices=("single", "double"), default="double",
+                   help="journal column width: double (7 in, the default) or single (3.5 in; "
+                        "each figure laid out for it: fewer panels per row, maps wrapped, "
+                        "smaller fonts)")
     f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
     f.add_argument("--delay", metavar="RESULT", action="append",
                    help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed")
@@ -797,7 +801,7 @@ def cmd_figures(args) -> int:
                            evals=args.eval, passkey=args.passkey, sweep=args.sweep,
                            delay=args.delay, delay_cost=args.delay_cost,
                            learning_speed=args.learning_speed, tem_analysis=args.tem_analysis,
-                           only=args.only or None, formats=formats)
+                           only=args.only or None, formats=formats, width=args.width)
     _print_stage("figures", args.out, report, None)
     return 0
 

@@ -663,13 +663,15 @@ def _widget(ipywidgets, analysis, envs: list, env, variables: list[str], fmt: st
 # ---- statistics figures (notebook 02) ------------------------------------------------------
 
 
-def registry_figure(name: str, **inputs):
+def registry_figure(name: str, width: str = "double", **inputs):
     """One figure of the registry (:data:`hippo_rep.figures.FIGURES`) from data in memory.
 
     Parameters
     ----------
     name : str
         A registered figure (e.g. "scores", "remapping", "grid_cells", "place_cells").
+    width : {"double", "single"}
+        The journal column width it is laid out for (:data:`hippo_rep.figures.WIDTHS`).
     **inputs
         Fields of :class:`hippo_rep.figures.FigureInputs` (``analysis=``, ``recording=``, …).
 
@@ -688,7 +690,7 @@ def registry_figure(name: str, **inputs):
     if name not in FIGURES:
         raise ExploreError(f"unknown figure {name!r}; registered: {', '.join(FIGURES)}")
     try:
-        return FIGURES[name](FigureInputs(**inputs))  # drawn in the paper style
+        return FIGURES[name](FigureInputs(**inputs), width=width)  # in the paper style
     except MissingInput as why:
         raise ExploreError(f"figure {name!r} cannot be built: {why}") from None
 

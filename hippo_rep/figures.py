@@ -38,7 +38,7 @@ from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve
-from hippo_rep.plotting.axes import figure_title, panel_letter
+from hippo_rep.plotting.axes import LEGEND_DROP_PT, figure_title, legend_below, panel_letter
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
@@ -65,6 +65,8 @@ from hippo_rep.plotting.scores import axis_label, class_fraction_bars, score_his
 from hippo_rep.plotting.style import (
     BLUE,
     BLUISH_GREEN,
+    COLUMN_WIDTHS,
+    DEFAULT_COLUMN,
     FIGURE_TITLE_FONT_SIZE,
     FONT_SIZE,
     FULL_WIDTH,
@@ -79,7 +81,9 @@ from hippo_rep.plotting.style import (
     SAVE_DPI,
     SKY_BLUE,
     SMALL_FONT_SIZE,
+    TINY_FONT_SIZE,
     VERMILLION,
+    column_width,
     new_figure,
     paper_style,
 )
@@ -177,27 +181,45 @@ class FigureInputs:
         return ds
 
 
-FIGURES: dict[str, Callable[[FigureInputs], object]] = {}
+FIGURES: dict[str, Callable[..., object]] = {}
+
+#: The widths every registered figure is drawn at (``FIGURES[name](inputs, width=...)``,
+#: ``hippo-rep figures --width``): "double" (the default, a double column,
+#: :data:`~hippo_rep.plotting.style.DOUBLE_COLUMN_WIDTH`) or "single" (a single column,
+#: :data:`~hippo_rep.plotting.style.SINGLE_COLUMN_WIDTH`: fewer panels per row, maps wrapped
+#: onto more rows, the smaller fonts of
+#: :data:`~hippo_rep.plotting.style.SINGLE_COLUMN_STYLE`).
+WIDTHS = tuple(COLUMN_WIDTHS)
 
 
 def register(name: str):
-    """Decorator: add a builder ``fn(inputs) -> matplotlib.figure.Figure`` to the registry.
+    """Decorator: add a builder ``fn(inputs, width) -> matplotlib.figure.Figure`` to the
+    registry (``width``: "single" or "double", :data:`WIDTHS`).
 
-    The registered builder draws inside :func:`~hippo_rep.plotting.style.paper_style`
-    (whoever calls it; ``rcParams`` is restored afterwards) on a bare Figure
-    (:func:`~hippo_rep.plotting.style.new_figure`, not registered with pyplot), and the
-    figure it returns has its layout settled (:func:`settle_layout`)."""
+    The registered builder, ``FIGURES[name](inputs, width="double")``, checks the width
+    (FigureError for another), draws inside :func:`~hippo_rep.plotting.style.paper_style`
+    at that width (whoever calls it; ``rcParams`` is restored afterwards) on a bare Figure
+    (:func:`~hippo_rep.plotting.style.new_figure`, not registered with pyplot) as wide as
+    the column, and the figure it returns has its layout settled (:func:`settle_layout`)."""
 
     def deco(fn):
         @functools.wraps(fn)
-        def build(inputs: FigureInputs):
-            with paper_style():
-                return settle_layout(fn(inputs))
+        def build(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
+            _check_width(width)
+            with paper_style(width):
+                return settle_layout(fn(inputs, width))
 
         FIGURES[name] = build
         return build
 
     return deco
+
+
+def _check_width(width: str) -> float:
+    try:
+        return column_width(width)
+    except ValueError as why:
+        raise FigureError(str(why)) from None
 
 
 def settle_layout(fig):
@@ -214,6 +236,17 @@ def settle_layout(fig):
     return fig
 
 
+#: A font size one step smaller, for the same text in a single-column figure.
+_ONE_STEP_SMALLER = {FONT_SIZE: MEDIUM_FONT_SIZE, MEDIUM_FONT_SIZE: SMALL_FONT_SIZE,
+                     SMALL_FONT_SIZE: TINY_FONT_SIZE}
+
+
+def _size(fontsize: float, width: str) -> float:
+    """``fontsize`` in a double-column figure, one step of the style smaller in a single
+    column (never below :data:`~hippo_rep.plotting.style.TINY_FONT_SIZE`)."""
+    return _ONE_STEP_SMALLER.get(fontsize, fontsize) if width == "single" else fontsize
+
+
 def _label_panels(axes) -> None:
     """Panel letters a, b, ... left of each panel's labels, level with its title's top."""
     for letter, ax in zip("abcdefghijklmnop", axes, strict=False):
@@ -221,25 +254,29 @@ def _label_panels(axes) -> None:
 
 
 @register("learning")
-def learning_figure(inputs: FigureInputs):
+def learning_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Accuracy against the proportion of nodes visited (TEM-t, baseline, ideal agents), and
     accuracy by step type."""
     evals = inputs.need_evals()
     colors = {label: COLORS.get(_kind(res), None) for label, res in evals.items()}
-    fig = new_figure(FULL_WIDTH, 2.9)
-    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
+    if width == "single":  # the two panels one above the other
+        fig = new_figure(column_width(width), 5.0)
+        axes = fig.subplots(2, 1)
+    else:
+        fig = new_figure(FULL_WIDTH, 2.9)
+        axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
     accuracy_curve(evals, ax=axes[0], colors=colors)
-    accuracy_by_step_type(evals, ax=axes[1], colors=colors)
+    accuracy_by_step_type(evals, ax=axes[1], colors=colors, narrow=width == "single")
     first = next(iter(evals.values()))
     meta = first.get("meta", {})
     figure_title(fig, f"held-out {meta.get('world', '')}: {meta.get('envs', '?')} environments "
-                   f"× {meta.get('steps', '?')} steps", FONT_SIZE)
+                   f"× {meta.get('steps', '?')} steps", _size(FONT_SIZE, width))
     _label_panels(axes)
     return fig
 
 
 @register("learning_speed")
-def learning_speed_figure(inputs: FigureInputs):
+def learning_speed_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """The TEM-t paper's Fig. 4: held-out zero-shot accuracy of TEM and TEM-t against
     gradient updates, training wall-clock seconds and (where the rows have them) steps
     walked, node agent as the ceiling."""
@@ -251,15 +288,20 @@ def learning_speed_figure(inputs: FigureInputs):
     # with an update per chunk make several updates per walk.
     xs = ["updates", "seconds"] + (["walk_steps"] if all(
         "walk_steps" in r for rows in data["runs"].values() for r in rows) else [])
-    fig = new_figure(FULL_WIDTH, 3.0)
-    axes = fig.subplots(1, len(xs))
+    single = width == "single"
+    if single:  # the panels one above the other
+        fig = new_figure(column_width(width), 1.9 * len(xs) + 1.3)
+        axes = fig.subplots(len(xs), 1)
+    else:
+        fig = new_figure(FULL_WIDTH, 3.0)
+        axes = fig.subplots(1, len(xs))
     for x, ax in zip(xs, axes, strict=True):
         learning_speed(data, x, ax=ax)
         ax.get_legend().remove()
     # one legend for all panels, below them (it would hide the curves inside a panel)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=MEDIUM_FONT_SIZE,
-               frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncols=1 if single else 3,
+               fontsize=_size(MEDIUM_FONT_SIZE, width), frameon=False)
     worlds = ", ".join(data.get("worlds", []))
     figure_title(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                    f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
@@ -282,6 +324,10 @@ def _resumed(data: dict) -> str:
 
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.
 N_COMPARE_SHOWN = 5
+#: Rate maps per row of a single-column figure (``width="single"``): a figure of more maps
+#: per row wraps them onto more rows, or (``tem_vs_temt``, ``fam_slots``, ``controls``:
+#: maps above distribution panels) shows this many.
+MAPS_PER_ROW_SINGLE = 3
 #: Short names of the scores in map titles.
 SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
 #: Colours of the populations in the ``tem_vs_temt`` score panels (Okabe-Ito).
@@ -356,12 +402,15 @@ CLASS_SHORT = {IS_GRID: "grid", IS_GRID_THRESHOLD: f"gridness > {GRID_THRESHOLD:
                IS_PLACE: "place"}
 
 
-def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
+def _classes_and_remapping(fig, spec, named: dict, colors: dict, width: str = DEFAULT_COLUMN,
+                           height_ratios=(1.5, 1)) -> None:
     """Two panels in ``spec``: the fractions of each named population in each cell class
     (:func:`~hippo_rep.schema.class_fractions`) and, when every analysis has ``remap_corr``,
     each unit's rate-map correlation across environments. ``named``: label → (analysis,
-    population)."""
-    sub = spec.subgridspec(1, 2)
+    population). Side by side, or one above the other (``height_ratios``) at
+    ``width="single"``."""
+    sub = (spec.subgridspec(2, 1, height_ratios=height_ratios) if width == "single"
+           else spec.subgridspec(1, 2))
     summaries = {id(ds): ds.hippo.summary() for ds, _ in named.values()}  # once per analysis
     fractions = xr.concat([summaries[id(ds)].sel(population=pop, drop=True)
                            for ds, pop in named.values()],
@@ -373,14 +422,40 @@ def _classes_and_remapping(fig, spec, named: dict, colors: dict) -> None:
     if all("remap_corr" in ds for ds, _ in named.values()):
         remap = {k: ds["remap_corr"].sel(unit=ds["variable"] == pop).values
                  for k, (ds, pop) in named.items()}
+        remap, colors = _narrow_groups(remap, colors, width)
         ax = score_distributions(remap, ax=fig.add_subplot(sub[1]), colors=colors,
-                                 ylabel="correlation across envs (r)",
+                                 ylabel=_two_lines("correlation across envs (r)", width),
                                  title="remapping (every unit x env pair)")
         ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
 
 
+def _narrow_groups(groups: dict, colors: dict, width: str) -> tuple[dict, dict]:
+    """``groups`` and their ``colors``, at ``width="single"`` with each label of two words or
+    more on two lines (its last word, of three letters or more, on the second): narrow tick
+    labels for a narrow panel."""
+    if width != "single":
+        return groups, colors
+
+    def two(label: str) -> str:
+        head, _, tail = label.rpartition(" ")
+        return f"{head}\n{tail}" if head and len(label) > 8 and len(tail) > 2 else label
+
+    return ({two(k): v for k, v in groups.items()},
+            {two(k): v for k, v in colors.items()})
+
+
+def _two_lines(label: str, width: str) -> str:
+    """An axis label on one line, or at ``width="single"`` on two (broken at the space
+    nearest its middle), for a short axes."""
+    if width != "single" or " " not in label:
+        return label
+    cut = min((i for i, c in enumerate(label) if c == " "),
+              key=lambda i: abs(i - len(label) / 2))
+    return f"{label[:cut]}\n{label[cut + 1:]}"
+
+
 @register("tem_vs_temt")
-def tem_vs_temt_figure(inputs: FigureInputs):
+def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """TEM beside TEM-t: the most grid-like g unit of each TEM module, the most place-like
     TEM p units, the most grid-like TEM-t g units and place-like memory neurons (rate maps
     in the first environment), the gridness-60 and place-metric distributions of every
@@ -399,17 +474,27 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     tem_g, tem_p = tem.hippo.population(G), tem.hippo.population(P)
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
-    n = N_COMPARE_SHOWN
-    fig = new_figure(FULL_WIDTH, 11.5)
-    grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
+    single = width == "single"
+    if single:  # three maps a row; the grid and place panels, classes and remapping stacked
+        n = MAPS_PER_ROW_SINGLE
+        fig = new_figure(column_width(width), 13.0)
+        grid = fig.add_gridspec(8, n, height_ratios=[1, 1, 1, 1, 1.7, 1.7, 2.4, 1.7])
+    else:
+        n = N_COMPARE_SHOWN
+        fig = new_figure(FULL_WIDTH, 11.5)
+        grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
     rows = []
     env = tem_g["env"].values[0]
     best = []  # one unit per module: its best by gridness, else its first (saying so)
-    for m in np.unique(module)[:n]:
+    for m in np.unique(module)[:N_COMPARE_SHOWN]:
         in_m = tem_g.isel(unit=module == m)
         top = _top_units(in_m, "gridness_60", env, 1)
         best.append((top[0], f"module {m}") if len(top) else
                     (in_m["unit"].values[0], f"module {m}, no gridness"))
+    if len(best) > n:  # the modules whose best unit is the most grid-like, in module order
+        g = np.nan_to_num([float(tem_g["gridness_60"].sel(env=env, unit=u)) for u, _ in best],
+                          nan=-np.inf)
+        best = [best[k] for k in sorted(np.argsort(-g, kind="stable")[:n])]
     rows.append(("TEM g", tem_g, env, best, "gridness_60", RATE_CMAP, False))
     rows.append(("TEM p", tem_p, env,
                  [(u, "") for u in _top_units(tem_p, "place_score", env, n, "spatial_info",
@@ -436,8 +521,9 @@ def tem_vs_temt_figure(inputs: FigureInputs):
                 continue
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
-            title = (f"{name} {idx}{', ' + extra if extra else ''}\n"
-                     f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}")
+            value = f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}"
+            title = (f"{name} {idx}\n{extra + ', ' if extra else ''}{value}" if single
+                     else f"{name} {idx}{', ' + extra if extra else ''}\n{value}")
             if outline:
                 place_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, title=title)
             else:
@@ -446,22 +532,28 @@ def tem_vs_temt_figure(inputs: FigureInputs):
     g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
            for m in np.unique(module)}
     g60["TEM-t g"] = temt_g["gridness_60"].values
-    bottom = grid[4, :].subgridspec(1, 2, width_ratios=[1.6, 1])
+    bottom = (grid[4:6, :].subgridspec(2, 1) if single
+              else grid[4, :].subgridspec(1, 2, width_ratios=[1.6, 1]))
     score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
-                        ylabel="gridness-60 (unitless)", title="grid scores")
+                        ylabel=_two_lines("gridness-60 (unitless)", width), title="grid scores")
     place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
              "TEM-t g": temt_g["place_score"].values,
              "TEM-t memory": temt_m["place_score"].values}
-    score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=COMPARE_COLORS,
-                        ylabel="place metric (largest-field share)", title="place metric")
+    place, colors = _narrow_groups(place, COMPARE_COLORS, width)
+    score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=colors,
+                        ylabel=_two_lines("place metric (largest-field share)", width),
+                        title="place metric")
     named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
-    _classes_and_remapping(fig, grid[5, :], named, COMPARE_COLORS)
+    _classes_and_remapping(fig, grid[6:, :] if single else grid[5, :], named, COMPARE_COLORS,
+                           width, height_ratios=(2.4, 1.5))
     units = temt["rate_map"].attrs.get("units", "")
+    modules = (f"; TEM g: the {n} of {len(np.unique(module))} modules with the most grid-like "
+               "best unit" if len(np.unique(module)) > n else "")
     figure_title(fig, f"TEM ({tem.sizes['env']} envs) beside TEM-t ({temt.sizes['env']} "
                    "envs): rate maps in the first environment, the most grid-like g units "
-                   "(g60 = gridness-60; white = unvisited) and the most place-like p units "
-                   "and memory neurons (place = place metric; ties by spatial information; "
+                   f"(g60 = gridness-60; white = unvisited{modules}) and the most place-like "
+                   "p units and memory neurons (place = place metric; ties by spatial information; "
                    f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
                    f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}; every "
                    "unit x environment in the distributions")
@@ -469,7 +561,7 @@ def tem_vs_temt_figure(inputs: FigureInputs):
 
 
 @register("transitions")
-def transitions_figure(inputs: FigureInputs):
+def transitions_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """The learned transition structure of each evaluated TEM-t: wave vectors of W_a (linear
     σ), how far opposite moves and the smallest loop return g to its start against the
     add-if-novel threshold, and the memories written per node visited."""
@@ -480,8 +572,12 @@ def transitions_figure(inputs: FigureInputs):
                            "diagnostics (re-run hippo-rep evaluate with this version)")
     palette = [COLORS["temt"], BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE]
     colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
-    fig = new_figure(FULL_WIDTH, 2.7)
-    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
+    if width == "single":  # the three panels one above the other
+        fig = new_figure(column_width(width), 7.2)
+        axes = fig.subplots(3, 1)
+    else:
+        fig = new_figure(FULL_WIDTH, 2.7)
+        axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
     label, first = next(iter(evals.items()))
     wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label,
                       walk_constant=(first.get("walk_constant_power") or {}).get("g"))
@@ -489,13 +585,27 @@ def transitions_figure(inputs: FigureInputs):
     memories_per_node_panel(evals, ax=axes[2], colors=colors)
     meta = first.get("meta", {})
     figure_title(fig, f"transition structure ({label}); memories on held-out "
-                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks", FONT_SIZE)
+                   f"{meta.get('world', '')}, {meta.get('steps', '?')}-step walks",
+                 _size(FONT_SIZE, width))
     _label_panels(axes)
     return fig
 
 
 #: Units shown per map figure.
 N_UNITS_SHOWN = 6
+
+
+def _maps_per_row(width: str, n: int = N_UNITS_SHOWN) -> int:
+    """Maps per row of a figure of ``n`` units a row at ``width``: ``n``, or in a single
+    column :data:`MAPS_PER_ROW_SINGLE` (the units wrapped onto more rows)."""
+    return min(n, MAPS_PER_ROW_SINGLE) if width == "single" else n
+
+
+def _wrapped(j: int, per_row: int, rows_per_block: int) -> tuple[int, int]:
+    """(row offset, column) of the ``j``-th unit of a figure whose units are wrapped
+    ``per_row`` a row, each unit taking ``rows_per_block`` rows (a map, its
+    autocorrelogram, ...): the unit's first row and its column."""
+    return (j // per_row) * rows_per_block, j % per_row
 
 
 def _g_name(ds: xr.Dataset) -> str:
@@ -511,7 +621,7 @@ def _g_name(ds: xr.Dataset) -> str:
 
 
 @register("grid_cells")
-def grid_cells_figure(inputs: FigureInputs):
+def grid_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Rate maps of the most grid-like positional units (ranked in the first environment) with
     their autocorrelograms, gridness and spacing, in two environments."""
     ds = inputs.need("analysis", "rate_map", "gridness_60", "spacing").hippo.population(G)
@@ -519,20 +629,28 @@ def grid_cells_figure(inputs: FigureInputs):
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
     top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
     rows = [("map", envs[0]), ("sac", envs[0])] + [("map", e) for e in envs[1:]]
-    fig = new_figure(FULL_WIDTH, 1.2 * len(rows) + 0.4)
-    axes = fig.subplots(len(rows), len(top), squeeze=False)
+    per_row = _maps_per_row(width, max(len(top), 1))  # a single column: the units wrapped
+    blocks = -(-len(top) // per_row)
+    fig = new_figure(column_width(width), 1.2 * len(rows) * blocks + 0.4
+                     + (0.6 if width == "single" else 0))
+    axes = fig.subplots(len(rows) * blocks, per_row, squeeze=False)
     for j, u in enumerate(top):
+        r0, c = _wrapped(j, per_row, len(rows))
         for i, (what, env) in enumerate(rows):
             m = ds["rate_map"].sel(env=env, unit=u)
             g60 = float(ds["gridness_60"].sel(env=env, unit=u))
             sp = float(ds["spacing"].sel(env=env, unit=u))
             if what == "map":
                 idx = int(ds["unit_index"].sel(unit=u))
-                rate_map(m, ax=axes[i, j], colorbar=True, units="",
+                rate_map(m, ax=axes[r0 + i, c], colorbar=True, units="",
                          title=f"unit {idx}, env {env}\ng60 {g60:.2f}, sp. {sp:.1f}")
             else:
-                autocorrelogram(sac_of(m), ax=axes[i, j], title="autocorrelogram",
+                autocorrelogram(sac_of(m), ax=axes[r0 + i, c], title="autocorrelogram",
                                 colorbar=True)
+    for j in range(len(top), blocks * per_row):  # the slots a last, shorter row leaves
+        r0, c = _wrapped(j, per_row, len(rows))
+        for i in range(len(rows)):
+            axes[r0 + i, c].set_axis_off()
     units = ds["rate_map"].attrs.get("units", "")
     figure_title(fig, f"most grid-like {_g_name(ds)} (ranked by gridness-60, g60, in env "
                    f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = "
@@ -542,10 +660,22 @@ def grid_cells_figure(inputs: FigureInputs):
 
 #: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure.
 N_CONTROL_MAPS = 3
+#: In a single column (``width="single"``): maps per control, and controls side by side.
+N_CONTROL_MAPS_SINGLE = 1
+CONTROLS_PER_ROW_SINGLE = 2
+
+
+def _control_title(name: str, unit: int, verdict: str, psi: float, narrow: bool) -> str:
+    """A control map's title: its control and unit, verdict and triad phase; ``narrow``: on
+    three short lines (control / verdict / unit and phase) for a narrow map."""
+    phase = "" if np.isnan(psi) else f"ψ {round(psi) + 0:d}°"
+    if narrow:
+        return f"{name}\n{verdict}\nunit {unit}" + (f", {phase}" if phase else "")
+    return f"{name}, unit {unit}\n{verdict}" + (f", {phase}" if phase else "")
 
 
 @register("controls")
-def controls_figure(inputs: FigureInputs):
+def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """The model-grown controls (``hippo-rep controls``, analysed): per control, the first
     units' rate maps with their autocorrelograms and plane-wave verdicts; the fraction of
     each control's units per class; every unit's triad phase."""
@@ -559,26 +689,33 @@ def controls_figure(inputs: FigureInputs):
                            "make one with hippo-rep controls)")
     ds = full.hippo.population(G)
     names = [str(c) for c in ds[CONTROL_DIM].values]
-    n_show = min(N_CONTROL_MAPS, ds.sizes["unit"])
-    fig = new_figure(FULL_WIDTH, 1.25 * len(names) + 3.2)
-    rows = fig.subfigures(2, 1, height_ratios=[1.25 * len(names), 3.2])
-    grid = rows[0].add_gridspec(len(names), 2 * n_show)
+    single = width == "single"
+    # a single column: one unit a control, two controls a row
+    n_show = min(N_CONTROL_MAPS_SINGLE if single else N_CONTROL_MAPS, ds.sizes["unit"])
+    per_row = CONTROLS_PER_ROW_SINGLE if single else 1
+    n_rows = -(-len(names) // per_row)
+    top_h, bottom_h = (1.1 * n_rows, 5.4) if single else (1.25 * n_rows, 3.2)
+    fig = new_figure(column_width(width), top_h + bottom_h)
+    rows = fig.subfigures(2, 1, height_ratios=[top_h, bottom_h])
+    grid = rows[0].add_gridspec(n_rows, 2 * n_show * per_row)
     for i, env in enumerate(ds["env"].values):
         one = ds.sel(env=env)
+        row, first = i // per_row, 2 * n_show * (i % per_row)
         for j, u in enumerate(one["unit"].values[:n_show]):
             m = one["rate_map"].sel(unit=u)
             m = m.isel(y=m.notnull().any("x").values, x=m.notnull().any("y").values)
             v = one.sel(unit=u)
             psi = float(v["triad_phase"])
-            single = "single_field" in v and bool(v["single_field"])
-            verdict = ("hexagonal" if bool(v["hexagonal"]) else "single field" if single
+            one_field = "single_field" in v and bool(v["single_field"])
+            verdict = ("hexagonal" if bool(v["hexagonal"]) else "single field" if one_field
                        else f"{int(v['n_waves'])} waves")
-            rate_map(m, ax=rows[0].add_subplot(grid[i, 2 * j]), colorbar=True, units="",
-                     title=(f"{names[i]}, unit {int(v['unit_index'])}\n{verdict}"
-                            + ("" if np.isnan(psi) else f", ψ {round(psi) + 0:d}°")))
-            autocorrelogram(sac_of(m), ax=rows[0].add_subplot(grid[i, 2 * j + 1]),
+            rate_map(m, ax=rows[0].add_subplot(grid[row, first + 2 * j]), colorbar=True,
+                     units="", title=_control_title(names[i], int(v["unit_index"]), verdict,
+                                                    psi, single))
+            autocorrelogram(sac_of(m), ax=rows[0].add_subplot(grid[row, first + 2 * j + 1]),
                             title="autocorrelogram", colorbar=True)
-    bottom = rows[1].subplots(1, 2, width_ratios=[1.6, 1])
+    bottom = (rows[1].subplots(2, 1, height_ratios=[1.3, 1]) if single
+              else rows[1].subplots(1, 2, width_ratios=[1.6, 1]))
     class_fraction_bars(control_fractions(full), ax=bottom[0],
                         title="fraction of each control's units (g)")
     triad_phases(ds["triad_phase"].swap_dims(env=CONTROL_DIM).drop_vars("env"),
@@ -592,7 +729,7 @@ def controls_figure(inputs: FigureInputs):
 
 
 @register("place_cells")
-def place_cells_figure(inputs: FigureInputs):
+def place_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Memory-neuron rate maps with their fields outlined (most place-like per environment),
     and the place metric of memory neurons against positional units."""
     full = inputs.need("analysis", "rate_map", "place_score", "n_fields")
@@ -600,11 +737,17 @@ def place_cells_figure(inputs: FigureInputs):
     ds = full.hippo.population(pop)
     name = "TEM p unit" if pop == P else "memory"
     envs = ds["env"].values[:2]
-    fig = new_figure(FULL_WIDTH, 1.3 * len(envs) + 2.4)
-    grid = fig.add_gridspec(len(envs) + 1, N_UNITS_SHOWN,
-                            height_ratios=[1.0] * len(envs) + [1.5])
-    axes = np.array([[fig.add_subplot(grid[i, j]) for j in range(N_UNITS_SHOWN)]
-                     for i in range(len(envs))]).reshape(len(envs), N_UNITS_SHOWN)
+    per_row = _maps_per_row(width)  # a single column: each environment's maps on two rows
+    blocks = -(-N_UNITS_SHOWN // per_row)
+    n_rows = len(envs) * blocks
+    fig = new_figure(column_width(width), 1.3 * n_rows + (3.0 if width == "single" else 2.4))
+    grid = fig.add_gridspec(n_rows + 1, per_row, height_ratios=[1.0] * n_rows + [1.5])
+    slots = np.array([[fig.add_subplot(grid[i, j]) for j in range(per_row)]
+                      for i in range(n_rows)]).reshape(n_rows, per_row)
+    # axes[i, j]: the j-th map of environment i, wherever its row and column
+    axes = np.array([[slots[i * blocks + r, c] for r, c in
+                      (_wrapped(j, per_row, 1) for j in range(N_UNITS_SHOWN))]
+                     for i in range(len(envs))])
     counts = {}
     for i, env in enumerate(envs):
         score = ds["place_score"].sel(env=env).fillna(-np.inf)
@@ -623,12 +766,14 @@ def place_cells_figure(inputs: FigureInputs):
             place_map(ds["rate_map"].sel(env=env, unit=u), ax=axes[i, j],
                       title=f"{name} {int(ds['unit_index'].sel(unit=u))}, env {env}\n"
                             f"place score {float(score.sel(unit=u)):.2f}")
-    dist = fig.add_subplot(grid[len(envs), :])
+    dist = fig.add_subplot(grid[n_rows, :])
     place_score_by_population(full["place_score"], ax=dist)
+    if width == "single":  # the legend below the panel: inside, it covers the bars
+        legend_below(dist, fontsize=TINY_FONT_SIZE)
     ny, nx = full.sizes["y"], full.sizes["x"]
-    dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins: it needs "
-                   "maps large enough for a grid unit to show several fields)",
-                   fontsize=MEDIUM_FONT_SIZE)
+    dist.set_title(f"place metric, all units and environments ({ny} x {nx} bins:"
+                   f"{chr(10) if width == 'single' else ' '}it needs maps large enough for a "
+                   "grid unit to show several fields)", fontsize=_size(MEDIUM_FONT_SIZE, width))
     units = full["rate_map"].attrs.get("units", "")
     who = "TEM grounded locations p" if pop == P else "memory neurons (softmax units)"
     figure_title(fig, f"{_counted(counts, who)} with the highest place score (ties: spatial "
@@ -643,7 +788,7 @@ N_FAM_SHOWN = 6
 
 
 @register("fam_slots")
-def fam_slots_figure(inputs: FigureInputs):
+def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """FAM slots as cells: rate maps of the most spatially informative FAM slots beside the
     most informative memory neurons of the same recording (first environment; ranked by
     spatial information, not the place metric, which is near 1 for any flat map), and the
@@ -658,18 +803,25 @@ def fam_slots_figure(inputs: FigureInputs):
                 if pop == FAM_ACTIVITY else ""))
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
-    fig = new_figure(FULL_WIDTH, 8.4)
-    grid = fig.add_gridspec(4, N_FAM_SHOWN, height_ratios=[1.0, 1.0, 1.6, 2.4])
+    single = width == "single"
+    if single:  # three maps a population; the distributions, classes and remapping stacked
+        n = MAPS_PER_ROW_SINGLE
+        fig = new_figure(column_width(width), 11.0)
+        grid = fig.add_gridspec(6, n, height_ratios=[1.0, 1.0, 1.6, 1.6, 2.4, 1.6])
+    else:
+        n = N_FAM_SHOWN
+        fig = new_figure(FULL_WIDTH, 8.4)
+        grid = fig.add_gridspec(4, n, height_ratios=[1.0, 1.0, 1.6, 2.4])
     counts = {}
     for i, (pop, name) in enumerate(((FAM_ACTIVITY, "FAM slot"), (MEMORY_ACTIVITY, "memory"))):
         ds = full.hippo.population(pop)
         score, info = ds["place_score"].sel(env=env), ds["spatial_info"].sel(env=env)
-        top = _top_units(ds, "spatial_info", env, N_FAM_SHOWN)
+        top = _top_units(ds, "spatial_info", env, n)
         counts[pop] = len(top)
-        for j in range(N_FAM_SHOWN):
+        for j in range(n):
             ax = fig.add_subplot(grid[i, j])
             if j == len(top):
-                _fewer_units_note(ax, len(top), N_FAM_SHOWN, "has a finite\nspatial information")
+                _fewer_units_note(ax, len(top), n, "has a finite\nspatial information")
             if j >= len(top):
                 ax.set_axis_off()
                 continue
@@ -678,14 +830,16 @@ def fam_slots_figure(inputs: FigureInputs):
                       title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
                             f"SI {float(info.sel(unit=u)):.2f}, "
                             f"place {float(score.sel(unit=u)):.2f}")
-    dist = grid[2, :].subgridspec(1, 2)
+    dist = grid[2:4, :].subgridspec(2, 1) if single else grid[2, :].subgridspec(1, 2)
     place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
     field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
     shown = {POPULATION_LABELS[p].replace("\n", " "): p for p in (*pops, G)}
-    _classes_and_remapping(fig, grid[3, :], {k: (full, p) for k, p in shown.items()},
-                           {k: POPULATION_COLORS[p] for k, p in shown.items()})
+    _classes_and_remapping(fig, grid[4:, :] if single else grid[3, :],
+                           {k: (full, p) for k, p in shown.items()},
+                           {k: POPULATION_COLORS[p] for k, p in shown.items()}, width,
+                           height_ratios=(2.4, 1.6))
     units = full["rate_map"].attrs.get("units", "")
     figure_title(fig, f"{_counted({0: counts[FAM_ACTIVITY]}, 'FAM slots')} (top row) beside "
                    f"{_counted({0: counts[MEMORY_ACTIVITY]}, 'memory neurons')} (second row) "
@@ -707,7 +861,7 @@ def _classes_of(one) -> str:
 
 
 @register("session_cells")
-def session_cells_figure(inputs: FigureInputs):
+def session_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Your own cells (the analysis of a session, ``hippo-rep analyse SESSION.nwb``): per
     population, the rate maps (Hz, fields outlined) of up to :data:`N_UNITS_SHOWN` cells,
     classified cells first then by spatial information, with their classes, gridness-60 and
@@ -717,9 +871,14 @@ def session_cells_figure(inputs: FigureInputs):
         raise MissingInput("the analysis is not of a session (hippo-rep analyse SESSION.nwb)")
     pops = full.hippo.populations
     env = full["env"].values[0]
-    ncols = min(N_UNITS_SHOWN, max(full.hippo.population(p).sizes["unit"] for p in pops))
-    fig = new_figure(FULL_WIDTH * max(ncols, 3) / N_UNITS_SHOWN, 2.9 * len(pops))
-    axes = fig.subplots(2 * len(pops), ncols, squeeze=False)
+    shown = [min(N_UNITS_SHOWN, full.hippo.population(p).sizes["unit"]) for p in pops]
+    ncols = _maps_per_row(width, max(shown))  # a single column: the cells wrapped, 3 a row
+    # rows of cells of each population (a map and its autocorrelogram each), its first row
+    blocks = [-(-k // ncols) for k in shown]
+    first_row = np.cumsum([0] + [2 * b for b in blocks])
+    fig = new_figure(column_width(width) * max(ncols, 3) / _maps_per_row(width),
+                     2.9 * sum(blocks))
+    axes = fig.subplots(int(first_row[-1]), ncols, squeeze=False)
     for ax in axes.ravel():
         ax.set_axis_off()
     for i, pop in enumerate(pops):
@@ -731,18 +890,20 @@ def session_cells_figure(inputs: FigureInputs):
         info = np.nan_to_num(ds["spatial_info"].values, nan=-np.inf)
         order = np.lexsort((-info, ~classified))[:N_UNITS_SHOWN]
         for j, k in enumerate(order):
+            r0, c = _wrapped(j, ncols, 2)
+            r0 += int(first_row[i])
             one = ds.isel(unit=k)
             m = one["rate_map"]
             cell = str(one["cell_id"].values) if "cell_id" in one.coords else str(k)
             spacing = (f", {float(one['spacing_cm']):.0f} cm"
                        if "spacing_cm" in one and np.isfinite(float(one["spacing_cm"])) else "")
             peak = float(m.max()) if m.notnull().any() else float("nan")
-            axes[2 * i, j].set_axis_on()
-            rate_map(m, ax=axes[2 * i, j], outline_fields=True, colorbar=True, units="",
+            axes[r0, c].set_axis_on()
+            rate_map(m, ax=axes[r0, c], outline_fields=True, colorbar=True, units="",
                      title=f"{pop} {cell}: {_classes_of(one)}\npeak {peak:.1f} Hz\n"
                            f"g60 {float(one['gridness_60']):.2f}{spacing}")
-            axes[2 * i + 1, j].set_axis_on()
-            autocorrelogram(sac_of(m), ax=axes[2 * i + 1, j], title="autocorrelogram",
+            axes[r0 + 1, c].set_axis_on()
+            autocorrelogram(sac_of(m), ax=axes[r0 + 1, c], title="autocorrelogram",
                             colorbar=True)
     bin_cm = _attr(full, "map_bin_size_cm", float("nan"))
     figure_title(
@@ -773,7 +934,7 @@ def _null_of(ds, score: str, quantile: float):
 
 
 @register("scores")
-def scores_figure(inputs: FigureInputs):
+def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
     with the classification thresholds and the fractions classified
     (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
@@ -792,8 +953,12 @@ def scores_figure(inputs: FigureInputs):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
-    axes = fig.subplots(len(pops), 2, squeeze=False)
+    if width == "single":  # each population's two panels one above the other
+        fig = new_figure(column_width(width), 2.5 * 2 * len(pops) + 0.5)
+        axes = fig.subplots(2 * len(pops), 1).reshape(len(pops), 2)
+    else:
+        fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
+        axes = fig.subplots(len(pops), 2, squeeze=False)
     for i, (sub, label, pop) in enumerate(pops):
         wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
                       for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
@@ -829,11 +994,25 @@ def scores_figure(inputs: FigureInputs):
                    f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
             title=f"{label}: spatial information")
+    if width == "single":
+        for ax in axes.ravel():
+            _narrow_histogram(ax)
     figure_title(fig, f"scores of every (unit, environment) against circular-shift nulls "
                    f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
                    f"fractions of the unit × environment pairs that exist)", FONT_SIZE)
     _label_panels(axes.ravel())
     return fig
+
+
+def _narrow_histogram(ax) -> None:
+    """A :func:`~hippo_rep.plotting.scores.score_histogram` panel fitted to a single
+    column: its title and notes and any text in it a step smaller, its legend below it in
+    one column (two columns of long labels are wider than the panel)."""
+    ax.title.set_fontsize(SMALL_FONT_SIZE)
+    for text in ax.texts:
+        text.set_fontsize(SMALL_FONT_SIZE)
+    if ax.get_legend() is not None:
+        legend_below(ax, LEGEND_DROP_PT, ncol=1, fontsize=TINY_FONT_SIZE, frameon=False)
 
 
 def _median(values) -> float:
@@ -843,7 +1022,7 @@ def _median(values) -> float:
 
 
 @register("remapping")
-def remapping_figure(inputs: FigureInputs):
+def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """The paper's remapping claim tested: cell-pair structure across environments of
     positional units vs memory neurons against permutation nulls (top), with per-unit and
     population-vector correlations and the TEM grid–place test as secondary panels."""
@@ -856,8 +1035,14 @@ def remapping_figure(inputs: FigureInputs):
     grid_var = str(ds.attrs.get("remap_tem_grid_variable", G))
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", MEMORY_ACTIVITY))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
-    fig = new_figure(FULL_WIDTH, 6.0)
-    axes = fig.subplots(2, 3)
+    if width == "single":
+        # one panel a row, in the same order: half a column is narrower than the three
+        # populations' tick labels of a, b, d and e
+        fig = new_figure(column_width(width), 12.5)
+        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1, 1.2, 1, 1]).reshape(2, 3)
+    else:
+        fig = new_figure(FULL_WIDTH, 6.0)
+        axes = fig.subplots(2, 3)
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
     pair = ds[pair_vars]
     pair_structure_test(pair, ax=axes[0, 0])
@@ -891,34 +1076,43 @@ def remapping_figure(inputs: FigureInputs):
 
 
 @register("passkey")
-def passkey_figure(inputs: FigureInputs):
+def passkey_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """PassKey accuracy against filler length per variant, and the mean over long fillers."""
     from hippo_rep.tasks.passkey import CHANCE
 
     rows = inputs.need_passkey()
-    fig = new_figure(FULL_WIDTH, 3.2)
-    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    if width == "single":  # the two panels one above the other
+        fig = new_figure(column_width(width), 5.6)
+        axes = fig.subplots(2, 1, height_ratios=[1.3, 1])
+    else:
+        fig = new_figure(FULL_WIDTH, 3.2)
+        axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
     passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
     bars = "95% Wilson intervals of the pooled prompts" if all("ci_low" in r for r in rows) \
         else "± SD"
     figure_title(fig, f"PassKey retrieval (mean over {'/'.join(map(str, seeds))} seed(s), "
-                   f"{bars}; chance {CHANCE:.3f})", FONT_SIZE)
+                   f"{bars}; chance {CHANCE:.3f})", _size(FONT_SIZE, width))
     _label_panels(axes)
     return fig
 
 
 @register("memory_delay")
-def memory_delay_figure(inputs: FigureInputs):
+def memory_delay_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Long-delay loop closure: accuracy on returning home against excursion length for the
     memory variants of trained TEM-t runs (``hippo-rep figures --delay RESULT``, repeated for
     seeds: points), beside their per-step time and memory against D when ``--delay-cost``
     gives the benchmark's JSON."""
     ds = inputs.need("delay", "accuracy")
     cost = inputs.delay_cost
-    fig = new_figure(FULL_WIDTH + 1.2 if cost else HALF_WIDTH + 1.2, 2.6)
-    axes = fig.subplots(1, 3 if cost else 1, squeeze=False)
+    if width == "single":  # the column's width; the cost panels below the accuracy
+        fig = new_figure(column_width(width), 2.6 + (4.4 if cost else 0))
+        axes = fig.subplots(3 if cost else 1, 1, squeeze=False,
+                            height_ratios=[1.3, 1, 1] if cost else None).T
+    else:
+        fig = new_figure(FULL_WIDTH + 1.2 if cost else HALF_WIDTH + 1.2, 2.6)
+        axes = fig.subplots(1, 3 if cost else 1, squeeze=False)
     ax = axes[0, 0]
     plot_delay(ds, ax=ax)
     if cost:
@@ -943,7 +1137,7 @@ SWEEP_PANELS = (("accuracy", {"agent": "model", "step_type": "revisit_new_edge"}
 
 
 @register("sweep")
-def sweep_figure(inputs: FigureInputs):
+def sweep_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """A training sweep: held-out loop-closure accuracy and the fraction of grid-like
     positional units by grid value, seeds as points (``hippo-rep figures --sweep DIR``)."""
     ds = inputs.sweep
@@ -951,13 +1145,17 @@ def sweep_figure(inputs: FigureInputs):
         raise MissingInput("needs a training sweep (--sweep DIR)")
     if not (ds["status"] == "done").any():
         raise MissingInput("the sweep has no finished run")
-    fig = new_figure(FULL_WIDTH, 2.8)
-    axes = fig.subplots(1, len(SWEEP_PANELS))
+    if width == "single":  # the panels one above the other
+        fig = new_figure(column_width(width), 2.3 * len(SWEEP_PANELS) + 0.4)
+        axes = fig.subplots(len(SWEEP_PANELS), 1)
+    else:
+        fig = new_figure(FULL_WIDTH, 2.8)
+        axes = fig.subplots(1, len(SWEEP_PANELS))
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
     figure_title(fig, f"sweep {ds.attrs.get('sweep_path', '')}: {n_done} of {n} runs finished",
-                 FONT_SIZE)
+                 _size(FONT_SIZE, width))
     _label_panels(axes)
     return fig
 
@@ -1086,8 +1284,11 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
 
 
 def build_figures(inputs: FigureInputs, out_dir, only=None,
-                  formats=DEFAULT_FORMATS) -> dict[str, list[Path] | str]:
-    """Build the registered figures (or those in ``only``) into ``out_dir``.
+                  formats=DEFAULT_FORMATS,
+                  width: str = DEFAULT_COLUMN) -> dict[str, list[Path] | str]:
+    """Build the registered figures (or those in ``only``) into ``out_dir``, each at
+    ``width``: "double" (a double column, the default) or "single" (a single column, each
+    figure laid out for it; :data:`WIDTHS`).
 
     Each figure is a bare Figure (no pyplot, no backend chosen) drawn and saved in the paper
     style (:func:`~hippo_rep.plotting.style.paper_style`); ``matplotlib.rcParams`` is the
@@ -1106,18 +1307,19 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
     bad = [f for f in formats if f not in DEFAULT_FORMATS]
     if bad:
         raise FigureError(f"unknown format(s) {', '.join(bad)}; use {', '.join(DEFAULT_FORMATS)}")
+    _check_width(width)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, list[Path] | str] = {}
     for name in names:
         try:
-            fig = FIGURES[name](inputs)
+            fig = FIGURES[name](inputs, width=width)
         except (MissingInput, SchemaError) as why:  # an input lacking what it needs
             report[name] = f"skipped: {why}"
             continue
         paths = []
         # saved in the style too: matplotlib reads savefig.* and the font types when saving
-        with paper_style():
+        with paper_style(width):
             for fmt in formats:
                 path = out / f"{name}.{fmt}"
                 atomic_write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(

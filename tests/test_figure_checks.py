@@ -378,23 +378,37 @@ def synthetic():
             "session_cells": FigureInputs(analysis=session)}
 
 
-def render(name, inputs):
+#: The column widths every registered figure is drawn at (hippo_rep.figures.WIDTHS).
+WIDTHS = ("double", "single")
+
+
+def build(name, inputs, width):
     """The figure ``name`` built as build_figures builds it (the registered builder draws in
-    the paper style on a bare Figure), and its problems; building it leaves
+    the paper style on a bare Figure) at ``width``; building it leaves
     ``matplotlib.rcParams`` as it was and pyplot without figures."""
     from hippo_rep.figures import FIGURES
+    from hippo_rep.plotting.style import column_width
 
     style = dict(matplotlib.rcParams)
-    fig = FIGURES[name](inputs)
+    fig = FIGURES[name](inputs, width=width)
     assert plt.get_fignums() == [], f"{name} made a pyplot figure"
     assert dict(matplotlib.rcParams) == style, f"{name} changed rcParams"
-    return check_figure(fig)
+    if width == "single":  # a single column wide (a figure of few maps may be narrower)
+        assert fig.get_figwidth() <= column_width("single") + 1e-9, fig.get_figwidth()
+    return fig
+
+
+def render(name, inputs, width="double"):
+    """The problems of the figure ``name`` at ``width`` (:func:`build`)."""
+    return check_figure(build(name, inputs, width))
 
 
 def test_every_figure_is_drawn_by_this_test():
     from hippo_rep.figures import FIGURES
+    from hippo_rep.figures import WIDTHS as REGISTRY_WIDTHS
 
     assert set(FIGURES) == set(FROM_SHIPPED) | set(FROM_SYNTHETIC)
+    assert set(WIDTHS) == set(REGISTRY_WIDTHS)
 
 
 FROM_SHIPPED = ("learning", "learning_speed", "tem_vs_temt", "transitions", "grid_cells",
@@ -402,16 +416,32 @@ FROM_SHIPPED = ("learning", "learning_speed", "tem_vs_temt", "transitions", "gri
 FROM_SYNTHETIC = ("fam_slots", "controls", "sweep", "session_cells")
 
 
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", FROM_SHIPPED)
-def test_figure_from_the_shipped_data_passes_the_checks(shipped, name):
-    problems = render(name, shipped)
-    assert problems == [], f"{name}:\n{report(problems)}"
+def test_figure_from_the_shipped_data_passes_the_checks(shipped, name, width):
+    problems = render(name, shipped, width)
+    assert problems == [], f"{name} ({width} column):\n{report(problems)}"
 
 
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", FROM_SYNTHETIC)
-def test_figure_the_shipped_data_lacks_passes_the_checks(synthetic, name):
-    problems = render(name, synthetic[name])
-    assert problems == [], f"{name}:\n{report(problems)}"
+def test_figure_the_shipped_data_lacks_passes_the_checks(synthetic, name, width):
+    problems = render(name, synthetic[name], width)
+    assert problems == [], f"{name} ({width} column):\n{report(problems)}"
+
+
+def test_a_planted_overlap_in_a_single_column_figure_is_found(shipped):
+    """The check of the registered figures would fail: a note planted over a single-column
+    figure's tick label is found (and the figure is clean without it)."""
+    fig = build("learning", shipped, "single")
+    assert check_figure(fig) == []
+    ax = fig.axes[1]
+    label = ax.get_xticklabels()[0]
+    ax.annotate("planted note", xy=label.get_position(), xycoords=label.get_transform(),
+                ha="center", va="top")
+    problems = check_figure(fig)
+    assert [p.rule for p in problems] == ["overlap"], report(problems)
+    assert "planted note" in problems[0].detail
 
 
 def test_checking_leaves_a_rotated_text_as_it_was():

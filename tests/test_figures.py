@@ -509,3 +509,48 @@ def test_grid_cells_figure_names_read_out_cells_as_such():
     ro = xr.Dataset(attrs={"model_config": json.dumps({"cells": "readout"})})
     assert _g_name(ro) == "read-out cells r"
     assert _g_name(xr.Dataset(attrs={"model_config": "not json"})) == "positional units g"
+
+
+# ------------------------------------------------------------------ single and double column
+def test_every_figure_takes_a_width_and_refuses_another(tmp_path):
+    from hippo_rep.figures import WIDTHS
+    from hippo_rep.plotting.style import DOUBLE_COLUMN_WIDTH, SINGLE_COLUMN_WIDTH
+
+    assert WIDTHS == ("single", "double")
+    inputs = FigureInputs(evals={"TEM-t": fake_eval(), "sinusoidal": fake_eval("sinusoidal",
+                                                                               0.3)})
+    assert FIGURES["learning"](inputs).get_figwidth() == DOUBLE_COLUMN_WIDTH  # the default
+    assert FIGURES["learning"](inputs, width="double").get_figwidth() == DOUBLE_COLUMN_WIDTH
+    single = FIGURES["learning"](inputs, width="single")
+    assert single.get_figwidth() == SINGLE_COLUMN_WIDTH
+    assert len(single.axes) == 2 and single.axes[0].get_position().y0 > \
+        single.axes[1].get_position().y1  # the panels one above the other, not squeezed
+    with pytest.raises(FigureError, match="unknown width 'triple'; use single or double"):
+        FIGURES["learning"](inputs, width="triple")
+    with pytest.raises(FigureError, match="unknown width"):
+        build_figures(inputs, tmp_path, only=["learning"], width="wide")
+    report = build_figures(inputs, tmp_path, only=["learning"], formats=("png",),
+                           width="single")
+    assert report["learning"] == [tmp_path / "learning.png"]
+
+
+def test_cli_figures_width_flag(tmp_path, capsys, monkeypatch):
+    """``hippo-rep figures --width single|double`` reaches build_figures (double by default);
+    another width is refused by argparse, and --help documents the flag."""
+    import hippo_rep.pipeline as pipeline
+    from hippo_rep import cli
+
+    seen = []
+    monkeypatch.setattr(pipeline, "build_figures",
+                        lambda out, **kw: seen.append(kw["width"]) or {})
+    for argv, width in (([], "double"), (["--width", "single"], "single"),
+                        (["--width", "double"], "double")):
+        assert cli.main(["figures", "--out", str(tmp_path / "f"), *argv]) == 0
+        assert seen[-1] == width
+    with pytest.raises(SystemExit):
+        cli.main(["figures", "--width", "triple"])
+    assert "invalid choice: 'triple'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["figures", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--width {single,double}" in text and "3.5 in" in text and "7 in" in text

@@ -236,10 +236,12 @@ def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: boo
 
 
 def build_figures(out="figures", *, only: Sequence[str] | None = None,
-                  formats: Sequence[str] | None = None, **inputs) -> dict:
+                  formats: Sequence[str] | None = None, width: str = "double",
+                  **inputs) -> dict:
     """Every figure whose inputs are given, into the folder ``out``
     (:func:`hippo_rep.figures.build_figures`): name → written paths, or the reason it was
-    skipped.
+    skipped. ``width``: "double" (a double column) or "single" (a single column, each figure
+    laid out for it).
 
     ``inputs`` are those of :func:`~hippo_rep.figures.load_inputs` (analysis, recording, evals,
     passkey, sweep, delay, delay_cost, learning_speed, tem_analysis, missing_ok), each a path
@@ -264,7 +266,8 @@ def build_figures(out="figures", *, only: Sequence[str] | None = None,
         kind = result.get("meta", {}).get("model_kind", "model")
         loaded.evals[figures.MODEL_LABELS.get(kind, kind)] = result
     return figures.build_figures(loaded, out, only=only,
-                                 formats=figures.DEFAULT_FORMATS if formats is None else formats)
+                                 formats=figures.DEFAULT_FORMATS if formats is None else formats,
+                                 width=width)
 
 
 # ------------------------------------------------------------------------------ the runner

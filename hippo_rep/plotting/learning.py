@@ -31,6 +31,11 @@ LEARNING_LEGEND_DROP_PT = 38.0
 STEP_LABELS = {"first_visit": "first\nvisit", "revisit_known_edge": "known\nedge",
                "revisit_new_edge": "new edge\n(loop\nclosure)",
                "revisit_unseen_edge": "unseen edge\n(zero-shot)"}
+#: The step types' axis labels in a narrow panel (a single-column figure): at most one word
+#: a line.
+STEP_LABELS_NARROW = {"first_visit": "first\nvisit", "revisit_known_edge": "known\nedge",
+                      "revisit_new_edge": "new\nedge\n(loop\nclosure)",
+                      "revisit_unseen_edge": "unseen\nedge\n(zero-\nshot)"}
 
 
 def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None):
@@ -64,8 +69,11 @@ def accuracy_curve(results: dict[str, dict], ax=None, colors: dict | None = None
     return ax
 
 
-def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None = None):
-    """Grouped bars: accuracy by step type for each model and the ideal agents."""
+def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None = None,
+                          narrow: bool = False):
+    """Grouped bars: accuracy by step type for each model and the ideal agents (``narrow``:
+    the step types' labels a word a line, :data:`STEP_LABELS_NARROW`, and the legend in two
+    columns, for a panel a single column wide)."""
     ax = get_ax(ax)
     colors = colors or {}
     first = next(iter(results.values()))
@@ -81,10 +89,11 @@ def accuracy_by_step_type(results: dict[str, dict], ax=None, colors: dict | None
     chance = first.get("meta", {}).get("chance")
     if chance:
         ax.axhline(chance, color="k", lw=REFERENCE_LINE_WIDTH, ls="-", alpha=0.5)
-    ax.set_xticks(np.arange(len(keys)), [STEP_LABELS[k] for k in keys])
+    labels = STEP_LABELS_NARROW if narrow else STEP_LABELS
+    ax.set_xticks(np.arange(len(keys)), [labels[k] for k in keys])
     ax.set_ylabel("prediction accuracy (fraction)")
     ax.set_ylim(0, 1.02)
-    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=len(groups))
+    legend_below(ax, LEARNING_LEGEND_DROP_PT, ncols=2 if narrow else len(groups))
     return ax
 
 

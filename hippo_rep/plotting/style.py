@@ -32,6 +32,20 @@ HALF_WIDTH = SINGLE_COLUMN_WIDTH
 #: Size of the figure a panel makes when it is given no axes, inches (width, height): a
 #: single column.
 PANEL_SIZE = (SINGLE_COLUMN_WIDTH, 2.8)
+#: The widths a registered figure is drawn at, by name (``hippo-rep figures --width``): each
+#: figure lays itself out for its width (fewer panels per row in a single column).
+COLUMN_WIDTHS = {"single": SINGLE_COLUMN_WIDTH, "double": DOUBLE_COLUMN_WIDTH}
+#: The width a registered figure is drawn at by default.
+DEFAULT_COLUMN = "double"
+
+
+def column_width(width: str) -> float:
+    """The width in inches of the named column width, ``"single"`` or ``"double"``
+    (:data:`COLUMN_WIDTHS`); ValueError naming the choices for any other."""
+    try:
+        return COLUMN_WIDTHS[width]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown width {width!r}; use {' or '.join(COLUMN_WIDTHS)}") from None
 
 # ---- font sizes (points) ------------------------------------------------------------------
 
@@ -125,10 +139,31 @@ def _paper_style() -> dict:
 #: drawn and saved, never set globally.
 PAPER_STYLE = _paper_style()
 
+#: What a single-column figure changes in :data:`PAPER_STYLE`: axis labels and default
+#: titles a step smaller (:data:`MEDIUM_FONT_SIZE`), tick labels and legends another
+#: (:data:`SMALL_FONT_SIZE`), thinner data lines; never below :data:`MIN_FONT_SIZE`.
+SINGLE_COLUMN_STYLE = {
+    "font.size": MEDIUM_FONT_SIZE,
+    "axes.titlesize": MEDIUM_FONT_SIZE,
+    "axes.labelsize": MEDIUM_FONT_SIZE,
+    "xtick.labelsize": SMALL_FONT_SIZE,
+    "ytick.labelsize": SMALL_FONT_SIZE,
+    "legend.fontsize": SMALL_FONT_SIZE,
+    "lines.linewidth": 1.1,
+}
+
+
+def column_style(width: str = DEFAULT_COLUMN) -> dict:
+    """The rc settings of a figure drawn at the named column width: :data:`PAPER_STYLE`,
+    with :data:`SINGLE_COLUMN_STYLE` over it for ``"single"``."""
+    column_width(width)  # a known width
+    return {**PAPER_STYLE, **(SINGLE_COLUMN_STYLE if width == "single" else {})}
+
 
 @contextmanager
-def paper_style():
-    """Draw (and save) in :data:`PAPER_STYLE`; ``matplotlib.rcParams`` is restored on exit.
+def paper_style(width: str = DEFAULT_COLUMN):
+    """Draw (and save) in :data:`PAPER_STYLE` (at ``width="single"``, with the smaller
+    fonts of :data:`SINGLE_COLUMN_STYLE`); ``matplotlib.rcParams`` is restored on exit.
 
     Examples
     --------
@@ -139,7 +174,7 @@ def paper_style():
     """
     import matplotlib
 
-    with matplotlib.rc_context(PAPER_STYLE):
+    with matplotlib.rc_context(column_style(width)):
         yield
 
 
