@@ -28,47 +28,67 @@ STEPS = 4000
 MIN_RELATIVE = 0.7
 #: A cell is single-wave when its second wave is below this fraction of the first.
 SINGLE = 0.3
+#: A cell is module-pure when one module holds more than this share of its weights' power
+#: (with ``--modules`` > 1; hexagonal-like and single-wave cells must be pure).
+PURE = 0.8
+#: Non-negativity penalty of signed cells (``--activation none``).
+NEG = 10.0
 #: |ψ| below this (degrees): a lattice of peaks.
 PSI_TOL = 45.0
 
 
-def module_states(wavelength: float) -> torch.Tensor:
-    """(PATCH², 6) states of one triad module: cos of the three waves, then their sin."""
+def module_states(wavelength: float, rotation: float = 0.0) -> torch.Tensor:
+    """(PATCH², 6) states of one triad module: cos of the three waves, then their sin;
+    the waves at ``rotation`` + 0°, 60°, 120° (degrees)."""
     i, j = np.meshgrid(np.arange(PATCH), np.arange(PATCH))
     xy = np.stack([i + 0.5 * j, j * math.sqrt(3) / 2], -1).reshape(-1, 2)
-    ang = np.deg2rad([0.0, 60.0, 120.0])
+    ang = np.deg2rad(rotation + np.array([0.0, 60.0, 120.0]))
     k = np.stack([np.cos(ang), np.sin(ang)], 1) * 2 * math.pi / wavelength
     th = xy @ k.T
     return torch.tensor(np.concatenate([np.cos(th), np.sin(th)], 1), dtype=torch.float32)
 
 
-def fit(g: torch.Tensor, energy: float, n_cells: int, seed: int) -> dict:
-    """Fit cells to ``g``; per active cell the waves' relative weights and ψ (degrees)."""
+def fit(g: torch.Tensor, energy: float, n_cells: int, seed: int, activation: str = "relu",
+        neg: float = NEG, weight: float = 0.0) -> dict:
+    """Fit cells to ``g``; per active cell the waves' relative weights and ψ (degrees).
+
+    ``activation`` "relu": r = relu(A g + b); "none": r = A g + b with ``neg`` · mean
+    relu(−r)² (non-negative rates by penalty, as TEM-t's ``model.cells_activation=none``);
+    ``weight`` · mean A² is a cost on the read-out weights (Dorrell et al., ICLR 2023).
+    """
+    act = torch.relu if activation == "relu" else (lambda x: x)
     torch.manual_seed(seed)
-    A = torch.nn.Parameter(0.5 * torch.randn(n_cells, 6))
+    A = torch.nn.Parameter(0.5 * torch.randn(n_cells, g.shape[1]))
     b = torch.nn.Parameter(torch.full((n_cells,), 0.5))
-    D = torch.nn.Parameter(0.1 * torch.randn(6, n_cells))
+    D = torch.nn.Parameter(0.1 * torch.randn(g.shape[1], n_cells))
     opt = torch.optim.Adam([A, b, D], lr=1e-2)
     for _ in range(STEPS):
-        r = torch.relu(g @ A.T + b)
-        loss = ((r @ D.T - g) ** 2).mean() + energy * (r ** 2).mean()
+        r = act(g @ A.T + b)
+        loss = (((r @ D.T - g) ** 2).mean() + energy * (r ** 2).mean()
+                + neg * (torch.relu(-r) ** 2).mean() + weight * (A ** 2).mean())
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        r = torch.relu(g @ A.T + b)
-        amp = torch.stack([torch.hypot(A[:, w], A[:, w + 3]) for w in range(3)], 1)
-        ph = torch.stack([torch.atan2(-A[:, w + 3], A[:, w]) for w in range(3)], 1)
+        r = torch.relu(act(g @ A.T + b))
+        # each cell's strongest module (by the norm of its six weights), then its waves there
+        power = A.reshape(n_cells, -1, 6).pow(2).sum(-1)
+        purity = (power.max(1).values / power.sum(1)).numpy()
+        Am = A.reshape(n_cells, -1, 6)[torch.arange(n_cells), power.argmax(1)]
+        amp = torch.stack([torch.hypot(Am[:, w], Am[:, w + 3]) for w in range(3)], 1)
+        ph = torch.stack([torch.atan2(-Am[:, w + 3], Am[:, w]) for w in range(3)], 1)
         psi = torch.rad2deg(torch.remainder(ph[:, 0] - ph[:, 1] + ph[:, 2] + math.pi,
                                             2 * math.pi) - math.pi)
         err = float(((r @ D.T - g) ** 2).mean())
     active = (r.max(0).values > 1e-3).numpy()
     rel = (amp / amp.max(1, keepdim=True).values).numpy()[active]
     psi = psi.numpy()[active]
-    hexlike = int(((rel.min(1) > MIN_RELATIVE) & (np.abs(psi) < PSI_TOL)).sum())
-    single = int((np.sort(rel, 1)[:, 1] < SINGLE).sum())
+    pure = purity[active] > PURE
+    hexlike = int(((rel.min(1) > MIN_RELATIVE) & (np.abs(psi) < PSI_TOL) & pure).sum())
+    single = int(((np.sort(rel, 1)[:, 1] < SINGLE) & pure).sum())
     return {"decoding_mse": err, "active": int(active.sum()), "hexagonal_like": hexlike,
-            "single_wave": single}
+            "single_wave": single, "module_pure": int(pure.sum()),
+            "purity_median": float(np.median(purity[active])) if active.any() else np.nan}
 
 
 def main() -> None:
@@ -77,16 +97,26 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--cells", type=int, default=12)
     p.add_argument("--wavelength", type=float, default=6.0)
+    p.add_argument("--activation", choices=("relu", "none"), default="relu")
+    p.add_argument("--neg", type=float, default=NEG)
+    p.add_argument("--weight", type=float, default=0.0)
+    p.add_argument("--modules", type=int, default=1,
+                   help="modules of wavelength × ratio^m at seeded random orientations")
+    p.add_argument("--ratio", type=float, default=1.15)
     args = p.parse_args()
     torch.set_num_threads(1)
-    g = module_states(args.wavelength)
+    rots = np.random.default_rng(0).uniform(0, 60, args.modules)
+    rots[0] = 0.0
+    g = torch.cat([module_states(args.wavelength * args.ratio ** m, rots[m])
+                   for m in range(args.modules)], 1)
     print(f"{'energy':>8}{'seed':>6}{'decoding MSE':>14}{'active':>8}{'hexagonal-like':>16}"
-          f"{'single-wave':>13}")
+          f"{'single-wave':>13}{'module-pure':>13}{'purity median':>15}")
     for energy in args.energy:
         for seed in args.seeds:
-            res = fit(g, energy, args.cells, seed)
+            res = fit(g, energy, args.cells, seed, args.activation, args.neg, args.weight)
             print(f"{energy:8.2f}{seed:6d}{res['decoding_mse']:14.4f}{res['active']:8d}"
-                  f"{res['hexagonal_like']:16d}{res['single_wave']:13d}", flush=True)
+                  f"{res['hexagonal_like']:16d}{res['single_wave']:13d}"
+                  f"{res['module_pure']:13d}{res['purity_median']:15.2f}", flush=True)
 
 
 if __name__ == "__main__":
