@@ -107,6 +107,10 @@ for _energy in (1.0, 3.0):
         *SCRATCH["triad_readout"], f"train.loss_cells_energy={_energy}",
         "train.iterations=1500"]
 SCRATCH["triad_readout_1500"] = [*SCRATCH["triad_readout"], "train.iterations=1500"]
+#: ... with cells that each read one module (a structural assumption; see the config):
+#: 60 cells, six a module.
+SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
+                                    "model.n_cells=60"]
 
 
 def _hippo(args: list[str], log: Path) -> None:
@@ -174,6 +178,31 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str],
                 _stages(run_dir, family, seed, log, populations)
 
 
+#: A read-out cell is module-pure when one grid module holds more than this share of the
+#: power of its weights on g (the same rule as benchmarks/triad_energy_toy.py).
+PURE = 0.8
+
+
+def _cell_modules(ckpt: Path) -> dict:
+    """How the read-out cells draw on g's grid modules: the median over cells of the largest
+    module's share of a cell's weight power, and the fraction of module-pure cells (NaN
+    without read-out cells or grid modules). Mixing modules of different spacing gives
+    interference patterns, not one lattice."""
+    from hippo_rep.training.checkpoint import load_checkpoint
+
+    model, config, _ = load_checkpoint(ckpt)
+    size = config.model.g_module_size
+    if model.cell_readout is None or not size:
+        return {"cell_purity": np.nan, "cells_pure": np.nan}
+    w = model.cell_readout.weight.detach()
+    if config.model.cells_modular:  # the weights the cells use
+        w = w * model.cell_mask
+    w = w.numpy()
+    power = (w.reshape(w.shape[0], -1, size) ** 2).sum(-1)
+    share = power.max(1) / power.sum(1)
+    return {"cell_purity": float(np.median(share)), "cells_pure": float(np.mean(share > PURE))}
+
+
 def _row(run_dir: Path) -> dict:
     """One run's line: held-out accuracy, memories per node, W_a's best triad, walk-constant
     power, and the fractions of (environment, unit) maps of the recorded cells (population
@@ -207,6 +236,7 @@ def _row(run_dir: Path) -> dict:
         row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
         if "memory_activity" in an.hippo.populations:
             row["place"] = float(an.hippo.population("memory_activity")["is_place"].mean())
+    row.update(_cell_modules(run_dir / "checkpoint.pt"))
     with open(run_dir / "metrics.csv") as f:  # the trainer's own clock (resumes included)
         last = list(csv.DictReader(f))[-1]
     row["it_per_s"] = int(last["iteration"]) / float(last["elapsed_s"])

@@ -220,6 +220,12 @@ class ModelConfig(TypedConfig):
     # Initial per-cell offset b: a positive start keeps ReLU cells active (a cell at r = 0
     # everywhere gets no gradient).
     cells_bias_init: float = setting(0.5, _ANY)
+    # Each read-out cell reads one grid module of g (cell c reads module c mod M; A is
+    # block-sparse; needs model.g_module_size): false, cells mix modules freely, and mixing
+    # modules of different spacing gives interference patterns rather than one lattice. True
+    # is a structural assumption (modular cells), so that what the energy cost selects
+    # *within* a module is what training shows.
+    cells_modular: bool = False
     # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
     # highest frequency. Abstract-location units per frequency module (torch_tem default
     # n_g = 3 x n_g_subsampled).
@@ -260,6 +266,10 @@ class ModelConfig(TypedConfig):
             raise ConfigError(f"model.g_module_size = {self.g_module_size} must be even and "
                               f"divide model.n_g = {self.n_g}, with model.kind = \"temt\" "
                               f"(got kind = {self.kind!r})")
+        if self.cells_modular and (self.cells != "readout" or not self.g_module_size):
+            raise ConfigError("model.cells_modular = true needs model.cells = \"readout\" and "
+                              f"grid modules (model.g_module_size > 0); got cells = "
+                              f"{self.cells!r}, g_module_size = {self.g_module_size}")
         if self.memory != "full" and self.kind != "temt":
             raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
         if self.transition_init == "triad" and (self.g_module_size != 6

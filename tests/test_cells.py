@@ -61,6 +61,44 @@ def test_readout_cells_key_the_prediction_and_are_non_negative():
     assert not torch.allclose(out2.logits_pi, out.logits_pi)
 
 
+MODULAR = [*READOUT, "model.g_module_size=6", "model.cells_modular=true"]
+
+
+def test_modular_cells_read_one_module_each():
+    """n_g 24 in modules of 6 (M = 4): cell c reads module c mod 4 and nothing else."""
+    m, cfg = _model(MODULAR)
+    g = torch.randn(5, 24)
+    r0 = m.cell_activity(g)
+    for module in range(4):
+        g2 = g.clone()
+        g2[:, 6 * module:6 * module + 6] += torch.randn(5, 6)
+        changed = (m.cell_activity(g2) - r0).abs().amax(0) > 0
+        readers = torch.arange(20) % 4 == module
+        assert not changed[~readers].any()  # the other modules' cells are blind to it
+        assert changed[readers].any()
+    # the same weights read freely: every cell sees every module
+    free, _ = _model(READOUT)
+    free.load_state_dict(m.state_dict())
+    assert not torch.allclose(free.cell_activity(g), r0)
+    # the mask is not saved: the state dict is the free model's, so checkpoints stay alike
+    assert set(m.state_dict()) == set(free.state_dict())
+
+
+def test_modular_cells_train_only_their_module_weights():
+    m, cfg = _model([*MODULAR, "train.loss_cells_energy=1"])
+    obs, act = _batch(cfg)
+    cell_losses(m(obs, act)[0], cfg, 1.0)["loss"].backward()
+    grad = m.cell_readout.weight.grad
+    assert (grad[m.cell_mask == 0] == 0).all() and (grad[m.cell_mask == 1] != 0).any()
+
+
+@pytest.mark.parametrize("sets", [["model.cells_modular=true"],
+                                  [*READOUT, "model.cells_modular=true"]])
+def test_modular_cells_need_readout_cells_and_modules(sets):
+    with pytest.raises(ConfigError, match="cells_modular"):
+        load_config("tiny", sets)
+
+
 def test_signed_cells_go_negative_and_the_penalty_lifts_them():
     m, cfg = _model([*READOUT, "model.cells_activation=none", "model.cells_bias_init=0",
                      "train.loss_cells_neg=1"])

@@ -181,6 +181,12 @@ class TEMt(nn.Module):
         self.cell_readout = None
         if config.cells == "readout":
             self.cell_readout = nn.Linear(d, config.n_cells)
+            if config.cells_modular:  # cell c reads grid module c mod M only (not saved:
+                # it follows from the config, so older checkpoints load unchanged)
+                size = config.g_module_size
+                module = torch.arange(d) // size
+                mask = (module[None, :] == (torch.arange(config.n_cells) % (d // size))[:, None])
+                self.register_buffer("cell_mask", mask.float(), persistent=False)
             with torch.no_grad():
                 self.cell_readout.bias.fill_(config.cells_bias_init)
 
@@ -190,7 +196,10 @@ class TEMt(nn.Module):
         (..., n_cells); ``model.cells = "readout"`` only."""
         if self.cell_readout is None:
             raise ValueError("cell_activity needs model.cells = \"readout\"")
-        r = self.cell_readout(g)
+        if self.config.cells_modular:
+            r = F.linear(g, self.cell_readout.weight * self.cell_mask, self.cell_readout.bias)
+        else:
+            r = self.cell_readout(g)
         return torch.relu(r) if self.config.cells_activation == "relu" else r
 
     def _keys(self, g: torch.Tensor) -> torch.Tensor:
