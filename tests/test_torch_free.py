@@ -102,3 +102,13 @@ def test_session_analysed_and_drawn_without_torch(no_torch, tmp_path):
                  str(tmp_path / "figures"), "--only", "session_cells")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "figures" / "session_cells.png").stat().st_size > 0
+
+
+def test_task_results_drawn_without_torch(no_torch, tmp_path):
+    """The PassKey sweep and the delay result are read (hippo_rep.tasks.results) and drawn
+    without torch; running the tasks needs it."""
+    r = no_torch("-m", "hippo_rep.cli", "figures", "--passkey", "data/passkey", "--delay",
+                 "data/delay.nc", "--only", "passkey", "--only", "memory_delay", "--format",
+                 "png", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in tmp_path.iterdir()} == {"passkey.png", "memory_delay.png"}
