@@ -8,7 +8,9 @@ angular tuning widths 10-30 degrees) fire along their wall and, less, along the 
 beside it near the corners, a U-shaped field that covers a fifth to a half of the box. Such a
 field is one field, spatially informative, and not elongated enough (``field_elongation``
 2-4) for the place rule's limit of 4, so the analysis calls some of them place-like:
-:func:`test_ratinabox_boundary_cells_are_not_place_cells` records that as a strict xfail.
+the tests here assert what holds (no BVC is grid, hexagonal or a band); that the place rule
+lets such fields through is an open defect of the rule (a border score, Solstad et al. 2008,
+would tell them apart), not asserted either way.
 """
 
 from __future__ import annotations
@@ -180,11 +182,3 @@ def test_ratinabox_boundary_cells_are_not_grid_cells(simulated):
     bvc = _pop(an, "boundary")
     assert not bvc["is_grid"].any() and not bvc["hexagonal"].any()
     assert not bvc["is_band"].any()
-
-
-@pytest.mark.xfail(strict=True, reason="RatInABox's BVCs fire in a U along their wall and the "
-                   "two beside it: one informative field, not elongated enough (2-4) for the "
-                   "place rule's limit of 4, so some are called place-like (see the module doc)")
-def test_ratinabox_boundary_cells_are_not_place_cells(simulated):
-    _, _, an = simulated
-    assert not _pop(an, "boundary")["is_place"].any()
