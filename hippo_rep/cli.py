@@ -36,6 +36,14 @@ PASSKEY_FIGURE_DPI = 150
 MAX_ERROR_LINE = 1000
 
 
+#: The one line of a command that needs torch where it is not installed (the analysis and
+#: figure commands do not).
+MISSING_TORCH = ("this command needs PyTorch (the \"train\" extra), which is not installed: "
+                 "`pip install torch==2.13.0 && pip install -e \".[train]\"` (the CPU build "
+                 "first); analyse, figures, export-nwb, remap-sessions and controls run "
+                 "without it")
+
+
 class OutputError(ValueError):
     """An output path that cannot be used (checked before any work starts)."""
 
@@ -853,6 +861,7 @@ def cmd_sweep(args) -> int:
     from hippo_rep.pipeline import SweepSettings, run_sweep
     from hippo_rep.sweep import open_sweep
 
+    _need_torch()  # every run trains: say so once, not once per failed run
     check_output_path(args.out, "--out", folder=True)
     settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
                              record_steps=args.record_steps, shuffles=args.shuffles,
@@ -1007,6 +1016,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"hippo-rep {args.command}: interrupted", file=sys.stderr)
         return 130
+    except ImportError as err:
+        if not _is_torch(err):
+            raise
+        if getattr(args, "debug", False):
+            import traceback
+
+            traceback.print_exc()
+        print(f"hippo-rep {args.command}: error: {MISSING_TORCH}", file=sys.stderr)
+        return 2
     except Exception as err:
         if getattr(args, "debug", False):
             import traceback
@@ -1016,13 +1034,31 @@ def main(argv=None) -> int:
         return 2
 
 
+def _need_torch() -> None:
+    """Raise torch's ModuleNotFoundError (which :func:`main` turns into
+    :data:`MISSING_TORCH`) where it is not installed, before any work starts."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+
+def _is_torch(err: ImportError) -> bool:
+    """Whether ``err`` is torch (or one of its modules) failing to import."""
+    name = err.name or ""
+    return name == "torch" or name.startswith("torch.")
+
+
 def _cause(err: BaseException) -> str:
     """One line saying what went wrong, naming the file where the error knows it."""
-    from hippo_rep.training.trainer import TrainingError
+    # TrainingError only where the trainer (and torch) was imported: the analysis and figure
+    # commands run without torch, and their errors must not import it
+    trainer = sys.modules.get("hippo_rep.training.trainer")
+    training_error = getattr(trainer, "TrainingError", ValueError)
 
     # the library's errors (ValueErrors: ConfigError, CheckpointError, ..., and bad argument
     # values reaching library checks) and these say what went wrong, naming the file
-    if isinstance(err, (ValueError, TrainingError, FileExistsError, FileNotFoundError)):
+    if isinstance(err, (ValueError, training_error, FileExistsError, FileNotFoundError)):
         text = str(err)
     elif isinstance(err, MemoryError):
         text = "out of memory; use smaller sizes (envs, steps, world, model)"

@@ -24,8 +24,8 @@ import xarray as xr
 
 # No pyplot: every builder draws a bare matplotlib Figure (new_figure) in the paper style, so
 # building figures picks no backend, changes no rcParams and leaves pyplot without figures.
-# The PassKey and delay readers of hippo_rep.tasks are imported where those inputs are read
-# (they import torch).
+# The PassKey and delay readers (hippo_rep.tasks.results, torch-free) are imported where
+# those inputs are read.
 from hippo_rep.analysis import autocorrelogram as sac_of
 from hippo_rep.analysis.classify import (
     GRID_MIN_SCORE,
@@ -1078,7 +1078,7 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
 @register("passkey")
 def passkey_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """PassKey accuracy against filler length per variant, and the mean over long fillers."""
-    from hippo_rep.tasks.passkey import CHANCE
+    from hippo_rep.tasks.results import CHANCE
 
     rows = inputs.need_passkey()
     if width == "single":  # the two panels one above the other
@@ -1247,7 +1247,7 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
     delays = [p for p in ([delay] if isinstance(delay, str | Path) else delay or ())
               if present(p)]
     if delays:
-        from hippo_rep.tasks.delay import read_delay
+        from hippo_rep.tasks.results import read_delay
 
         runs = [read_delay(p) for p in delays]
         out.delay = runs[0] if len(runs) == 1 else xr.concat(
@@ -1271,7 +1271,7 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
     if present(recording):
         out.recording = open_recording(recording)
     if present(passkey):
-        from hippo_rep.tasks.passkey import read_sweep
+        from hippo_rep.tasks.results import read_sweep
 
         out.passkey = read_sweep(passkey)
     if present(sweep):

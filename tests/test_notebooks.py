@@ -199,6 +199,7 @@ def test_03_publication_figures_executes(tiny, tmp_path):
 
 def test_04_your_own_data_executes(tmp_path):
     pytest.importorskip("pynwb")
+    pytest.importorskip("ratinabox")  # the rat and its cells (tests/test_ratinabox_session.py)
     work = tmp_path / "work"
     nb = execute("04_your_own_data", {"minutes": 2, "n_shuffles": 4, "work_dir": str(work)},
                  tmp_path)
@@ -210,6 +211,7 @@ def test_04_your_own_data_executes(tmp_path):
     assert "the command line and the Python API agree on rate_map, gridness_60" in text
     html = "".join("".join(o["data"]["text/html"]) for o in outputs(nb, "text/html"))
     assert "frac_grid" in html and "planted_spacing_cm" in html and "boundary" in html
+    assert "planted_wall_angle" in html and "largest field, % of visited bins" in html
     images = outputs(nb, "image/png")  # session_cells, scores
     assert len(images) == 2 and all(png_ok(o) for o in images)
     assert_no_figure_text(nb)

@@ -5,8 +5,9 @@ A smooth random trajectory (a velocity random walk reflected at the walls of a 1
 60 degrees apart, rectified; spacing 40 cm), place cells (one Gaussian field), a band cell
 (one rectified cosine) and a flat cell. The analysis must recover the grid cells as grid
 with their spacing, the place cells as place, and neither from the band and flat cells.
-The simulator is the package's (:mod:`hippo_rep.analysis.synthetic_session`); notebook 04's
+The simulator is the package's (:mod:`hippo_rep.analysis.synthetic_session`); its 10-minute
 session (:func:`~hippo_rep.analysis.simulate_session`, with boundary cells) is checked too.
+Notebook 04 simulates with RatInABox instead (``tests/test_ratinabox_session.py``).
 """
 
 from __future__ import annotations
@@ -117,14 +118,14 @@ def test_simulator_stays_in_the_box_and_cells_fire_where_planted():
     assert grid_rate(np.zeros(1), np.zeros(1))[0] == 10.0  # a field at its phase
 
 
-# ------------------------------------------------------------------------------ notebook 04
-#: The defaults of notebooks/04_your_own_data.ipynb (its parameters cell).
+# ---------------------------------------------------------------- simulate_session's defaults
+#: A 10-minute session (notebook 04's parameters before it moved to RatInABox).
 NB_MINUTES, NB_SEED, NB_SHUFFLES = 10, 0, 100
 
 
 @pytest.fixture(scope="module")
 def simulated():
-    """simulate_session's cells as notebook 04 analyses them."""
+    """simulate_session's cells, analysed as notebook 04 analyses a session."""
     session, cells = simulate_session(NB_MINUTES, seed=NB_SEED)
     return cells, analyse(session, shuffles=NB_SHUFFLES, seed=NB_SEED)
 

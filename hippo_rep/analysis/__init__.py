@@ -22,7 +22,10 @@ Your own recorded cells (:mod:`~hippo_rep.analysis.sessions`): :func:`session_fr
 :func:`session_remapping` compares the same cells in two sessions
 (:mod:`~hippo_rep.analysis.session_remapping`).
 :func:`simulate_session` simulates one with known ground truth (grid, place, boundary and
-band cells; :mod:`~hippo_rep.analysis.synthetic_session`).
+band cells; :mod:`~hippo_rep.analysis.synthetic_session`); :func:`session_from_ratinabox`
+makes one from an outside simulator's rat and cells (RatInABox, optional), and
+:func:`simulate_ratinabox_session` runs notebook 04's
+(:mod:`~hippo_rep.analysis.ratinabox_session`).
 """
 
 from hippo_rep.schema import CLASSES, class_fractions
@@ -38,6 +41,7 @@ from .pipeline import analyse, open_analysis, write_analysis
 from .planewaves import plane_waves
 from .population import population
 from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
+from .ratinabox_session import session_from_ratinabox, simulate_ratinabox_session
 from .recordings import AnalysisError, rate_maps, unit_activity
 from .remapping import remapping
 from .session_remapping import session_remapping
@@ -83,11 +87,13 @@ __all__ = [
     "read_nwb",
     "remapping",
     "selectivity",
+    "session_from_ratinabox",
     "session_from_rates",
     "session_from_spikes",
     "session_rate_maps",
     "session_remapping",
     "shuffle_null",
+    "simulate_ratinabox_session",
     "simulate_session",
     "smooth",
     "sparsity",

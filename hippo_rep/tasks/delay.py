@@ -24,24 +24,20 @@ import xarray as xr
 
 from hippo_rep import __version__
 from hippo_rep.defaults import N_OBS
-from hippo_rep.fileio import atomic_write, read_json, write_json
+from hippo_rep.fileio import atomic_write, write_json
 from hippo_rep.models.memory import load_across_memory
 from hippo_rep.models.registry import build_model, model_spec
 from hippo_rep.tasks import DELAY_DEFAULT_DELAYS as DEFAULT_DELAYS
 from hippo_rep.tasks import DELAY_DEFAULT_ENVS as DEFAULT_ENVS
 from hippo_rep.tasks import DELAY_DEFAULT_VARIANTS as DEFAULT_VARIANTS
 from hippo_rep.tasks import DELAY_DEFAULT_WORLD as DEFAULT_WORLD
+from hippo_rep.tasks.results import DelayTaskError, read_delay  # noqa: F401 (torch-free)
 from hippo_rep.training.checkpoint import check_actions, file_sha256, load_checkpoint
 from hippo_rep.training.evaluate import predictions
 from hippo_rep.worlds import HOME_SIZE, delay_walk, random_observations
 
 #: Chunk length when running the model (memory carried across chunks).
 RUN_CHUNK = 256
-
-
-class DelayTaskError(ValueError):
-    """An unknown variant, a world or n_obs the model does not fit, a bad argument or file (a
-    world too small for the walks is a :class:`~hippo_rep.worlds.WorldError`)."""
 
 
 def as_variant(model, memory: str, **overrides):
@@ -180,24 +176,3 @@ def write_delay(ds: xr.Dataset, path, overwrite: bool = False) -> Path:
     else:
         raise DelayTaskError(f"output {str(path)!r} must end in .nc or .json")
     return path
-
-
-def read_delay(path) -> xr.Dataset:
-    """Read what :func:`write_delay` wrote; checks for the ``accuracy`` variable."""
-    path = Path(path)
-    if not path.is_file():
-        raise DelayTaskError(f"delay result {str(path)!r} not found" if not path.exists()
-                             else f"delay result {str(path)!r} is not a file")
-    try:
-        if path.suffix == ".json":
-            ds = xr.Dataset.from_dict(read_json(path, DelayTaskError, "delay result"))
-        else:
-            ds = xr.load_dataset(path)
-    except DelayTaskError:
-        raise
-    except Exception as err:  # xarray/netCDF raise many types for damaged files
-        raise DelayTaskError(f"cannot read delay result {str(path)!r} "
-                             f"({type(err).__name__})") from None
-    if "accuracy" not in ds or "delay" not in ds.dims:
-        raise DelayTaskError(f"{str(path)!r} is not a delay result (needs accuracy(delay))")
-    return ds

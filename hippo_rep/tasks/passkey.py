@@ -48,29 +48,32 @@ from hippo_rep.tasks import (
     PASSKEY_VARIANT_DEFINED_BY,
     PASSKEY_VARIANTS,
 )
+from hippo_rep.tasks.results import (  # torch-free: figures read sweeps without torch
+    CHANCE,
+    CONFIDENCE,
+    N_KEYS,
+    PassKeyError,
+    read_sweep,  # noqa: F401 (re-exported: the sweep's reader lives with it)
+    wilson_interval,
+)
 from hippo_rep.training import checkpoint
 from hippo_rep.typed_config import Rule, TypedConfig, setting
 
 PAD, BOS, KEY, QUERY = 0, 1, 2, 3
-#: Number of key values and of filler tokens.
-N_KEYS, N_FILLER = 16, 16
+#: Number of filler tokens (the key values: N_KEYS, from hippo_rep.tasks.results).
+N_FILLER = 16
 #: First key-value token and first filler token.
 KEY0, FILLER0 = 4, 4 + N_KEYS
 #: Vocabulary: 4 specials + 16 key values + 16 fillers.
 VOCAB = FILLER0 + N_FILLER
 #: Tokens before the filler (BOS KEY k k).
 PREFIX = 4
-#: Chance accuracy (a guess among the key values).
-CHANCE = 1 / N_KEYS
-
 #: The sweep's named variants, the default sweep and the default filler lengths.
 SWEEP_VARIANTS = PASSKEY_VARIANTS
 DEFAULT_SWEEP = PASSKEY_DEFAULT_SWEEP
 DEFAULT_FILLERS = PASSKEY_DEFAULT_FILLERS
 #: Prompts per filler length evaluated by default (see ``hippo_rep.tasks``).
 DEFAULT_PROMPTS = PASSKEY_DEFAULT_PROMPTS
-#: Confidence level of the accuracy intervals (Wilson score intervals of the prompts).
-CONFIDENCE = 0.95
 #: Interval half-width (fraction) above which more prompts are needed to read an accuracy.
 TARGET_HALF_WIDTH = 0.03
 
@@ -89,10 +92,6 @@ VARIANT_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "train.state_passing": (FAM_VARIANTS, "it carries no FAM state from prompt to prompt"),
     "train.recon_weight": (FAM_VARIANTS, "it has no FAM slots to reconstruct from"),
 }
-
-
-class PassKeyError(ValueError):
-    """A PassKey setting, checkpoint or sweep that cannot be used."""
 
 
 _NON_NEGATIVE = Rule(low=0)
@@ -369,25 +368,6 @@ def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
     return out
 
 
-def wilson_interval(accuracy: float, n: int, confidence: float = CONFIDENCE
-                    ) -> tuple[float, float]:
-    """Wilson score interval (fractions) of an accuracy measured on ``n`` prompts.
-
-    ``accuracy × n`` must be a whole number of correct answers (as :func:`evaluate` returns).
-    Uses :meth:`scipy.stats.binomtest(...).proportion_ci <scipy.stats.binomtest>`.
-    """
-    from scipy.stats import binomtest
-
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise PassKeyError(f"n (prompts) must be a positive integer; got {n!r}")
-    hits = round(float(accuracy) * int(n))
-    if not 0 <= hits <= n or abs(hits - float(accuracy) * n) > 1e-6 * n:
-        raise PassKeyError(f"accuracy {accuracy!r} is not a count of correct answers out of "
-                           f"{n} prompts")
-    ci = binomtest(hits, int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def prompts_needed(accuracy: float, half_width: float = TARGET_HALF_WIDTH,
                    confidence: float = CONFIDENCE) -> int:
     """The fewest prompts whose Wilson interval around ``accuracy`` is at most
@@ -578,32 +558,3 @@ def _write_sweep(out: Path, runs, overrides, seeds, n_samples) -> None:
             "confidence": CONFIDENCE, "chance": CHANCE, "rows": rows}
     write_json(out / "sweep.json", meta)
     write_json(out / "runs.json", runs)
-
-
-def read_sweep(path: str | Path) -> list[dict]:
-    """The seed-averaged rows of a ``sweep.json`` (or of the folder holding it).
-
-    Rows of sweeps written before the intervals were recorded get ``n_prompts``, ``ci_low`` and
-    ``ci_high`` from the file's ``n_samples`` (prompts per seed) and each row's ``n_seeds``.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "sweep.json"
-    data = read_json(path, PassKeyError, "sweep table")
-    rows = data.get("rows") if isinstance(data, dict) else None
-    if not isinstance(rows, list) or not all(
-            isinstance(r, dict) and {"variant", "filler", "accuracy", "std"} <= set(r)
-            for r in rows):
-        raise PassKeyError(f"{str(path)!r} is not a PassKey sweep table (needs rows of "
-                           "variant, filler, accuracy, std)")
-    n_samples = data.get("n_samples")
-    for r in rows:
-        if "ci_low" in r or not isinstance(n_samples, int):
-            continue
-        n = n_samples * int(r.get("n_seeds", 1))
-        try:
-            r["ci_low"], r["ci_high"] = wilson_interval(r["accuracy"], n)
-        except PassKeyError as err:
-            raise PassKeyError(f"{str(path)!r}: {err}") from None
-        r["n_prompts"] = n
-    return rows
