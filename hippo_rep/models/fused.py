@@ -3,16 +3,17 @@
 :meth:`TEMt._loop` runs ~116 small tensor operations per walk step and leaves ~52 autograd
 nodes per step for backward; at the sizes trained here (batch 16, n_g 64) their dispatch
 overhead, not arithmetic, is the cost. :class:`FusedLoop` computes the same forward with the
-same operations in the same order, so g, g_pi and the gate are bit-for-bit those of the eager
-loop, but records no autograd graph and issues fewer operations (buffer rows are written
-unconditionally into each environment's next free slot, which stays masked unless the step
-is new). One difference: the add-if-novel similarity takes the same dot products in another
-orientation, (B, 1, d) @ (B, d, M) instead of (B, M, d) @ (B, d, 1), ~5x faster here; they may
-differ in the last bit, so a write decision can differ only for a similarity within ~1e-7 of
-``write_threshold``. Its backward runs only the sequential per-step products in reverse time
-(grad-input of the transition, of the retrieval and gate MLPs and of the retrieval softmax);
-every weight gradient is computed after that loop with one matrix product over all steps
-(the transition matrices' grouped by action).
+same arithmetic, so g, g_pi and the gate are bit-for-bit those of the eager loop, but records
+no autograd graph and issues about half the operations (~55 per step forward, ~40 backward at
+the ``small`` preset: ``benchmarks/bench_training.py --ops``; buffer rows are written
+unconditionally into each environment's next free slot, which stays masked unless the step is
+new; see :func:`_loop_forward`). One difference: the add-if-novel similarity takes the same dot
+products in another orientation, (B, 1, d) @ (B, d, M) instead of (B, M, d) @ (B, d, 1), ~5x
+faster here; they may differ in the last bit, so a write decision can differ only for a
+similarity within ~1e-7 of ``write_threshold``. Its backward runs only the sequential per-step
+products in reverse time (grad-input of the transition, of the retrieval and gate MLPs and of
+the retrieval softmax); every weight gradient is computed after that loop with one matrix
+product over all steps (the transition matrices' grouped by action).
 
 Memory reads in backward use the buffers as they are at the end of the chunk: the buffer is
 append-only within a chunk and a step only reads slots that were already written when it ran
