@@ -21,6 +21,12 @@ the real shapes) as a fraction of the fast iteration:
 
     python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
 
+``--ops`` counts the aten operations per walk step instead (torch.profiler over a few
+iterations of each step, eager and fast; load-independent, unlike the timings): the time
+loop's forward and its backward, and the whole iteration (sampling to optimiser step):
+
+    python benchmarks/bench_training.py --ops --preset small --batches 16
+
 ``--runs`` trains one labelled TEM-t run per comma-separated override group instead (time to
 a trained model at other batch sizes and learning rates; no baseline), e.g.
 
@@ -166,6 +172,80 @@ def compare_fast(preset: str, batches: list[int], iterations: int, overrides: li
               f"{e / f:12.2f}{diff:19.1e}{floor * 1e3:20.0f}{floor / f:12.2f}", flush=True)
 
 
+def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
+    """aten operations per walk step, eager vs fast (see the module docstring): the forward
+    pass of the model (of it the time loop), backward, and the whole iteration."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    torch.set_num_threads(1)
+    print(f"preset {preset}; aten ops per walk step (top-level calls, {iterations} iterations "
+          "after one warm-up)")
+    print(f"{'batch':>6s}{'step':>7s}{'forward':>10s}{'of it loop':>12s}{'backward':>10s}"
+          f"{'iteration':>11s}")
+    for batch in batches:
+        with tempfile.TemporaryDirectory() as tmp:
+            for fast in (False, True):
+                cfg = load_config(preset, [f"train.batch_size={batch}", "train.eval_every=0",
+                                           "train.threads=1",
+                                           f"train.fast_step={str(fast).lower()}", *overrides])
+                tr = Trainer(cfg, f"{tmp}/{fast}", progress=False)
+                model = tr.model
+                fwd, loop, bwd = model.forward, model._loop, torch.Tensor.backward
+
+                def forward(*a, _f=fwd, **kw):
+                    with record_function("## forward"):
+                        return _f(*a, **kw)
+
+                def time_loop(*a, _f=loop, **kw):
+                    with record_function("## loop"):
+                        return _f(*a, **kw)
+
+                def backward(self, *a, _b=bwd, **kw):
+                    with record_function("## backward"):
+                        return _b(self, *a, **kw)
+
+                tr.step(0)
+                model.forward, model._loop = forward, time_loop
+                torch.Tensor.backward = backward
+                try:
+                    with profile(activities=[ProfilerActivity.CPU]) as prof:
+                        for it in range(1, iterations + 1):
+                            with record_function("## iteration"):
+                                tr.step(it)
+                finally:
+                    torch.Tensor.backward = bwd
+                    del model.forward, model._loop
+                counts = _ops_by_section(prof.events())
+                steps = iterations * cfg.world.walk_steps
+                print(f"{batch:6d}{'fast' if fast else 'eager':>7s}"
+                      f"{counts['## forward'] / steps:10.1f}"
+                      f"{counts.get('## loop', 0) / steps:12.1f}"
+                      f"{counts['## backward'] / steps:10.1f}"
+                      f"{counts['## iteration'] / steps:11.1f}", flush=True)
+
+
+def _ops_by_section(events) -> dict[str, int]:
+    """Top-level aten ops under each "## ..." record_function range (ops called from inside
+    an aten op, and autograd's own backward nodes' internals, counted once: their outermost
+    aten call)."""
+    sections = [e for e in events if e.name.startswith("## ")]
+    counts = {e.name: 0 for e in sections}
+    for e in events:
+        if not e.name.startswith("aten::"):
+            continue
+        p = e.cpu_parent
+        while p is not None and not (p.name.startswith("aten::") or p.name.startswith("## ")):
+            p = p.cpu_parent
+        if p is None or p.name.startswith("aten::"):
+            continue  # nested inside another aten op, or outside every section
+        # count in this section and in every section around it
+        while p is not None:
+            if p.name.startswith("## "):
+                counts[p.name] += 1
+            p = p.cpu_parent
+    return counts
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="small")
@@ -182,7 +262,13 @@ def main() -> None:
                    help="one TEM-t run per comma-separated override group (no baseline)")
     p.add_argument("--iterations", type=int, default=5,
                    help="timed iterations per batch size of --compare-fast")
+    p.add_argument("--ops", action="store_true",
+                   help="count aten ops per walk step (eager vs fast) instead of training")
     args = p.parse_args()
+    if args.ops:
+        count_ops(args.preset, [int(b) for b in args.batches.split(",")], args.iterations,
+                  args.set)
+        return
     if args.compare_fast:
         compare_fast(args.preset, [int(b) for b in args.batches.split(",")], args.iterations,
                      args.set)
