@@ -30,7 +30,7 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +63,9 @@ from hippo_rep.schema import (
 from ._checks import check_positive_number
 from .bandscore import band_kernel
 from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
+from .core import null_summary_arrays, pair_correlations
 from .fields import place_fields_kernel, place_score_kernel
-from .gridscore import grid_kernel
+from .gridscore import DEFAULT_GRID_METHOD, grid_kernel, grid_method
 from .kernels import Kernel, Output
 from .planewaves import MAX_WAVES, WAVE_DIM, WAVES
 from .population import (
@@ -78,14 +79,13 @@ from .recordings import (
     UNIT_DIM,
     AnalysisError,
     node_index,
-    rate_maps,
+    node_rate_maps,
     unit_activity,
 )
 from .remapping import (
     PAIR_DIM,
     REMAP_MIN_NODES,
     TEM_SHUFFLES,
-    _unit_corr_core,
     env_pairs,
     remapping_from_rates,
     stack_units,
@@ -98,24 +98,23 @@ from .sessions import (
     RATE,
     SESSION_KIND,
     SESSION_MIN_FIELD_AREA_CM2,
-    _cells_of,
-    _sample_counts,
     is_session,
     parse_arena,
+    population_cells,
     sample_interval,
     session_node,
     session_populations,
     session_rate_maps,
+    spike_sample_counts,
     validate_session,
 )
 from .shuffle import (
     NULL_QUANTILES,
     SHUFFLE_DIM,
     SHUFFLE_MIN_SHIFT_FRACTION,
-    _null_core,
-    _summary_core,
     check_n_shuffles,
     circular_shifts,
+    null_score_arrays,
     score_gridness_60,
     score_plane_wave_share,
     score_spatial_info,
@@ -134,9 +133,9 @@ DEFAULT_SCHEDULER = "synchronous"
 #: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
 _PACKED, _PACKED_VAR = "packed", "packed_outputs"
 
-#: Grid-score family used by :func:`analyse`: the one ML papers report (Banino et al. 2018,
-#: Nature; Sorscher et al. 2019, NeurIPS).
-GRID_METHOD = "deepmind"
+#: Grid-score family used by :func:`analyse` (:data:`~hippo_rep.analysis.gridscore.GRID_METHODS`):
+#: the one ML papers report (Banino et al. 2018, Nature; Sorscher et al. 2019, NeurIPS).
+GRID_METHOD = DEFAULT_GRID_METHOD
 
 #: Smallest place field :func:`analyse` counts, in world nodes. A TEM-t memory neuron fires at
 #: the one (position, observation) conjunction it stores, so its field in a graph world is a
@@ -189,35 +188,115 @@ def _single_blas(fn):
     return wrapper
 
 
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Every option of :func:`analyse`, each with its default (pass one, or any field as a
+    keyword of :func:`analyse`).
+
+    Attributes
+    ----------
+    shuffles : int
+        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share
+        and spatial-information nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
+    seed : int
+        Seed of all randomness (shifts, the TEM test's permutations), via
+        ``numpy.random.SeedSequence(seed).spawn(2)``.
+    variables : sequence of str, optional
+        Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
+        present, or every population of a session; a named one that is missing is an error).
+    grid_method : str
+        Grid-score family, one of :data:`~hippo_rep.analysis.gridscore.GRID_METHODS` (default
+        :data:`GRID_METHOD`; never compare scores across families).
+    smooth_sigma : float, optional
+        Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
+        real and shuffled maps alike. Recordings only (sessions: ``smooth_cm``).
+    resolution : float, optional
+        Raster bin size in node spacings for non-square worlds (default
+        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`). Recordings only (sessions:
+        ``bin_size_cm``).
+    quantiles : sequence of float
+        Null quantiles to report; must include 0.95 and 0.99 for :func:`classify` (default
+        :data:`~hippo_rep.analysis.shuffle.NULL_QUANTILES`).
+    min_shift_fraction : float
+        Smallest circular shift as a fraction of the walk (recordings; a session's is
+        ``min_shift_s`` over its duration; default
+        :data:`~hippo_rep.analysis.shuffle.SHUFFLE_MIN_SHIFT_FRACTION`).
+    remap_shuffles : int
+        Permutations in the TEM remapping test and in the cell-pair structure's nulls
+        (default :data:`~hippo_rep.analysis.remapping.TEM_SHUFFLES`).
+    decode : bool
+        Run the population analyses (decoding and PCA; never for a session).
+    decode_max_steps_per_env : int
+        Time steps per environment used for decoding, evenly spaced (default
+        :data:`~hippo_rep.analysis.population.DECODE_MAX_STEPS_PER_ENV`).
+    keep_null : bool
+        Keep the full null distributions (``*_null``, dims env, unit, shuffle).
+    chunk_units : int or None
+        Units per dask chunk (default :data:`DEFAULT_UNIT_CHUNK`). The result depends on
+        the chunking only through floating-point round-off (~1e-12); for a given
+        ``chunk_units`` it is identical whatever the scheduler. None: plain numpy, no dask.
+    scheduler : str, optional
+        Dask scheduler of the compute: default the active ``dask.distributed.Client`` if
+        there is one (units spread over its workers), else :data:`DEFAULT_SCHEDULER`
+        ("synchronous": one process, one thread); "threads" uses a thread pool.
+    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float, optional
+        Sessions only: bin side (cm), Gaussian σ of BNT-style smoothing (cm, 0 = none),
+        speed filter (cm/s) and smallest circular shift of the spike trains (s); defaults
+        :data:`~hippo_rep.defaults.SESSION_BIN_SIZE_CM`, ``SESSION_SMOOTH_CM``,
+        ``SESSION_MIN_SPEED_CM_S``, ``SESSION_MIN_SHIFT_S``.
+    progress : bool
+        Show a tqdm bar of the shuffled maps scored (the bulk of the time) on stderr (or a
+        notebook widget). It advances as the chunks of units that run in this process are
+        scored (the synchronous and threads schedulers, a Client of threads); with worker
+        processes it fills when they are done. Off by default: library calls are quiet. The
+        result is the same either way.
+    session_checked : bool
+        The session has just passed :func:`~hippo_rep.analysis.validate_session` (as what
+        :func:`~hippo_rep.analysis.open_session` and :func:`~hippo_rep.analysis.read_nwb`
+        return has, with errors naming the file): it is not checked again. Sessions only.
+    """
+
+    shuffles: int = N_SHUFFLES
+    seed: int = 0
+    variables: Sequence[str] | None = None
+    grid_method: str = GRID_METHOD
+    smooth_sigma: float | None = None
+    resolution: float | None = None
+    quantiles: Sequence[float] = NULL_QUANTILES
+    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION
+    remap_shuffles: int = TEM_SHUFFLES
+    decode: bool = True
+    decode_max_steps_per_env: int = DECODE_MAX_STEPS_PER_ENV
+    keep_null: bool = False
+    chunk_units: int | None = DEFAULT_UNIT_CHUNK
+    scheduler: str | None = None
+    bin_size_cm: float | None = None
+    smooth_cm: float | None = None
+    min_speed_cm_s: float | None = None
+    min_shift_s: float | None = None
+    progress: bool = False
+    session_checked: bool = False
+
+
+#: The options of :class:`AnalysisSettings` that only a session takes.
+SESSION_OPTIONS = ("bin_size_cm", "smooth_cm", "min_speed_cm_s", "min_shift_s")
+
+
 @_single_blas
-def analyse(
-    recording: xr.Dataset,
-    shuffles: int = N_SHUFFLES,
-    seed: int = 0,
-    variables: Sequence[str] | None = None,
-    grid_method: str = GRID_METHOD,
-    smooth_sigma: float | None = None,
-    resolution: float | None = None,
-    quantiles: Sequence[float] = NULL_QUANTILES,
-    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION,
-    remap_shuffles: int = TEM_SHUFFLES,
-    decode: bool = True,
-    decode_max_steps_per_env: int = DECODE_MAX_STEPS_PER_ENV,
-    keep_null: bool = False,
-    chunk_units: int | None = DEFAULT_UNIT_CHUNK,
-    scheduler: str | None = None,
-    *,
-    bin_size_cm: float | None = None,
-    smooth_cm: float | None = None,
-    min_speed_cm_s: float | None = None,
-    min_shift_s: float | None = None,
-    progress: bool = False,
-    session_checked: bool = False,
-) -> xr.Dataset:
+def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
+            **options) -> xr.Dataset:
     """Analyse a recording or a session: maps, scores, shuffle nulls, classification,
     remapping, decoding.
 
-    Runs with single-threaded BLAS (:data:`~hippo_rep.defaults.BLAS_THREADS`).
+    The input is checked once (:func:`validate_input`), then the steps run in order, each a
+    function of labelled data: rate maps (:func:`rate_map_step`), the shuffles' shifts
+    (:func:`shuffle_step`), every per-unit score with its nulls (:func:`unit_step`: grid,
+    band, place-field and plane-wave kernels, per-node scores, circular-shift nulls and
+    per-unit remapping, one dask task per chunk of units, with the population analyses),
+    the classes (:func:`class_step`), the maps (:func:`map_step`), remapping
+    (:func:`remap_step`), the population analyses (:func:`population_step`) and the attrs
+    (:func:`attrs_step`). Runs with single-threaded BLAS
+    (:data:`~hippo_rep.defaults.BLAS_THREADS`).
 
     A *session* (your own cells in a continuous arena, :mod:`~hippo_rep.analysis.sessions`)
     is validated once (not here with ``session_checked``: its reader did) and turned into
@@ -243,61 +322,11 @@ def analyse(
     recording : xarray.Dataset
         A recording (``hippo_rep.recording``); needs ``node``, ``node_x``, ``node_y``, the
         variables, and ``x``/``y`` when ``decode``. Or a session.
-    shuffles : int
-        Circular-shift shuffles per environment (>= 1) for the gridness-60 and
-        spatial-information nulls.
-    seed : int
-        Seed of all randomness (shifts, the TEM test's permutations), via
-        ``numpy.random.SeedSequence(seed).spawn(2)``.
-    variables : sequence of str, optional
-        Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
-        present, or every population of a session; a named one that is missing is an error).
-    grid_method : {"deepmind", "bnt"}
-        Grid-score family (never compare scores across families).
-    smooth_sigma : float, optional
-        Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
-        real and shuffled maps alike. Recordings only (sessions: ``smooth_cm``).
-    resolution : float, optional
-        Raster bin size in node spacings for non-square worlds (default
-        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`). Recordings only (sessions:
-        ``bin_size_cm``).
-    quantiles : sequence of float
-        Null quantiles to report; must include 0.95 and 0.99 for :func:`classify`.
-    min_shift_fraction : float
-        Smallest circular shift as a fraction of the walk (recordings; a session's is
-        ``min_shift_s`` over its duration).
-    remap_shuffles : int
-        Permutations in the TEM remapping test and in the cell-pair structure's nulls.
-    decode : bool
-        Run the population analyses (decoding and PCA).
-    decode_max_steps_per_env : int
-        Time steps per environment used for decoding (evenly spaced).
-    keep_null : bool
-        Keep the full null distributions (``*_null``, dims env, unit, shuffle).
-    chunk_units : int or None
-        Units per dask chunk (default :data:`DEFAULT_UNIT_CHUNK`). The result depends on
-        the chunking only through floating-point round-off (~1e-12); for a given
-        ``chunk_units`` it is identical whatever the scheduler. None: plain numpy, no dask.
-    scheduler : str, optional
-        Dask scheduler of the compute: default the active ``dask.distributed.Client`` if
-        there is one (units spread over its workers), else :data:`DEFAULT_SCHEDULER`
-        ("synchronous": one process, one thread); "threads" uses a thread pool.
-    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float, optional
-        Sessions only: bin side (cm), Gaussian σ of BNT-style smoothing (cm, 0 = none),
-        speed filter (cm/s) and smallest circular shift of the spike trains (s); defaults
-        :data:`~hippo_rep.defaults.SESSION_BIN_SIZE_CM`, ``SESSION_SMOOTH_CM``,
-        ``SESSION_MIN_SPEED_CM_S``, ``SESSION_MIN_SHIFT_S``.
-    progress : bool
-        Show a tqdm bar of the shuffled maps scored (the bulk of the time) on stderr (or a
-        notebook widget). It advances as the chunks of units that run in this process are
-        scored (the synchronous and threads schedulers, a Client of threads); with worker
-        processes it fills when they are done. Off by default: library calls are quiet. The
-        result is the same either way.
-    session_checked : bool
-        The session has just passed :func:`~hippo_rep.analysis.validate_session` (as what
-        :func:`~hippo_rep.analysis.open_session` and :func:`~hippo_rep.analysis.read_nwb`
-        return has, with errors naming the file): it is not checked again. Sessions only;
-        default False (checked here).
+    settings : AnalysisSettings, optional
+        The options (default: :class:`AnalysisSettings`'s defaults).
+    **options
+        Any field of :class:`AnalysisSettings` (``shuffles``, ``seed``, ``variables``,
+        ``grid_method``, ...), replacing that of ``settings``.
 
     Returns
     -------
@@ -327,33 +356,154 @@ def analyse(
     Raises
     ------
     AnalysisError
-        For a non-recording, a missing variable or coord, ``shuffles`` < 1, an unknown
-        ``grid_method`` or bad ``chunk_units``; a session's options given with a recording or
-        a recording's with a session; a malformed session (``SessionError``).
+        For a non-recording, a missing variable or coord, ``shuffles`` < 1, a
+        ``grid_method`` that is not registered or bad ``chunk_units``; a session's options
+        given with a recording or a recording's with a session; a malformed session
+        (``SessionError``).
+    TypeError
+        For a keyword that is not a field of :class:`AnalysisSettings`.
     """
-    session_opts = dict(bin_size_cm=bin_size_cm, smooth_cm=smooth_cm,
-                        min_speed_cm_s=min_speed_cm_s, min_shift_s=min_shift_s)
+    data = validate_input(recording, analysis_settings(settings, **options))
+    maps = rate_map_step(data)
+    shifts = shuffle_step(data, maps)
+    out, populations = unit_step(data, maps, shifts)
+    out = class_step(out)
+    out = map_step(out, maps, shifts)
+    out = remap_step(out, data, maps)
+    out = population_step(out, data, populations)
+    return attrs_step(out, data, maps, shifts)
+
+
+def analysis_settings(settings: AnalysisSettings | None = None, **options) -> AnalysisSettings:
+    """``settings`` (default :class:`AnalysisSettings`) with the fields in ``options`` replaced.
+
+    Raises
+    ------
+    TypeError
+        For ``settings`` that is not an :class:`AnalysisSettings`, or an unknown option.
+    """
+    if settings is None:
+        settings = AnalysisSettings()
+    elif not isinstance(settings, AnalysisSettings):
+        raise TypeError(f"settings must be an AnalysisSettings; got {type(settings).__name__}")
+    known = {f.name for f in fields(AnalysisSettings)}
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise TypeError(f"analyse() got an unexpected keyword argument {unknown[0]!r}")
+    return replace(settings, **options)
+
+
+# --------------------------------------------------------------------------------------------
+# the input, checked once
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInput:
+    """What :func:`validate_input` reads from a session beyond a recording's inputs.
+
+    Attributes
+    ----------
+    bounds : numpy.ndarray of int, shape (n_populations + 1,)
+        Each population's cells are ``[bounds[i], bounds[i + 1])`` along ``unit``.
+    cell_id : numpy.ndarray of str, shape (unit,)
+        The cells' ids.
+    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float
+        The rate-map and shuffle options, defaults filled in (cm, cm, cm/s, s).
+    field_min_area : int
+        Smallest place field, bins
+        (:data:`~hippo_rep.analysis.sessions.SESSION_MIN_FIELD_AREA_CM2`).
+    attrs : dict
+        The session's attrs for the analysis (``session_*``) and the spike bookkeeping.
+    """
+
+    bounds: np.ndarray
+    cell_id: np.ndarray
+    bin_size_cm: float
+    smooth_cm: float
+    min_speed_cm_s: float
+    min_shift_s: float
+    field_min_area: int
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class AnalysisInput:
+    """A recording or session checked by :func:`validate_input`, and what the steps read
+    from it.
+
+    Attributes
+    ----------
+    source : xarray.Dataset
+        The recording or session, as given.
+    settings : AnalysisSettings
+        Checked and resolved: ``variables`` a list, ``shuffles`` and ``seed`` ints,
+        ``decode`` False for a session, ``scheduler`` chosen, a session's
+        ``min_shift_fraction``.
+    node : xarray.DataArray of int, dims (env, time)
+        Node (a session: bin) of every step (negative = skip).
+    activity : xarray.DataArray
+        Every analysed unit's activity, dims (env, time, unit); a session of spikes: dims
+        (unit,), each unit's position in ``counts``.
+    counts : SampleCounts or None
+        A session of spikes: spikes per tracking sample, held sparsely.
+    population_activity : dict of str -> xarray.DataArray
+        A recording: each population's activity, dims (env, time, unit) (empty for a session).
+    session : SessionInput or None
+        A session's options and labels.
+    """
+
+    source: xr.Dataset
+    settings: AnalysisSettings
+    node: xr.DataArray
+    activity: xr.DataArray
+    counts: SampleCounts | None
+    population_activity: dict
+    session: SessionInput | None
+
+
+def validate_input(recording: object, settings: AnalysisSettings) -> AnalysisInput:
+    """Check a recording or session and the settings once, and read what the steps need.
+
+    Parameters
+    ----------
+    recording : xarray.Dataset
+        A recording or a session.
+    settings : AnalysisSettings
+        The options.
+
+    Returns
+    -------
+    AnalysisInput
+
+    Raises
+    ------
+    AnalysisError
+        As :func:`analyse`.
+    """
+    s = settings
     session = is_session(recording)
     if session:
-        for name, value in (("smooth_sigma", smooth_sigma), ("resolution", resolution)):
+        for name, value in (("smooth_sigma", s.smooth_sigma), ("resolution", s.resolution)):
             if value is not None:
                 raise AnalysisError(f"{name} is for recordings; a session takes "
                                     + ("smooth_cm" if name == "smooth_sigma" else "bin_size_cm"))
-        if not session_checked:
+        if not s.session_checked:
             validate_session(recording)
         held = session_populations(recording)
-        variables = held if variables is None else list(dict.fromkeys(variables))
+        variables = held if s.variables is None else list(dict.fromkeys(s.variables))
         missing = [v for v in variables if v not in held]
         if missing:
             raise AnalysisError(f"the session has no population {missing[0]!r} (populations: "
                                 f"{', '.join(held)})")
-        decode = False  # decoding is across environments; a session is one
+        s = replace(s, decode=False)  # decoding is across environments; a session is one
     else:
-        given = [k for k, v in session_opts.items() if v is not None]
-        given += ["session_checked"] if session_checked else []
+        given = [k for k in SESSION_OPTIONS if getattr(s, k) is not None]
+        given += ["session_checked"] if s.session_checked else []
         if given:
             raise AnalysisError(f"{given[0]} is for sessions; a recording takes smooth_sigma "
                                 "and resolution")
+        variables = s.variables
         if variables is None:
             if not isinstance(recording, xr.Dataset):
                 require_recording(recording)
@@ -361,219 +511,66 @@ def analyse(
             if not variables:
                 require_recording(recording, [G])
         variables = list(dict.fromkeys(variables))
-        require_recording(recording, variables, need_xy=decode)
-    shuffles = check_n_shuffles(shuffles, "shuffles")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise AnalysisError(f"seed must be an int >= 0; got {seed!r}")
-    if grid_method not in ("deepmind", "bnt"):
-        raise AnalysisError(f"grid_method must be 'deepmind' or 'bnt'; got {grid_method!r}")
-    if chunk_units is not None and (
-        isinstance(chunk_units, bool) or not isinstance(chunk_units, (int, np.integer))
-        or chunk_units < 1
+        require_recording(recording, variables, need_xy=s.decode)
+    s = replace(s, variables=variables, shuffles=check_n_shuffles(s.shuffles, "shuffles"))
+    if isinstance(s.seed, bool) or not isinstance(s.seed, (int, np.integer)) or s.seed < 0:
+        raise AnalysisError(f"seed must be an int >= 0; got {s.seed!r}")
+    try:
+        grid_method(s.grid_method, "grid_method")
+    except ValueError as err:
+        raise AnalysisError(str(err)) from None
+    if s.chunk_units is not None and (
+        isinstance(s.chunk_units, bool) or not isinstance(s.chunk_units, (int, np.integer))
+        or s.chunk_units < 1
     ):
-        raise AnalysisError(f"chunk_units must be an int >= 1 or None; got {chunk_units!r}")
-    if scheduler is None and _active_client() is None:
-        scheduler = DEFAULT_SCHEDULER
+        raise AnalysisError(f"chunk_units must be an int >= 1 or None; got {s.chunk_units!r}")
+    if s.scheduler is None and _active_client() is None:
+        s = replace(s, scheduler=DEFAULT_SCHEDULER)
     for q in (GRID_QUANTILE, PLACE_QUANTILE):
-        if not np.isclose(np.asarray(quantiles, dtype=np.float64), q).any():
+        if not np.isclose(np.asarray(s.quantiles, dtype=np.float64), q).any():
             raise AnalysisError(f"quantiles must include {q} (for the classification); "
-                                f"got {quantiles!r}")
-    check_n_shuffles(remap_shuffles, "remap_shuffles")
-    steps = int(decode_max_steps_per_env)
+                                f"got {s.quantiles!r}")
+    check_n_shuffles(s.remap_shuffles, "remap_shuffles")
+    steps = int(s.decode_max_steps_per_env)
     if steps < 1:
         raise AnalysisError(f"decode_max_steps_per_env must be >= 1; got {steps}")
-    shift_ss, tem_ss = np.random.SeedSequence(int(seed)).spawn(2)
-
-    # ---- rate maps (one sparse product per population; cheap, eager)
-    # (activity and nodes read from the recording or session once, and passed along)
-    if session:  # one dense copy of a session's rates, or its spikes held sparsely
-        prep = _session_inputs(recording, variables, chunk_units=chunk_units, **session_opts)
-        node, maps, acts = prep.node, prep.maps, {}
-        activity, counts = prep.activity, prep.counts
-        min_shift_fraction = prep.min_shift_fraction
-        field_min_area = prep.field_min_area
-    else:
-        node = node_index(recording)
-        acts = {v: unit_activity(recording, v) for v in variables}
-        maps = {v: rate_maps(recording, v, smooth_sigma=smooth_sigma, resolution=resolution,
-                             activity=acts[v], node=node) for v in variables}
-        activity, counts = stack_units(acts), None
-    first = maps[variables[0]]
-    sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
-    if not session:  # FIELD_MIN_NODES in bins: a node covers about 1 / resolution² bins
-        field_min_area = max(1, int(round(FIELD_MIN_NODES / res**2)))
-    rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
-    node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
-    n_env, n_time = ((activity.sizes["env"], activity.sizes["time"]) if counts is None
-                     else (1, counts.n_time))
-    shifts = xr.DataArray(
-        circular_shifts(n_time, n_env, shuffles, np.random.default_rng(shift_ss),
-                        min_shift_fraction),
-        dims=("env", SHUFFLE_DIM),
-        coords={"env": rate_map["env"]},
-    )
-    lazy = chunk_units is not None
-    occ = first["node_occupancy"]
-    # ---- every per-unit computation: one task per chunk of units (lazy when chunked)
-    spec = _UnitBlock(
-        kernels=_kernels(grid_method, field_min_area),
-        grid_method=grid_method,
-        quantiles=tuple(float(q) for q in quantiles),
-        node_map=first["node_map"].values,
-        n_nodes=first.sizes[NODE_DIM],
-        sigma=sigma,
-        pairs=env_pairs(rate_map["env"])[1],
-        keep_null=bool(keep_null),
-        counts=counts,
-    )
-    # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
-    # compute (with dask's default scheduler) to check that the inputs agree
-    bare = [da.drop_vars(["variable", "unit_index"], errors="ignore")
-            for da in (rate_map, node_rate, activity)]
-    inputs = [*bare, occ, node, shifts]
-    if lazy:  # chunked along unit only
-        inputs[:3] = [b.chunk({UNIT_DIM: int(chunk_units)}) for b in bare]
-    sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
-             PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: shuffles, WAVE_DIM: MAX_WAVES}
-    pop_inputs = ({v: population_inputs(recording, v, node, acts[v], maps[v]["node_rate"])
-                   for v in variables} if decode else {})
-    total = n_env * activity.sizes[UNIT_DIM] * shuffles * len(_NULL_SCORES)
-    with _progress_bar(progress, total) as bar:
-        out, pop_tasks = _per_unit_and_populations(spec, inputs, sizes, lazy, scheduler,
-                                                   pop_inputs, steps)
-        bar.update(bar.total - bar.n)  # worker processes do not tick this process' bar
-
-    # ---- assemble
-    out = spec.unpack(out[_PACKED_VAR], sizes)
-    out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
-                            env=rate_map["env"], quantile=np.asarray(spec.quantiles))
-    out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
-    out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
-    # the recording's labels of its environments (e.g. ``control`` of a controls recording)
-    out = out.assign_coords({k: c for k, c in recording.coords.items()
-                             if c.dims == ("env",) and k != "env"})
     if session:
-        cm = first.attrs["bin_size_cm"]
-        out["spacing_cm"] = out["spacing"] * cm
-        out["spacing_cm"].attrs = {"long_name": "grid spacing in cm (spacing x bin size)",
-                                   "units": "cm"}
-        out["wave_length_cm"] = out["wave_length"] * cm
-        out["wave_length_cm"].attrs = {"long_name": "plane-wave length in cm (wave_length x "
-                                       "bin size)", "units": "cm"}
-        out = out.assign_coords({CELL_ID: (UNIT_DIM, prep.cell_id)})
-    else:
-        out["spacing_nodes"] = out["spacing"] * res
-        out["spacing_nodes"].attrs = {
-            "long_name": "grid spacing in node spacings (spacing x resolution)",
-            "units": "node spacings",
-        }
-    for k in ("grid", "band"):
-        out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
-    out = out.transpose("env", UNIT_DIM, ...)
-    out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
-    for k in _NULL_SCORES:
-        out[f"{k}_null_q"] = out[f"{k}_null_q"].transpose("quantile", ...)
-    cls = classify(out)
-    out.update(cls)
-    out["rate_map"] = rate_map
-    out["occupancy"] = first["occupancy"]
-    out["node_rate"] = node_rate
-    out["node_occupancy"] = occ
-    out["node_map"] = first["node_map"]
-    out["shuffle_shift"] = shifts
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out["remap_corr_mean"] = out["remap_corr"].mean(PAIR_DIM, skipna=True)
-        remap = remapping_from_rates(
-            {v: m["node_rate"] for v, m in maps.items()},
-            variables,
-            grid_variable=next((v for v in (G, G_PI) if v in variables), None),
-            memory_variable=place_population(variables),  # memory neurons, or TEM's p
-            n_shuffles=remap_shuffles,
-            rng=np.random.default_rng(tem_ss),
-            per_unit=False,
-            rate_maps={v: m["rate_map"] for v, m in maps.items()},
-            pair_shuffles=remap_shuffles,
-        )
-    out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
-                                    "units": "1"}
-    out = out.merge(remap, compat="override", join="outer")
-    pop = assemble(pop_tasks) if decode else None
-    if pop is not None:
-        pop.attrs["decode_max_steps_per_env"] = steps
-        out = out.merge(pop, compat="override", join="outer")
-    _set_attrs(out, recording, spec.kernels, cls, remap, pop, shifts,
-               dict(shuffles=shuffles, seed=int(seed), grid_method=grid_method, sigma=sigma,
-                    min_shift_fraction=min_shift_fraction, variables=variables,
-                    resolution=res, decode=decode, chunk_units=chunk_units))
-    if session:
-        _session_attrs(out, prep, first)
-    return out
+        return _session_input(recording, s)
+    node = node_index(recording)
+    acts = {v: unit_activity(recording, v, checked=True) for v in variables}
+    return AnalysisInput(source=recording, settings=s, node=node, activity=stack_units(acts),
+                         counts=None, population_activity=acts, session=None)
 
 
-@dataclass(frozen=True)
-class _SessionInputs:
-    """What :func:`analyse` reads from a session (:func:`_session_inputs`)."""
-
-    node: xr.DataArray
-    activity: xr.DataArray
-    counts: SampleCounts | None
-    maps: dict
-    cell_id: np.ndarray
-    min_shift_s: float
-    min_shift_fraction: float
-    field_min_area: int
-    attrs: dict
-
-
-def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
-                    smooth_cm=None, min_speed_cm_s=None, min_shift_s=None,
-                    chunk_units: int | None = None) -> _SessionInputs:
-    """A session as :func:`analyse`'s inputs: bins as nodes; as activity, a session of spikes'
-    counts per tracking sample held sparsely (``counts``; ``activity`` the cells' positions in
-    them) or one dense (env, time, unit) copy of a session's rates, whose maps are formed
-    ``chunk_units`` cells at a time."""
-    bin_cm = SESSION_BIN_SIZE_CM if bin_size_cm is None else bin_size_cm
+def _session_input(session: xr.Dataset, s: AnalysisSettings) -> AnalysisInput:
+    """A checked session as :func:`analyse`'s inputs: bins as nodes; as activity, a session of
+    spikes' counts per tracking sample held sparsely (``counts``; ``activity`` the cells'
+    positions in them) or one dense (env, time, unit) copy of a session's rates."""
+    bin_cm = SESSION_BIN_SIZE_CM if s.bin_size_cm is None else s.bin_size_cm
     bin_cm = check_positive_number(bin_cm, "bin_size_cm")
-    speed = SESSION_MIN_SPEED_CM_S if min_speed_cm_s is None else min_speed_cm_s
-    smooth_cm = SESSION_SMOOTH_CM if smooth_cm is None else smooth_cm
-    shift_s = SESSION_MIN_SHIFT_S if min_shift_s is None else min_shift_s
+    speed = SESSION_MIN_SPEED_CM_S if s.min_speed_cm_s is None else s.min_speed_cm_s
+    smooth_cm = SESSION_SMOOTH_CM if s.smooth_cm is None else s.smooth_cm
+    shift_s = SESSION_MIN_SHIFT_S if s.min_shift_s is None else s.min_shift_s
     shift_s = check_positive_number(shift_s, "min_shift_s", allow_zero=True)
     node = session_node(session, bin_cm, speed)
     if not (node.values >= 0).any():
         raise AnalysisError(f"the session has no tracking sample at {speed:g} cm/s or faster "
                             "(lower min_speed_cm_s)")
-    cells = {v: _cells_of(session, v) for v in variables}
+    cells = {v: population_cells(session, v) for v in s.variables}
     every = np.concatenate(list(cells.values()))
     ids = np.asarray(session[CELL_ID].values).astype(str)[every]
     bounds = np.cumsum([0] + [c.size for c in cells.values()])
-    maps, gaps = {}, 0
+    gaps = 0
     if session.attrs[CELLS_ATTR] == "spikes":
-        counts, gaps = _sample_counts(session, every)
+        counts, gaps = spike_sample_counts(session, every)
         activity = xr.DataArray(np.arange(every.size), dims=(UNIT_DIM,))  # positions in counts
-        for v, lo, hi in zip(variables, bounds[:-1], bounds[1:], strict=True):
-            maps[v] = session_rate_maps(session, v, bin_cm, smooth_cm, speed, node=node,
-                                        session_checked=True,
-                                        counts=counts.take(np.arange(lo, hi)))
-    else:  # one copy of the selected rates; maps by chunks of cells (bounded temporaries)
+    else:  # one copy of the selected rates
         counts = None
         rate = session[RATE]
         values = np.asarray(rate.values, dtype=np.float64)[:, every]
         activity = xr.DataArray(values[None], dims=("env", "time", UNIT_DIM),
                                 coords={"env": [0], UNIT_DIM: np.arange(every.size)},
                                 attrs={"units": rate.attrs.get("units", "Hz")})
-        step = every.size if chunk_units is None else int(chunk_units)
-        for v, lo, hi in zip(variables, bounds[:-1], bounds[1:], strict=True):
-            parts = []
-            for a in range(lo, hi, max(step, 1)):
-                act = activity.isel({UNIT_DIM: slice(a, min(a + step, hi))})
-                act = act.assign_coords({UNIT_DIM: act[UNIT_DIM].values - lo})
-                parts.append(session_rate_maps(session, v, bin_cm, smooth_cm, speed, act, node,
-                                               session_checked=True))
-            maps[v] = (parts[0] if len(parts) == 1 else
-                       xr.concat(parts, UNIT_DIM, data_vars="minimal", coords="minimal",
-                                 compat="override", join="override",
-                                 combine_attrs="override"))
     dt = sample_interval(session)
     duration = session.sizes["time"] * dt
     fraction = shift_s / duration
@@ -587,19 +584,288 @@ def _session_inputs(session: xr.Dataset, variables: list[str], bin_size_cm=None,
                  speed_filtered_fraction=float((node.values < 0).mean()))
     if ARENA_ATTR in session.attrs:
         attrs["session_arena"] = parse_arena(session.attrs[ARENA_ATTR], where="session")
-    return _SessionInputs(node=node, activity=activity, counts=counts, maps=maps, cell_id=ids,
-                          min_shift_s=float(shift_s), min_shift_fraction=fraction,
-                          field_min_area=max(1, math.ceil(
-                              SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
-                          attrs=attrs)
+    info = SessionInput(bounds=bounds, cell_id=ids, bin_size_cm=bin_cm, smooth_cm=smooth_cm,
+                        min_speed_cm_s=speed, min_shift_s=float(shift_s),
+                        field_min_area=max(1, math.ceil(
+                            SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
+                        attrs=attrs)
+    return AnalysisInput(source=session, settings=replace(s, min_shift_fraction=fraction),
+                         node=node, activity=activity, counts=counts, population_activity={},
+                         session=info)
 
 
-def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset) -> None:
+# --------------------------------------------------------------------------------------------
+# the steps
+# --------------------------------------------------------------------------------------------
+
+
+def rate_map_step(data: AnalysisInput) -> dict[str, xr.Dataset]:
+    """Rate maps of every population (one sparse product each; cheap, eager).
+
+    Returns
+    -------
+    dict of str -> xarray.Dataset
+        Per population, as :func:`~hippo_rep.analysis.rate_maps` (a recording) or
+        :func:`~hippo_rep.analysis.session_rate_maps` (a session): ``rate_map`` (env, unit,
+        y, x), ``occupancy``, ``node_rate`` (env, unit, world_node), ``node_occupancy``,
+        ``node_map`` (y, x).
+    """
+    s, src, sess = data.settings, data.source, data.session
+    if sess is None:
+        maps = {}
+        for v in s.variables:
+            maps[v] = node_rate_maps(data.population_activity[v], data.node,
+                                     src["node_x"].values, src["node_y"].values,
+                                     smooth_sigma=s.smooth_sigma, resolution=s.resolution)
+            maps[v].attrs.update(variable=v)
+        return maps
+    opts = (sess.bin_size_cm, sess.smooth_cm, sess.min_speed_cm_s)
+    bounds = zip(s.variables, sess.bounds[:-1], sess.bounds[1:], strict=True)
+    if data.counts is not None:
+        return {v: session_rate_maps(src, v, *opts, node=data.node, session_checked=True,
+                                     counts=data.counts.take(np.arange(lo, hi)))
+                for v, lo, hi in bounds}
+    maps = {}  # a session's rates: maps by chunks of cells (bounded temporaries)
+    step = data.activity.sizes[UNIT_DIM] if s.chunk_units is None else int(s.chunk_units)
+    for v, lo, hi in bounds:
+        parts = []
+        for a in range(lo, hi, max(step, 1)):
+            act = data.activity.isel({UNIT_DIM: slice(a, min(a + step, hi))})
+            act = act.assign_coords({UNIT_DIM: act[UNIT_DIM].values - lo})
+            parts.append(session_rate_maps(src, v, *opts, act, data.node, session_checked=True))
+        maps[v] = (parts[0] if len(parts) == 1 else
+                   xr.concat(parts, UNIT_DIM, data_vars="minimal", coords="minimal",
+                             compat="override", join="override", combine_attrs="override"))
+    return maps
+
+
+def shuffle_step(data: AnalysisInput, maps: dict[str, xr.Dataset]) -> xr.DataArray:
+    """The circular shifts of the nulls, dims (env, shuffle), in time steps (the first stream
+    of ``SeedSequence(seed).spawn(2)``)."""
+    s = data.settings
+    n_env, n_time = ((data.activity.sizes["env"], data.activity.sizes["time"])
+                     if data.counts is None else (1, data.counts.n_time))
+    shift_ss = np.random.SeedSequence(int(s.seed)).spawn(2)[0]
+    return xr.DataArray(
+        circular_shifts(n_time, n_env, s.shuffles, np.random.default_rng(shift_ss),
+                        s.min_shift_fraction),
+        dims=("env", SHUFFLE_DIM),
+        coords={"env": maps[s.variables[0]]["env"]},
+    )
+
+
+def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataArray
+              ) -> tuple[xr.Dataset, dict]:
+    """Every per-unit output, computed together: one task per chunk of units (lazy when
+    chunked) runs the grid, band, place-field, place-score and plane-wave kernels, the
+    per-node scores, the circular-shift nulls and the per-unit remapping correlations
+    (:class:`_UnitBlock`); the population analyses are computed alongside.
+
+    Returns
+    -------
+    (xarray.Dataset, dict)
+        The per-unit outputs, dims (env, unit, ...) (``remap_corr`` (unit, env_pair), the
+        null quantiles (quantile, env, unit)), with coords ``variable``, ``unit_index``,
+        ``env`` (and the recording's per-env labels), ``quantile``, ``wave``, the env pairs;
+        a session's ``spacing_cm``, ``wave_length_cm`` and ``cell_id``, a recording's
+        ``spacing_nodes``; attrs the kernels' settings (prefixed). And the population
+        results by population (empty without decoding).
+    """
+    s, sess = data.settings, data.session
+    first = maps[s.variables[0]]
+    res = float(first.attrs["resolution"])
+    field_min_area = (max(1, int(round(FIELD_MIN_NODES / res**2))) if sess is None
+                      else sess.field_min_area)  # FIELD_MIN_NODES: ~1 / resolution² bins each
+    rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
+    node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
+    lazy = s.chunk_units is not None
+    spec = _UnitBlock(
+        kernels=_kernels(s.grid_method, field_min_area),
+        grid_method=s.grid_method,
+        quantiles=tuple(float(q) for q in s.quantiles),
+        node_map=first["node_map"].values,
+        n_nodes=first.sizes[NODE_DIM],
+        sigma=float(first.attrs["smooth_sigma_bins"]),
+        pairs=env_pairs(rate_map["env"])[1],
+        keep_null=bool(s.keep_null),
+        counts=data.counts,
+    )
+    # bare arrays in: chunking would also chunk the unit coords, which apply_ufunc would then
+    # compute (with dask's default scheduler) to check that the inputs agree
+    bare = [da.drop_vars(["variable", "unit_index"], errors="ignore")
+            for da in (rate_map, node_rate, data.activity)]
+    inputs = [*bare, first["node_occupancy"], data.node, shifts]
+    if lazy:  # chunked along unit only
+        inputs[:3] = [b.chunk({UNIT_DIM: int(s.chunk_units)}) for b in bare]
+    n_env = shifts.sizes["env"]
+    sizes = {"env": n_env, "field": ANALYSIS_MAX_FIELDS, "quantile": len(spec.quantiles),
+             PAIR_DIM: len(spec.pairs), SHUFFLE_DIM: s.shuffles, WAVE_DIM: MAX_WAVES}
+    pop_inputs = ({v: population_inputs(data.source, v, data.node, data.population_activity[v],
+                                        maps[v]["node_rate"], checked=True)
+                   for v in s.variables} if s.decode else {})
+    total = n_env * data.activity.sizes[UNIT_DIM] * s.shuffles * len(_NULL_SCORES)
+    with _progress_bar(s.progress, total) as bar:
+        out, pop_tasks = _per_unit_and_populations(spec, inputs, sizes, lazy, s.scheduler,
+                                                   pop_inputs,
+                                                   int(s.decode_max_steps_per_env))
+        bar.update(bar.total - bar.n)  # worker processes do not tick this process' bar
+    out = spec.unpack(out[_PACKED_VAR], sizes)
+    out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
+                            env=rate_map["env"], quantile=np.asarray(spec.quantiles))
+    out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
+    out = out.assign_coords({WAVE_DIM: np.arange(MAX_WAVES)})
+    # the recording's labels of its environments (e.g. ``control`` of a controls recording)
+    out = out.assign_coords({k: c for k, c in data.source.coords.items()
+                             if c.dims == ("env",) and k != "env"})
+    if sess is not None:
+        cm = first.attrs["bin_size_cm"]
+        out["spacing_cm"] = out["spacing"] * cm
+        out["spacing_cm"].attrs = {"long_name": "grid spacing in cm (spacing x bin size)",
+                                   "units": "cm"}
+        out["wave_length_cm"] = out["wave_length"] * cm
+        out["wave_length_cm"].attrs = {"long_name": "plane-wave length in cm (wave_length x "
+                                       "bin size)", "units": "cm"}
+        out = out.assign_coords({CELL_ID: (UNIT_DIM, sess.cell_id)})
+    else:
+        out["spacing_nodes"] = out["spacing"] * res
+        out["spacing_nodes"].attrs = {
+            "long_name": "grid spacing in node spacings (spacing x resolution)",
+            "units": "node spacings",
+        }
+    for k in ("grid", "band"):
+        out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
+    out = out.transpose("env", UNIT_DIM, ...)
+    out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
+    for k in _NULL_SCORES:
+        out[f"{k}_null_q"] = out[f"{k}_null_q"].transpose("quantile", ...)
+    for kernel, prefix, _ in spec.kernels:
+        out.attrs.update(_prefixed(kernel.attrs, prefix))
+    return out, pop_tasks
+
+
+def class_step(out: xr.Dataset) -> xr.Dataset:
+    """``out`` with the classes of :func:`classify` and their rules in the attrs
+    (``classify_*``)."""
+    cls = classify(out)
+    out.update(cls)
+    out.attrs.update(_prefixed(cls.attrs, "classify_"))
+    for k in cls.data_vars:
+        out.attrs[f"classify_rule_{k}"] = cls[k].attrs.get("long_name", "")
+    return out
+
+
+def map_step(out: xr.Dataset, maps: dict[str, xr.Dataset], shifts: xr.DataArray
+             ) -> xr.Dataset:
+    """``out`` with the maps: ``rate_map`` (env, unit, y, x), ``occupancy`` (env, y, x),
+    ``node_rate`` (env, unit, world_node), ``node_occupancy``, ``node_map`` (y, x) and the
+    shuffles' ``shuffle_shift`` (env, shuffle)."""
+    first = next(iter(maps.values()))
+    out["rate_map"] = stack_units({v: m["rate_map"] for v, m in maps.items()})
+    out["occupancy"] = first["occupancy"]
+    out["node_rate"] = stack_units({v: m["node_rate"] for v, m in maps.items()})
+    out["node_occupancy"] = first["node_occupancy"]
+    out["node_map"] = first["node_map"]
+    out["shuffle_shift"] = shifts
+    return out
+
+
+def remap_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
+               ) -> xr.Dataset:
+    """``out`` with ``remap_corr_mean`` (unit) and the remapping between environments
+    (:func:`~hippo_rep.analysis.remapping.remapping_from_rates`, permutations from the
+    second stream of ``SeedSequence(seed).spawn(2)``; its attrs prefixed ``remap_``)."""
+    s = data.settings
+    tem_ss = np.random.SeedSequence(int(s.seed)).spawn(2)[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["remap_corr_mean"] = out["remap_corr"].mean(PAIR_DIM, skipna=True)
+        remap = remapping_from_rates(
+            {v: m["node_rate"] for v, m in maps.items()},
+            s.variables,
+            grid_variable=next((v for v in (G, G_PI) if v in s.variables), None),
+            memory_variable=place_population(s.variables),  # memory neurons, or TEM's p
+            n_shuffles=s.remap_shuffles,
+            rng=np.random.default_rng(tem_ss),
+            per_unit=False,
+            rate_maps={v: m["rate_map"] for v, m in maps.items()},
+            pair_shuffles=s.remap_shuffles,
+        )
+    out["remap_corr_mean"].attrs = {"long_name": "remap_corr averaged over environment pairs",
+                                    "units": "1"}
+    out = out.merge(remap, compat="override", join="outer")
+    out.attrs.update(_prefixed(remap.attrs, "remap_"))
+    return out
+
+
+def population_step(out: xr.Dataset, data: AnalysisInput, populations: dict) -> xr.Dataset:
+    """``out`` with the population analyses (:func:`~hippo_rep.analysis.population`:
+    decoding and PCA, dim ``population``) and their attrs, when decoding."""
+    if not data.settings.decode:
+        return out
+    pop = assemble(populations)
+    pop.attrs["decode_max_steps_per_env"] = int(data.settings.decode_max_steps_per_env)
+    out = out.merge(pop, compat="override", join="outer")
+    out.attrs.update(pop.attrs)
+    return out
+
+
+def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset],
+               shifts: xr.DataArray) -> xr.Dataset:
+    """``out`` with its attrs: every method and parameter, the seed, this package's version
+    and the input's provenance, before the steps' own (kernels, ``classify_*``, ``remap_*``,
+    decoding); a session's differ (:func:`_session_attrs`)."""
+    s, src = data.settings, data.source
+    first = maps[s.variables[0]]
+    sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
+    out["shuffle_shift"].attrs = {"long_name": "circular shift of the activity per shuffle",
+                                  "units": "steps"}
+    out["rate_map"].attrs = {"long_name": "mean activity per bin (NaN = unvisited / no node);"
+                             " memory neurons only after their memory was written",
+                             "units": "activity units", "smooth_sigma_bins": sigma}
+    out["variable"].attrs = {"long_name": "population (recording variable) of each unit"}
+    out["unit_index"].attrs = {"long_name": "index of the unit within its population"}
+    attrs: dict[str, object] = {
+        KIND_ATTR: ANALYSIS_KIND,
+        "package_version": __version__,
+        "seed": int(s.seed),
+        "seed_use": "numpy SeedSequence(seed).spawn(2): shifts, TEM-test permutations",
+        "variables": ",".join(s.variables),
+        "map_convention": "rate maps indexed [row=y, col=x], row 0 at the smallest y; "
+                          "lengths in bins (resolution node spacings per bin); angles in "
+                          "degrees from +x towards +y; unvisited bins NaN",
+        "map_resolution": res,
+        "smooth_sigma_bins": sigma,
+        "memory_masking": "memory neurons count only steps after memory_time (NaN before)",
+        "per_node_scores": "spatial_info, sparsity, selectivity use node_rate weighted by "
+                           "node_occupancy (textbook Skaggs form, negative log terms kept; "
+                           "NaN for units with negative activity)",
+        "n_shuffles": s.shuffles,
+        "min_shift_fraction": float(s.min_shift_fraction),
+        "min_shift_steps": int(shifts.values.min()),
+        "null_method": "circular time shift of each environment's activity against its "
+                       "trajectory (same shift for all units of an environment); scores "
+                       "gridness_60, plane_wave_share and spatial_info",
+        "dask_chunk_units": -1 if s.chunk_units is None else int(s.chunk_units),
+    }
+    attrs.update(out.attrs)  # the steps': kernels, classify_*, remap_*, decoding
+    for k in PROVENANCE_ATTRS:
+        if k in src.attrs:
+            attrs[k] = src.attrs[k]
+    for k in ("seed", "package_version"):
+        if k in src.attrs:
+            attrs[f"recording_{k}"] = src.attrs[k]
+    out.attrs = attrs
+    if data.session is not None:
+        _session_attrs(out, data.session, first)
+    return out
+
+
+def _session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> None:
     """The attrs of a session's analysis that differ from a recording's."""
     dt = float(first.attrs["sample_interval_s"])
     for k in ("memory_masking", "map_resolution"):
         out.attrs.pop(k, None)
-    out.attrs.update(prep.attrs)
+    out.attrs.update(sess.attrs)
     out.attrs.update(
         input_kind=SESSION_KIND,
         map_convention="rate maps indexed [row=y, col=x], row 0 at the smallest y; x, y in "
@@ -613,8 +879,8 @@ def _session_attrs(out: xr.Dataset, prep: _SessionInputs, first: xr.Dataset) -> 
                   "divided; unvisited bins NaN",
         min_speed_cm_s=float(first.attrs["min_speed_cm_s"]),
         sample_interval_s=dt,
-        min_field_area_bins=prep.field_min_area,
-        min_shift_s=prep.min_shift_s,
+        min_field_area_bins=sess.field_min_area,
+        min_shift_s=sess.min_shift_s,
         per_node_scores="spatial_info, sparsity, selectivity use the per-bin rate weighted by "
                         "the occupancy in seconds (Skaggs; bits per spike for rates in Hz)",
         null_method="circular time shift of each cell's spike train (its spikes per tracking "
@@ -732,14 +998,14 @@ class _UnitBlock:
         # a session's spikes: ``act`` holds the units' positions in ``self.counts``
         act = (np.swapaxes(act, 0, 1) if self.counts is None
                else self.counts.take(act.reshape(-1)))
-        nulls = _null_core(act, node, shifts, node_map=self.node_map,
+        nulls = null_score_arrays(act, node, shifts, node_map=self.node_map,
                            n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
                            names=list(_NULL_SCORES))
         qs = np.asarray(self.quantiles)
         for k, null in zip(_NULL_SCORES, nulls, strict=True):
-            res[f"{k}_null_q"], res[f"{k}_percentile"] = _summary_core(res[k], null, qs)
+            res[f"{k}_null_q"], res[f"{k}_percentile"] = null_summary_arrays(res[k], null, qs)
             res[f"{k}_null"] = null
-        res["remap_corr"] = _unit_corr_core(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
+        res["remap_corr"] = pair_correlations(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
         n_unit = maps.shape[0]
         parts = []
         for o in self.outputs():
@@ -873,56 +1139,6 @@ def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dat
     for k, a in zip(names, arrays, strict=True):
         ds[k] = ds[k].copy(data=a)
     return ds, tasks
-
-
-def _set_attrs(out: xr.Dataset, recording: xr.Dataset, kernels: tuple, cls: xr.Dataset,
-               remap: xr.Dataset, pop: xr.Dataset | None, shifts: xr.DataArray,
-               p: dict) -> None:
-    out["shuffle_shift"].attrs = {"long_name": "circular shift of the activity per shuffle",
-                          "units": "steps"}
-    out["rate_map"].attrs = {"long_name": "mean activity per bin (NaN = unvisited / no node);"
-                             " memory neurons only after their memory was written",
-                             "units": "activity units", "smooth_sigma_bins": p["sigma"]}
-    out["variable"].attrs = {"long_name": "population (recording variable) of each unit"}
-    out["unit_index"].attrs = {"long_name": "index of the unit within its population"}
-    attrs: dict[str, object] = {
-        KIND_ATTR: ANALYSIS_KIND,
-        "package_version": __version__,
-        "seed": p["seed"],
-        "seed_use": "numpy SeedSequence(seed).spawn(2): shifts, TEM-test permutations",
-        "variables": ",".join(p["variables"]),
-        "map_convention": "rate maps indexed [row=y, col=x], row 0 at the smallest y; "
-                          "lengths in bins (resolution node spacings per bin); angles in "
-                          "degrees from +x towards +y; unvisited bins NaN",
-        "map_resolution": p["resolution"],
-        "smooth_sigma_bins": p["sigma"],
-        "memory_masking": "memory neurons count only steps after memory_time (NaN before)",
-        "per_node_scores": "spatial_info, sparsity, selectivity use node_rate weighted by "
-                           "node_occupancy (textbook Skaggs form, negative log terms kept; "
-                           "NaN for units with negative activity)",
-        "n_shuffles": p["shuffles"],
-        "min_shift_fraction": float(p["min_shift_fraction"]),
-        "min_shift_steps": int(shifts.values.min()),
-        "null_method": "circular time shift of each environment's activity against its "
-                       "trajectory (same shift for all units of an environment); scores "
-                       "gridness_60, plane_wave_share and spatial_info",
-        "dask_chunk_units": -1 if p["chunk_units"] is None else int(p["chunk_units"]),
-    }
-    for kernel, prefix, _ in kernels:
-        attrs.update(_prefixed(kernel.attrs, prefix))
-    attrs.update(_prefixed(cls.attrs, "classify_"))
-    for k in cls.data_vars:
-        attrs[f"classify_rule_{k}"] = cls[k].attrs.get("long_name", "")
-    attrs.update(_prefixed(remap.attrs, "remap_"))
-    if pop is not None:
-        attrs.update(pop.attrs)
-    for k in PROVENANCE_ATTRS:
-        if k in recording.attrs:
-            attrs[k] = recording.attrs[k]
-    for k in ("seed", "package_version"):
-        if k in recording.attrs:
-            attrs[f"recording_{k}"] = recording.attrs[k]
-    out.attrs = attrs
 
 
 # --------------------------------------------------------------------------------------------
