@@ -30,6 +30,7 @@ from .core import (
     too_small_block,
 )
 from .kernels import Kernel, Output
+from .methods import DEEPMIND_MIN_OVERLAP, DEFAULT_GRID_METHOD, GRID_METHODS, grid_method
 from .ratemaps import SMOOTH_TRUNCATE
 
 # --------------------------------------------------------------------------------------------
@@ -51,15 +52,6 @@ DEEPMIND_VARIANCE_EPS = 1e-5
 #: "deepmind": spline order of the SAC rotation (cubic, scipy.ndimage.rotate's default).
 DEEPMIND_ROTATION_ORDER = 3
 
-#: "deepmind": Gaussian smoothing of the rate map before the autocorrelogram, in bins (none, as
-#: the reference code).
-DEEPMIND_SMOOTH_SIGMA = 0.0
-
-#: "bnt": Gaussian smoothing of the rate map before the autocorrelogram, in bins. 0, as
-#: opexebo's ``grid_score`` takes the map as given (opexebo and BNT smooth, by 2 bins by
-#: default, when they make the rate map: do that with ``rate_maps(..., smooth_sigma=2)``).
-BNT_SMOOTH_SIGMA = 0.0
-
 #: "bnt": the autocorrelogram is cropped (as opexebo's ``autocorrelation`` does) to
 #: ``round(N (1 + this))`` lags per axis (made odd); the largest outer radius tried is half
 #: of that side, ~0.9 N.
@@ -79,13 +71,6 @@ BNT_MIN_RADIUS = 3
 #: "bnt": the score is the maximum of the moving mean over this many consecutive radii.
 BNT_MOVING_WINDOW = 3
 
-#: "deepmind": default minimum overlap (finite bins) per SAC lag. 1, as the reference code
-#: (which computes every lag; a one-bin overlap has zero variance and gives 0).
-DEEPMIND_MIN_OVERLAP = 1
-
-#: "bnt": default minimum overlap per SAC lag: 1, as opexebo (``REQUIRED_OVERLAP_PIXELS = 0``).
-BNT_MIN_OVERLAP = 1
-
 #: "bnt": spline order of the SAC rotation (bilinear, as in BNT).
 BNT_ROTATION_ORDER = 1
 
@@ -95,6 +80,7 @@ N_PEAKS = 6
 #: Spacing and orientation are NaN when fewer peaks than this are found.
 MIN_PEAKS = 3
 
+#: The ``nan_reason`` attr of the grid and band scores: what each reason code means.
 NAN_REASON_DOC = (
     "'all_nan': no finite bin; 'constant': all finite bins equal; 'too_few_bins': fewer "
     "finite bins than min_overlap; 'no_annulus' (bnt only): the central field of the "
@@ -511,116 +497,58 @@ def _bnt_block(
 
 
 # --------------------------------------------------------------------------------------------
-# the registry of grid methods
+# the scorers of the registered grid methods (hippo_rep.analysis.methods)
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class GridMethod:
-    """One registered grid-score family: its numpy scorer and its documented defaults.
+class GridScorer:
+    """The implementation of a registered grid method
+    (:class:`~hippo_rep.analysis.methods.GridMethod`, whose ``implementation`` names it).
 
     Attributes
     ----------
-    name : str
-        The name callers pass (``method=``, ``grid_method=``, ``--grid-method``).
-    summary : str
-        One line: what it is and whose code it follows (the CLI's help).
     block : callable
         ``block(maps, min_overlap, min_max, smooth_sigma)`` of (B, ny, nx) maps (bins, NaN =
-        unvisited) -> gridness-60, gridness-90 (unitless), spacing (bins), orientation
-        (degrees), best radius for 60 and 90 (bins), each (B,) float, and the NaN reason
-        code (B,) int (:data:`~hippo_rep.analysis.core.NAN_REASONS`); maps of at least
-        :data:`~hippo_rep.analysis.core.MIN_MAP_SIZE` bins a side.
-    min_max : bool
-        Default form of the gridness: min/max (True) or mean (False).
-    min_overlap : int
-        Default fewest overlapping finite bins per SAC lag.
-    smooth_sigma : float
-        Default Gaussian smoothing of the maps before the SAC, in bins.
+        unvisited, at least :data:`~hippo_rep.analysis.core.MIN_MAP_SIZE` a side) ->
+        gridness-60, gridness-90 (unitless), spacing (bins), orientation (degrees), best
+        radius for 60 and 90 (bins), each (B,) float, and the NaN reason code (B,) int
+        (:data:`~hippo_rep.analysis.core.NAN_REASONS`).
     rings : str
-        The rings (annuli) and rotation, for the scores' attrs.
+        Its rings (annuli) and rotation, for the scores' attrs.
     gridness_60 : Kernel or None
-        A faster kernel of gridness-60 alone with these defaults (the shuffle nulls use it);
-        None: the full scorer's ``gridness_60``.
+        A faster kernel of gridness-60 alone with the method's defaults (the shuffle nulls
+        use it); None: the full scorer's ``gridness_60``.
     """
 
-    name: str
-    summary: str
     block: Callable[..., tuple[np.ndarray, ...]]
-    min_max: bool
-    min_overlap: int
-    smooth_sigma: float
     rings: str
     gridness_60: Kernel | None = None
 
 
-#: The registered grid-score families, by name (never compare scores across them).
-GRID_METHODS: dict[str, GridMethod] = {
-    m.name: m for m in (
-        GridMethod(
-            name="deepmind",
-            summary="ring correlations of the SAC, mean form (Banino et al. 2018; the scores "
-                    "ML papers report)",
-            block=_deepmind_block,
-            min_max=False,
-            min_overlap=DEEPMIND_MIN_OVERLAP,
-            smooth_sigma=DEEPMIND_SMOOTH_SIGMA,
-            rings=f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
-                  f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation",
-            gridness_60=GRIDNESS_60,
-        ),
-        GridMethod(
-            name="bnt",
-            summary="BNT's gridnessScore as opexebo 0.7 computes it, min/max form "
-                    "(experimental labs)",
-            block=_bnt_block,
-            min_max=True,
-            min_overlap=BNT_MIN_OVERLAP,
-            smooth_sigma=BNT_SMOOTH_SIGMA,
-            rings=f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), "
-                  f"R_max, R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = "
-                  f"floor(sqrt(area / pi)) of the central field (opexebo's adaptive threshold "
-                  f"0.95..0.2), Pearson r, bilinear rotation, max of moving mean over "
-                  f"{BNT_MOVING_WINDOW} radii (opexebo 0.7)",
-        ),
-    )
-}
+#: The "deepmind" method's scorer.
+DEEPMIND_SCORER = GridScorer(
+    block=_deepmind_block,
+    rings=f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
+          f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation",
+    gridness_60=GRIDNESS_60,
+)
 
-#: The grid method of :func:`grid_scores` and :func:`~hippo_rep.analysis.analyse` by default:
-#: the one ML papers report (Banino et al. 2018, Nature; Sorscher et al. 2019, NeurIPS).
-DEFAULT_GRID_METHOD = "deepmind"
-
-
-def grid_method(name: object, what: str = "method") -> GridMethod:
-    """The registered grid method ``name`` (:data:`GRID_METHODS`).
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`GRID_METHODS`.
-    what : str
-        How the caller's argument is called, for the error.
-
-    Returns
-    -------
-    GridMethod
-
-    Raises
-    ------
-    ValueError
-        One line naming the registered methods, if ``name`` is not one.
-    """
-    if not isinstance(name, str) or name not in GRID_METHODS:
-        raise ValueError(f"{what} must be a registered grid method ({', '.join(GRID_METHODS)}); "
-                         f"got {name!r}")
-    return GRID_METHODS[name]
+#: The "bnt" method's scorer.
+BNT_SCORER = GridScorer(
+    block=_bnt_block,
+    rings=f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
+          f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area "
+          f"/ pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
+          f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)",
+)
 
 
 def _grid_block(maps: np.ndarray, method: str, min_overlap: int, min_max: bool,
                 sigma: float) -> tuple[np.ndarray, ...]:
     if min(maps.shape[-2:]) < MIN_MAP_SIZE:
         return too_small_block(maps, 6)
-    return GRID_METHODS[method].block(maps, min_overlap, min_max, sigma)
+    return GRID_METHODS[method].scorer().block(maps, min_overlap, min_max, sigma)
 
 
 def grid_kernel(
@@ -630,7 +558,8 @@ def grid_kernel(
     smooth_sigma: float | None = None,
 ) -> Kernel:
     """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`grid_scores` (same
-    arguments, checked here; the defaults are the method's, :data:`GRID_METHODS`)."""
+    arguments, checked here; the defaults are the method's,
+    :data:`~hippo_rep.analysis.methods.GRID_METHODS`)."""
     spec = grid_method(method)
     method = spec.name
     min_overlap = check_min_overlap(spec.min_overlap if min_overlap is None else min_overlap)
@@ -663,7 +592,7 @@ def grid_kernel(
         "min_overlap": min_overlap,
         "smooth_sigma_bins": float(sigma),
         "angles_deg": np.asarray(GRID_ANGLES),
-        "rings": spec.rings,
+        "rings": spec.scorer().rings,
         "sac_nan_handling": (
             "NaN bins excluded from each lag's overlap statistics; lags with fewer than "
             "min_overlap finite bins or zero variance set to 0 before rotation"
@@ -748,11 +677,13 @@ def grid_scores(
         Rate maps, NaN = unvisited; any leading dims. Dask-backed arrays stay lazy (the map
         dims must be one chunk).
     method : str
-        Score family, one of :data:`GRID_METHODS` (default :data:`DEFAULT_GRID_METHOD`); never
-        compare scores across families.
+        Score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS` (default
+        :data:`~hippo_rep.analysis.methods.DEFAULT_GRID_METHOD`); never compare scores across
+        families.
     min_max : bool, optional
-        Use the min/max form of the gridness. Default: the method's (:data:`GRID_METHODS`:
-        False for "deepmind", True for "bnt").
+        Use the min/max form of the gridness. Default: the method's
+        (:data:`~hippo_rep.analysis.methods.GRID_METHODS`: False for "deepmind", True for
+        "bnt").
     min_overlap : int, optional
         Minimum number of overlapping finite bins per SAC lag; lags with fewer get 0.
         Default 1 for both methods, as the references (the DeepMind code and opexebo
@@ -776,7 +707,7 @@ def grid_scores(
     Raises
     ------
     ValueError
-        On bad dims, a method not in :data:`GRID_METHODS`, ``min_overlap < 1`` or negative
-        ``smooth_sigma``.
+        On bad dims, a method not in :data:`~hippo_rep.analysis.methods.GRID_METHODS`,
+        ``min_overlap < 1`` or negative ``smooth_sigma``.
     """
     return grid_kernel(method, min_max, min_overlap, smooth_sigma).apply(maps)

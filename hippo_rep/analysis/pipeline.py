@@ -1,6 +1,8 @@
-"""The whole analysis of a recording in one dataset, dask-parallel over units; writing it.
+"""The whole analysis of a recording in one dataset, dask-parallel over units.
 
-:func:`analyse` computes, for every unit of every population (``g``, ``g_pi``,
+:func:`analyse` checks its input once (:func:`validate_input`) and runs named steps, each a
+function of labelled data (:func:`rate_map_step` ... :func:`attrs_step`); its options are one
+:class:`AnalysisSettings`. It computes, for every unit of every population (``g``, ``g_pi``,
 ``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
 place score, spatial information, sparsity, selectivity, the plane-wave decomposition,
@@ -23,32 +25,20 @@ slower per worker.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
-import math
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
-from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks, load_checked, missing_reader
 from hippo_rep.defaults import (
     BLAS_THREADS,
     N_SHUFFLES,
-    NETCDF_COMPLEVEL,
-    SESSION_BIN_SIZE_CM,
-    SESSION_MIN_SHIFT_S,
-    SESSION_MIN_SPEED_CM_S,
-    SESSION_SMOOTH_CM,
 )
-from hippo_rep.fileio import atomic_folder, atomic_write
 from hippo_rep.schema import (
     ANALYSIS_KIND,
     G_PI,
@@ -57,22 +47,16 @@ from hippo_rep.schema import (
     G,
     place_population,
     require_recording,
-    validate_analysis,
 )
 
-from ._checks import check_positive_number
-from .bandscore import band_kernel
+from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
 from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
-from .core import null_summary_arrays, pair_correlations
-from .fields import place_fields_kernel, place_score_kernel
-from .gridscore import DEFAULT_GRID_METHOD, grid_kernel, grid_method
-from .kernels import Kernel, Output
-from .planewaves import MAX_WAVES, WAVE_DIM, WAVES
+from .methods import DEFAULT_GRID_METHOD, grid_method
+from .planewaves import MAX_WAVES, WAVE_DIM
 from .population import (
     DECODE_MAX_STEPS_PER_ENV,
     assemble,
     population_inputs,
-    population_one,
 )
 from .recordings import (
     NODE_DIM,
@@ -84,28 +68,17 @@ from .recordings import (
 )
 from .remapping import (
     PAIR_DIM,
-    REMAP_MIN_NODES,
     TEM_SHUFFLES,
     env_pairs,
     remapping_from_rates,
     stack_units,
 )
 from .sample_counts import SampleCounts
+from .session_input import SessionInput, read_session, session_attrs, session_maps
 from .sessions import (
-    ARENA_ATTR,
     CELL_ID,
-    CELLS_ATTR,
-    RATE,
-    SESSION_KIND,
-    SESSION_MIN_FIELD_AREA_CM2,
     is_session,
-    parse_arena,
-    population_cells,
-    sample_interval,
-    session_node,
     session_populations,
-    session_rate_maps,
-    spike_sample_counts,
     validate_session,
 )
 from .shuffle import (
@@ -114,12 +87,16 @@ from .shuffle import (
     SHUFFLE_MIN_SHIFT_FRACTION,
     check_n_shuffles,
     circular_shifts,
-    null_score_arrays,
-    score_gridness_60,
-    score_plane_wave_share,
-    score_spatial_info,
 )
-from .spatial import selectivity, sparsity, spatial_information
+from .unit_block import (
+    ANALYSIS_MAX_FIELDS,
+    NULL_SCORES,
+    PACKED_VAR,
+    UnitBlock,
+    compute_units,
+    progress_bar,
+    unit_kernels,
+)
 
 #: Units per dask chunk when the analysis runs on dask (a distributed Client is active or
 #: ``chunk_units`` is given): small enough to balance a few workers, large enough that each
@@ -130,10 +107,7 @@ DEFAULT_UNIT_CHUNK = 16
 #: process, one thread (the reference for "identical to single-process").
 DEFAULT_SCHEDULER = "synchronous"
 
-#: Dim and variable of the packed per-unit outputs inside :func:`analyse` (``_UnitBlock``).
-_PACKED, _PACKED_VAR = "packed", "packed_outputs"
-
-#: Grid-score family used by :func:`analyse` (:data:`~hippo_rep.analysis.gridscore.GRID_METHODS`):
+#: Grid-score family used by :func:`analyse` (:data:`~hippo_rep.analysis.methods.GRID_METHODS`):
 #: the one ML papers report (Banino et al. 2018, Nature; Sorscher et al. 2019, NeurIPS).
 GRID_METHOD = DEFAULT_GRID_METHOD
 
@@ -143,13 +117,6 @@ GRID_METHOD = DEFAULT_GRID_METHOD
 #: the shipped 11x11 recording had a field, though their spatial information was near
 #: log2(121) bits. Converted to bins with the map resolution.
 FIELD_MIN_NODES = 1
-
-#: Per-field outputs (``field`` dim) kept in the analysis dataset: the classification only
-#: needs up to 3 fields, and every field is still counted in ``n_fields``.
-ANALYSIS_MAX_FIELDS = 4
-
-#: Output suffixes :func:`write_analysis` understands.
-SUFFIXES = (".nc", ".zarr")
 
 #: Recording attrs copied to the analysis (provenance); ``seed`` and ``package_version``
 #: become ``recording_seed`` and ``recording_package_version``.
@@ -205,7 +172,7 @@ class AnalysisSettings:
         Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
         present, or every population of a session; a named one that is missing is an error).
     grid_method : str
-        Grid-score family, one of :data:`~hippo_rep.analysis.gridscore.GRID_METHODS` (default
+        Grid-score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS` (default
         :data:`GRID_METHOD`; never compare scores across families).
     smooth_sigma : float, optional
         Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
@@ -399,35 +366,6 @@ def analysis_settings(settings: AnalysisSettings | None = None, **options) -> An
 
 
 @dataclass(frozen=True)
-class SessionInput:
-    """What :func:`validate_input` reads from a session beyond a recording's inputs.
-
-    Attributes
-    ----------
-    bounds : numpy.ndarray of int, shape (n_populations + 1,)
-        Each population's cells are ``[bounds[i], bounds[i + 1])`` along ``unit``.
-    cell_id : numpy.ndarray of str, shape (unit,)
-        The cells' ids.
-    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float
-        The rate-map and shuffle options, defaults filled in (cm, cm, cm/s, s).
-    field_min_area : int
-        Smallest place field, bins
-        (:data:`~hippo_rep.analysis.sessions.SESSION_MIN_FIELD_AREA_CM2`).
-    attrs : dict
-        The session's attrs for the analysis (``session_*``) and the spike bookkeeping.
-    """
-
-    bounds: np.ndarray
-    cell_id: np.ndarray
-    bin_size_cm: float
-    smooth_cm: float
-    min_speed_cm_s: float
-    min_shift_s: float
-    field_min_area: int
-    attrs: dict
-
-
-@dataclass(frozen=True)
 class AnalysisInput:
     """A recording or session checked by :func:`validate_input`, and what the steps read
     from it.
@@ -535,63 +473,17 @@ def validate_input(recording: object, settings: AnalysisSettings) -> AnalysisInp
     if steps < 1:
         raise AnalysisError(f"decode_max_steps_per_env must be >= 1; got {steps}")
     if session:
-        return _session_input(recording, s)
+        sess = read_session(recording, s.variables, bin_size_cm=s.bin_size_cm,
+                            smooth_cm=s.smooth_cm, min_speed_cm_s=s.min_speed_cm_s,
+                            min_shift_s=s.min_shift_s)
+        return AnalysisInput(source=recording, settings=replace(
+                                 s, min_shift_fraction=sess.min_shift_fraction),
+                             node=sess.node, activity=sess.activity, counts=sess.counts,
+                             population_activity={}, session=sess)
     node = node_index(recording)
     acts = {v: unit_activity(recording, v, checked=True) for v in variables}
     return AnalysisInput(source=recording, settings=s, node=node, activity=stack_units(acts),
                          counts=None, population_activity=acts, session=None)
-
-
-def _session_input(session: xr.Dataset, s: AnalysisSettings) -> AnalysisInput:
-    """A checked session as :func:`analyse`'s inputs: bins as nodes; as activity, a session of
-    spikes' counts per tracking sample held sparsely (``counts``; ``activity`` the cells'
-    positions in them) or one dense (env, time, unit) copy of a session's rates."""
-    bin_cm = SESSION_BIN_SIZE_CM if s.bin_size_cm is None else s.bin_size_cm
-    bin_cm = check_positive_number(bin_cm, "bin_size_cm")
-    speed = SESSION_MIN_SPEED_CM_S if s.min_speed_cm_s is None else s.min_speed_cm_s
-    smooth_cm = SESSION_SMOOTH_CM if s.smooth_cm is None else s.smooth_cm
-    shift_s = SESSION_MIN_SHIFT_S if s.min_shift_s is None else s.min_shift_s
-    shift_s = check_positive_number(shift_s, "min_shift_s", allow_zero=True)
-    node = session_node(session, bin_cm, speed)
-    if not (node.values >= 0).any():
-        raise AnalysisError(f"the session has no tracking sample at {speed:g} cm/s or faster "
-                            "(lower min_speed_cm_s)")
-    cells = {v: population_cells(session, v) for v in s.variables}
-    every = np.concatenate(list(cells.values()))
-    ids = np.asarray(session[CELL_ID].values).astype(str)[every]
-    bounds = np.cumsum([0] + [c.size for c in cells.values()])
-    gaps = 0
-    if session.attrs[CELLS_ATTR] == "spikes":
-        counts, gaps = spike_sample_counts(session, every)
-        activity = xr.DataArray(np.arange(every.size), dims=(UNIT_DIM,))  # positions in counts
-    else:  # one copy of the selected rates
-        counts = None
-        rate = session[RATE]
-        values = np.asarray(rate.values, dtype=np.float64)[:, every]
-        activity = xr.DataArray(values[None], dims=("env", "time", UNIT_DIM),
-                                coords={"env": [0], UNIT_DIM: np.arange(every.size)},
-                                attrs={"units": rate.attrs.get("units", "Hz")})
-    dt = sample_interval(session)
-    duration = session.sizes["time"] * dt
-    fraction = shift_s / duration
-    if fraction >= 0.5:
-        raise AnalysisError(f"min_shift_s {shift_s:g} s must be under half the session's "
-                            f"{duration:.6g} s")
-    attrs = {k: session.attrs[k] for k in session.attrs
-             if k not in (KIND_ATTR, CELLS_ATTR, ARENA_ATTR)}
-    attrs = {f"session_{k}": v for k, v in attrs.items()}
-    attrs.update(session_cells=session.attrs[CELLS_ATTR], spikes_in_tracking_gaps=gaps,
-                 speed_filtered_fraction=float((node.values < 0).mean()))
-    if ARENA_ATTR in session.attrs:
-        attrs["session_arena"] = parse_arena(session.attrs[ARENA_ATTR], where="session")
-    info = SessionInput(bounds=bounds, cell_id=ids, bin_size_cm=bin_cm, smooth_cm=smooth_cm,
-                        min_speed_cm_s=speed, min_shift_s=float(shift_s),
-                        field_min_area=max(1, math.ceil(
-                            SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
-                        attrs=attrs)
-    return AnalysisInput(source=session, settings=replace(s, min_shift_fraction=fraction),
-                         node=node, activity=activity, counts=counts, population_activity={},
-                         session=info)
 
 
 # --------------------------------------------------------------------------------------------
@@ -619,24 +511,7 @@ def rate_map_step(data: AnalysisInput) -> dict[str, xr.Dataset]:
                                      smooth_sigma=s.smooth_sigma, resolution=s.resolution)
             maps[v].attrs.update(variable=v)
         return maps
-    opts = (sess.bin_size_cm, sess.smooth_cm, sess.min_speed_cm_s)
-    bounds = zip(s.variables, sess.bounds[:-1], sess.bounds[1:], strict=True)
-    if data.counts is not None:
-        return {v: session_rate_maps(src, v, *opts, node=data.node, session_checked=True,
-                                     counts=data.counts.take(np.arange(lo, hi)))
-                for v, lo, hi in bounds}
-    maps = {}  # a session's rates: maps by chunks of cells (bounded temporaries)
-    step = data.activity.sizes[UNIT_DIM] if s.chunk_units is None else int(s.chunk_units)
-    for v, lo, hi in bounds:
-        parts = []
-        for a in range(lo, hi, max(step, 1)):
-            act = data.activity.isel({UNIT_DIM: slice(a, min(a + step, hi))})
-            act = act.assign_coords({UNIT_DIM: act[UNIT_DIM].values - lo})
-            parts.append(session_rate_maps(src, v, *opts, act, data.node, session_checked=True))
-        maps[v] = (parts[0] if len(parts) == 1 else
-                   xr.concat(parts, UNIT_DIM, data_vars="minimal", coords="minimal",
-                             compat="override", join="override", combine_attrs="override"))
-    return maps
+    return session_maps(src, sess, s.variables, s.chunk_units)
 
 
 def shuffle_step(data: AnalysisInput, maps: dict[str, xr.Dataset]) -> xr.DataArray:
@@ -659,7 +534,8 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     """Every per-unit output, computed together: one task per chunk of units (lazy when
     chunked) runs the grid, band, place-field, place-score and plane-wave kernels, the
     per-node scores, the circular-shift nulls and the per-unit remapping correlations
-    (:class:`_UnitBlock`); the population analyses are computed alongside.
+    (:class:`~hippo_rep.analysis.unit_block.UnitBlock`); the population analyses are computed
+    alongside.
 
     Returns
     -------
@@ -679,8 +555,8 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     rate_map = stack_units({v: m["rate_map"] for v, m in maps.items()})
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     lazy = s.chunk_units is not None
-    spec = _UnitBlock(
-        kernels=_kernels(s.grid_method, field_min_area),
+    spec = UnitBlock(
+        kernels=unit_kernels(s.grid_method, field_min_area),
         grid_method=s.grid_method,
         quantiles=tuple(float(q) for q in s.quantiles),
         node_map=first["node_map"].values,
@@ -703,13 +579,13 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     pop_inputs = ({v: population_inputs(data.source, v, data.node, data.population_activity[v],
                                         maps[v]["node_rate"], checked=True)
                    for v in s.variables} if s.decode else {})
-    total = n_env * data.activity.sizes[UNIT_DIM] * s.shuffles * len(_NULL_SCORES)
-    with _progress_bar(s.progress, total) as bar:
-        out, pop_tasks = _per_unit_and_populations(spec, inputs, sizes, lazy, s.scheduler,
+    total = n_env * data.activity.sizes[UNIT_DIM] * s.shuffles * len(NULL_SCORES)
+    with progress_bar(s.progress, total) as bar:
+        out, pop_tasks = compute_units(spec, inputs, sizes, lazy, s.scheduler,
                                                    pop_inputs,
                                                    int(s.decode_max_steps_per_env))
         bar.update(bar.total - bar.n)  # worker processes do not tick this process' bar
-    out = spec.unpack(out[_PACKED_VAR], sizes)
+    out = spec.unpack(out[PACKED_VAR], sizes)
     out = out.assign_coords(variable=rate_map["variable"], unit_index=rate_map["unit_index"],
                             env=rate_map["env"], quantile=np.asarray(spec.quantiles))
     out = out.assign_coords(env_pairs(rate_map["env"])[0].coords)
@@ -736,7 +612,7 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
         out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
     out = out.transpose("env", UNIT_DIM, ...)
     out["remap_corr"] = out["remap_corr"].transpose(UNIT_DIM, PAIR_DIM)
-    for k in _NULL_SCORES:
+    for k in NULL_SCORES:
         out[f"{k}_null_q"] = out[f"{k}_null_q"].transpose("quantile", ...)
     for kernel, prefix, _ in spec.kernels:
         out.attrs.update(_prefixed(kernel.attrs, prefix))
@@ -813,7 +689,7 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
                shifts: xr.DataArray) -> xr.Dataset:
     """``out`` with its attrs: every method and parameter, the seed, this package's version
     and the input's provenance, before the steps' own (kernels, ``classify_*``, ``remap_*``,
-    decoding); a session's differ (:func:`_session_attrs`)."""
+    decoding); a session's differ (:func:`~hippo_rep.analysis.session_input.session_attrs`)."""
     s, src = data.settings, data.source
     first = maps[s.variables[0]]
     sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
@@ -856,439 +732,33 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
             attrs[f"recording_{k}"] = src.attrs[k]
     out.attrs = attrs
     if data.session is not None:
-        _session_attrs(out, data.session, first)
+        session_attrs(out, data.session, first)
     return out
 
 
-def _session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> None:
-    """The attrs of a session's analysis that differ from a recording's."""
-    dt = float(first.attrs["sample_interval_s"])
-    for k in ("memory_masking", "map_resolution"):
-        out.attrs.pop(k, None)
-    out.attrs.update(sess.attrs)
-    out.attrs.update(
-        input_kind=SESSION_KIND,
-        map_convention="rate maps indexed [row=y, col=x], row 0 at the smallest y; x, y in "
-                       "cm (bin centres); spacing, wave_length, field sizes in bins of "
-                       "map_bin_size_cm (spacing_cm, wave_length_cm in cm); angles in degrees "
-                       "from +x towards +y; unvisited bins NaN",
-        map_bin_size_cm=float(first.attrs["bin_size_cm"]),
-        smooth_cm=float(first.attrs["smooth_cm"]),
-        smoothing="BNT: spike map and time map smoothed by the same Gaussian (sigma smooth_cm, "
-                  "truncated at 4 sigma, zero outside the arena and in unvisited bins), then "
-                  "divided; unvisited bins NaN",
-        min_speed_cm_s=float(first.attrs["min_speed_cm_s"]),
-        sample_interval_s=dt,
-        min_field_area_bins=sess.field_min_area,
-        min_shift_s=sess.min_shift_s,
-        per_node_scores="spatial_info, sparsity, selectivity use the per-bin rate weighted by "
-                        "the occupancy in seconds (Skaggs; bits per spike for rates in Hz)",
-        null_method="circular time shift of each cell's spike train (its spikes per tracking "
-                    "sample) against the trajectory, by whole tracking samples, at least "
-                    "min_shift_s; the same shifts for every cell; scores gridness_60, "
-                    "plane_wave_share and spatial_info",
-    )
-    if first["rate_map"].attrs.get("units") == "Hz":  # spikes per second
-        for k in ("spatial_info", "spatial_info_null_q"):
-            out[k].attrs["units"] = "bits per spike"
-    out["rate_map"].attrs.update(long_name="spikes per second in the bin (NaN = unvisited)",
-                                 units=first["rate_map"].attrs.get("units", "Hz"))
-    out["shuffle_shift"].attrs = {"long_name": "circular shift of the spike trains per "
-                                  "shuffle (tracking samples of sample_interval_s)",
-                                  "units": "samples"}
-
-
-def _kernels(grid_method: str, min_field_area: int) -> tuple[tuple[Kernel, str, dict], ...]:
-    """The map kernels of :func:`analyse`: (kernel, prefix of its attrs in the analysis'
-    attrs, {declared output name: name in the analysis, None = not kept})."""
-    return (
-        (grid_kernel(grid_method), "grid_", {"nan_reason": "grid_nan_reason"}),
-        (band_kernel(), "band_", {"nan_reason": "band_nan_reason"}),
-        (place_fields_kernel(min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS),
-         "place_field_", {"field_labels": None}),
-        (place_score_kernel(), "", {}),
-        (WAVES, "", {}),
-    )
-
-
-#: Per-node scores of :func:`analyse` (node_rate weighted by node_occupancy) and their attrs.
-_NODE_SCORES = {
-    "spatial_info": {"long_name": "Skaggs spatial information per node (negative log terms "
-                     "kept)", "units": "bits per unit activity"},
-    "sparsity": {"long_name": "sparsity (sum p r)^2 / sum p r^2 per node", "units": "1"},
-    "selectivity": {"long_name": "selectivity max / mean per node", "units": "1"},
-}
-
-#: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers, and
-#: their units.
-_NULL_SCORES = {"gridness_60": "1", "plane_wave_share": "1",
-                "spatial_info": "bits per unit activity"}
-
-
-@dataclass(frozen=True)
-class _UnitBlock:
-    """Everything :func:`analyse` computes per unit, for one chunk of units (one dask task).
-
-    Called by ``xr.apply_ufunc`` with arrays (unit, env, ...): rate maps (.., y, x), node
-    rates (.., world_node), activity (.., time) (with ``counts``, a session's spike counts
-    held sparsely: (unit,) the units' positions in them), node occupancy (1, env,
-    world_node), node (1, env, time), shifts (1, env, shuffle). The map scores are the
-    public functions' kernels (:mod:`~hippo_rep.analysis.kernels`) on numpy. All outputs
-    are packed into one float64 array (unit, packed) — one result per task, which matters
-    on dask.distributed, where every result key costs a message — and unpacked by
-    :meth:`unpack` (small ints are exact).
-    """
-
-    kernels: tuple[tuple[Kernel, str, dict], ...]
-    grid_method: str
-    quantiles: tuple[float, ...]
-    node_map: np.ndarray
-    n_nodes: int
-    sigma: float
-    pairs: np.ndarray
-    keep_null: bool
-    counts: SampleCounts | None = None
-
-    def outputs(self) -> list[Output]:
-        """Every output (dims after ``unit``), in order."""
-        env = ("env",)
-        out = [replace(o, name=names.get(o.name, o.name), dims=env + o.dims)
-               for kernel, _, names in self.kernels for o in kernel.outputs
-               if names.get(o.name, o.name)]
-        out += [Output(k, env, attrs=a) for k, a in _NODE_SCORES.items()]
-        for k, units in _NULL_SCORES.items():
-            out += [Output(f"{k}_null_q", ("env", "quantile"), attrs={
-                        "long_name": f"quantiles of the {k} shuffle null", "units": units}),
-                    Output(f"{k}_percentile", env, attrs={
-                        "long_name": f"percent of finite shuffle {k} scores below the "
-                                     "observed one", "units": "percent"})]
-        if self.keep_null:
-            out += [Output(f"{k}_null", ("env", SHUFFLE_DIM)) for k in _NULL_SCORES]
-        out += [Output("remap_corr", (PAIR_DIM,), attrs={
-            "long_name": "per-unit Pearson r of node rates between two environments",
-            "units": "1", "min_nodes": REMAP_MIN_NODES})]
-        return out
-
-    def __call__(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
-        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), \
-                np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return self._run(maps, rates, act, occ, node, shifts)
-
-    def _run(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
-        # arrays deserialised by dask.distributed may be unaligned (numpy's slow paths)
-        maps, rates, act, occ, node, shifts = (
-            np.require(a, None, ["C_CONTIGUOUS", "ALIGNED"])
-            for a in (maps, rates, act, occ, node, shifts)
-        )
-        # the unit-less inputs come as (env, ...) or (1, env, ...) depending on the path
-        occ, node, shifts = (a.reshape(a.shape[-2:]) for a in (occ, node, shifts))
-        maps_eu = np.swapaxes(maps, 0, 1)  # (env, unit, y, x)
-        res: dict[str, np.ndarray] = {}
-        for kernel, _, names in self.kernels:
-            for k, a in kernel.array(maps_eu).items():
-                res[names.get(k, k)] = a
-        rates_eu = np.swapaxes(rates, 0, 1)
-        res.update(zip(_NODE_SCORES, _node_scores(rates_eu, occ[:, None, :]), strict=True))
-        scorers = [functools.partial(score_gridness_60, method=self.grid_method),
-                   score_plane_wave_share, score_spatial_info]
-        bar = _BAR  # set by analyse(progress=True) in this process
-        if bar is not None:  # one tick per block of units, shuffles and score
-            scorers = [_ticking(fn, bar) for fn in scorers]
-        # a session's spikes: ``act`` holds the units' positions in ``self.counts``
-        act = (np.swapaxes(act, 0, 1) if self.counts is None
-               else self.counts.take(act.reshape(-1)))
-        nulls = null_score_arrays(act, node, shifts, node_map=self.node_map,
-                           n_nodes=self.n_nodes, sigma=self.sigma, scorers=scorers,
-                           names=list(_NULL_SCORES))
-        qs = np.asarray(self.quantiles)
-        for k, null in zip(_NULL_SCORES, nulls, strict=True):
-            res[f"{k}_null_q"], res[f"{k}_percentile"] = null_summary_arrays(res[k], null, qs)
-            res[f"{k}_null"] = null
-        res["remap_corr"] = pair_correlations(rates, self.pairs, REMAP_MIN_NODES)  # (unit, P)
-        n_unit = maps.shape[0]
-        parts = []
-        for o in self.outputs():
-            a = res[o.name]
-            if o.dims[0] == "env":  # computed as (env, unit, ...): unit first
-                a = np.swapaxes(a, 0, 1)
-            parts.append(np.asarray(a, dtype=np.float64).reshape(n_unit, -1))
-        return np.concatenate(parts, axis=1)
-
-    def packed_size(self, sizes: dict[str, int]) -> int:
-        """Length of the packed output per unit."""
-        return sum(int(np.prod([sizes[d] for d in o.dims])) for o in self.outputs())
-
-    def unpack(self, packed: xr.DataArray, sizes: dict[str, int]) -> xr.Dataset:
-        """The outputs as variables (unit, core dims...) with their dtypes and attrs."""
-        values = np.asarray(packed.transpose(UNIT_DIM, _PACKED).values)
-        out, start = {}, 0
-        for o in self.outputs():
-            shape = tuple(sizes[d] for d in o.dims)
-            n = int(np.prod(shape))
-            block = values[:, start : start + n].reshape((values.shape[0],) + shape)
-            block = (block.astype(o.dtype) if o.labels is None
-                     else np.asarray(o.labels)[block.astype(np.int64)])
-            out[o.name] = ((UNIT_DIM, *o.dims), block, dict(o.attrs))
-            start += n
-        return xr.Dataset(out, coords={UNIT_DIM: packed[UNIT_DIM].values})
-
-
-def _node_scores(rates: np.ndarray, occ: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Spatial information, sparsity, selectivity of (..., node) rates (numpy, inside
-    :meth:`_UnitBlock.__call__`, which silences their warnings)."""
-    dims = [f"d{i}" for i in range(rates.ndim - 1)] + [NODE_DIM]
-    r = xr.DataArray(rates, dims=dims)
-    o = xr.DataArray(np.broadcast_to(occ, rates.shape), dims=dims)
-    return tuple(np.asarray(f(r, o, dims=(NODE_DIM,)).values, dtype=np.float64)
-                 for f in (spatial_information, sparsity, selectivity))
-
-
-def _per_unit_and_populations(spec: _UnitBlock, inputs: list, sizes: dict, lazy: bool,
-                              scheduler: str | None, pop_inputs: dict, steps: int
-                              ) -> tuple[xr.Dataset, dict]:
-    """The packed per-unit outputs (``spec`` over ``inputs``, one task per chunk of units)
-    and the population analyses of ``pop_inputs`` (population -> arguments), computed."""
-    act_dims = ["env", "time"] if spec.counts is None else []  # else: positions in counts
-    packed = xr.apply_ufunc(
-        spec,
-        *inputs,
-        input_core_dims=[["env", "y", "x"], ["env", NODE_DIM], act_dims,
-                         ["env", NODE_DIM], ["env", "time"], ["env", SHUFFLE_DIM]],
-        output_core_dims=[[_PACKED]],
-        dask="parallelized",
-        output_dtypes=[np.float64],
-        dask_gufunc_kwargs={"output_sizes": {_PACKED: spec.packed_size(sizes)}},
-    )
-    out = xr.Dataset({_PACKED_VAR: packed})
-    if lazy:
-        import dask
-
-        task = dask.delayed(population_one, pure=True)
-    else:
-        task = population_one
-    pop_tasks = {v: task(*args, max_steps=steps) for v, args in pop_inputs.items()}
-    if lazy:
-        out, pop_tasks = _compute(out, pop_tasks, scheduler)
-    return out, pop_tasks
-
-
-#: The bar of the :func:`analyse` running with ``progress=True`` in this process (None when
-#: none): :meth:`_UnitBlock._run` advances it as it scores shuffled maps. A module global,
-#: not a context variable, so that the threads of dask's threaded scheduler see it.
-_BAR = None
-
-
-class _NoBar:
-    """What :func:`_progress_bar` yields when no bar is shown."""
-
-    total = n = 0
-
-    def update(self, n: float = 1) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _progress_bar(enabled: bool, total: int):
-    """A tqdm bar of ``total`` shuffled-map scores, as :data:`_BAR` while the block runs (or
-    a bar that shows nothing)."""
-    global _BAR
-    if not enabled:
-        yield _NoBar()
-        return
-    from tqdm.auto import tqdm  # only when a bar is shown
-
-    bar = tqdm(total=total, desc="analyse: shuffled maps scored", unit="score",
-               unit_scale=True, dynamic_ncols=True)
-    _BAR = bar
-    try:
-        yield bar
-    finally:
-        _BAR = None
-        bar.close()
-
-
-def _ticking(scorer, bar):
-    """``scorer`` advancing ``bar`` by the number of shuffled maps it scored (units x
-    shuffles of the block it is given)."""
-
-    @functools.wraps(scorer)
-    def run(ds: xr.Dataset):
-        res = scorer(ds)
-        bar.update(ds.sizes[UNIT_DIM] * ds.sizes.get(SHUFFLE_DIM, 1))
-        return res
-
-    return run
-
-
-def _compute(ds: xr.Dataset, tasks: dict, scheduler: str | None) -> tuple[xr.Dataset, dict]:
-    """Compute the dask arrays of ``ds`` and the delayed ``tasks`` in one graph.
-
-    (``dask.compute(ds)`` on a Dataset whose variables share graph layers fails with
-    "Missing dependency" in dask 2026.8; computing the variables' arrays does not.)
-    """
-    import dask
-
-    names = [k for k in ds.data_vars if dask.is_dask_collection(ds[k].data)]
-    kw = {} if scheduler is None else {"scheduler": scheduler}
-    with warnings.catch_warnings():
-        # distributed: the activity is part of the graph (it is sent once to the scheduler)
-        warnings.filterwarnings("ignore", message="Sending large graph")
-        arrays, tasks = dask.compute([ds[k].data for k in names], tasks, **kw)
-    ds = ds.copy()
-    for k, a in zip(names, arrays, strict=True):
-        ds[k] = ds[k].copy(data=a)
-    return ds, tasks
-
-
-# --------------------------------------------------------------------------------------------
-# writing and reading
-# --------------------------------------------------------------------------------------------
-
-
-def _clean_attr(v: object) -> object:
-    if isinstance(v, (bool, np.bool_)):
-        return int(v)
-    if v is None:
-        return ""
-    if isinstance(v, dict):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        arr = np.asarray(v)
-        if arr.dtype.kind in "biuf" and arr.ndim == 1:
-            return arr.astype(np.float64 if arr.dtype.kind == "f" else np.int64)
-        return ", ".join(map(str, v))
-    if isinstance(v, np.ndarray) and v.dtype.kind == "b":
-        return v.astype(np.int8)
-    return v
-
-
-def _storable(ds: xr.Dataset) -> xr.Dataset:
-    """A copy whose attrs (dataset, variables, coords) netCDF and zarr can store."""
-    ds = ds.copy()
-    ds.attrs = {k: _clean_attr(v) for k, v in ds.attrs.items()}
-    for name in ds.variables:
-        ds[name].attrs = {k: _clean_attr(v) for k, v in ds[name].attrs.items()}
-    return ds
-
-
-def _check_suffix(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise AnalysisError(f"analysis output {str(path)!r} must end in .nc or .zarr")
-    return suffix
-
-
-def check_output(path: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Refuse an output path before any work: a wrong suffix, or an existing output.
-
-    Raises
-    ------
-    AnalysisError
-        If ``path`` does not end in ``.nc`` or ``.zarr``.
-    FileExistsError
-        If ``path`` exists and ``overwrite`` is False.
-    """
-    path = Path(path)
-    _check_suffix(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{str(path)!r} exists; pass --overwrite to replace it")
-    return path
-
-
-def write_analysis(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Write an analysis dataset atomically to ``.nc`` (netCDF4) or ``.zarr``.
-
-    The data are written to a temporary sibling (``.<name>.<random>.tmp``) that is renamed
-    into place only when complete, so a failed write never leaves a partial file at
-    ``path``.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        The analysis (computed, not lazy).
-    path : str or path-like
-        Output path ending in ``.nc`` or ``.zarr``.
-    overwrite : bool
-        Replace an existing output.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Raises
-    ------
-    FileExistsError
-        If ``path`` exists and ``overwrite`` is False.
-    AnalysisError
-        For another suffix.
-    """
-    path = check_output(path, overwrite)
-    data = _storable(ds)
-    if path.suffix.lower() == ".nc":
-        # lossless: rate maps and node rates are most of the file and gzip to about half
-        encoding = {k: {"compression": "gzip", "compression_opts": NETCDF_COMPLEVEL}
-                    for k, v in data.data_vars.items() if v.ndim and v.dtype.kind in "fiub"}
-        atomic_write(path, lambda tmp: data.to_netcdf(tmp, engine="h5netcdf",
-                                                      encoding=encoding))
-        return path
-    for k in data.variables:  # variable-length strings: zarr v3 has no spec for fixed-width
-        if data[k].dtype.kind in "UT":
-            data[k] = data[k].astype(object)
-    data.attrs[CHUNKS_COMPLETE_ATTR] = 1  # every chunk written: see open_analysis
-
-    def write(tmp: Path) -> None:
-        with warnings.catch_warnings():
-            # zarr v3: "consolidated metadata is not part of the specification" notice
-            warnings.simplefilter("ignore", UserWarning)
-            data.to_zarr(tmp, mode="w", consolidated=True, write_empty_chunks=True)
-
-    atomic_folder(path, write)
-    return path
-
-
-def open_analysis(path: str | os.PathLike) -> xr.Dataset:
-    """Open an analysis dataset written by :func:`write_analysis` (loaded into memory) and
-    check it (:func:`validate_analysis`).
-
-    Raises
-    ------
-    FileNotFoundError
-        A missing path.
-    AnalysisError
-        Naming the file: not netCDF/zarr, unreadable or damaged (a missing, empty or corrupt
-        zarr chunk names its variable), or not an analysis dataset.
-    """
-    path = Path(path)
-    suffix = _check_suffix(path)
-    if not path.exists():
-        raise FileNotFoundError(f"analysis {str(path)!r} not found")
-    if suffix == ".nc" and not path.is_file():
-        raise AnalysisError(f"analysis {str(path)!r} is not a file")
-    if suffix == ".zarr" and not path.is_dir():
-        raise AnalysisError(f"analysis {str(path)!r} is not a zarr store (a folder)")
-    try:
-        if suffix == ".nc":
-            opened = xr.open_dataset(path, engine="h5netcdf")
-        else:
-            check_chunks(path, AnalysisError, "analysis")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                opened = xr.open_zarr(path)
-    except AnalysisError:
-        raise
-    except ImportError as err:
-        raise AnalysisError(missing_reader(path, err)) from None
-    except Exception as err:  # h5py/zarr raise many types for damaged files
-        raise AnalysisError(f"analysis {str(path)!r} is not a readable netCDF file or zarr "
-                            f"store ({type(err).__name__})") from None
-    with opened as ds:
-        ds = load_checked(ds, path, AnalysisError, "analysis")
-    ds.attrs.pop(CHUNKS_COMPLETE_ATTR, None)
-    for k in list(ds.variables):
-        if ds[k].dtype.kind in "OT":  # variable-length strings back to numpy str
-            ds[k] = ds[k].copy(data=np.array(ds[k].values.tolist(), dtype=str))
-    validate_analysis(ds, path)
-    return ds
-
+__all__ = [
+    "DEFAULT_SCHEDULER",
+    "DEFAULT_UNIT_CHUNK",
+    "FIELD_MIN_NODES",
+    "GRID_METHOD",
+    "PROVENANCE_ATTRS",
+    "SUFFIXES",
+    "AnalysisError",
+    "AnalysisInput",
+    "AnalysisSettings",
+    "SessionInput",
+    "analyse",
+    "analysis_settings",
+    "attrs_step",
+    "check_output",
+    "class_step",
+    "map_step",
+    "open_analysis",
+    "population_step",
+    "rate_map_step",
+    "remap_step",
+    "shuffle_step",
+    "unit_step",
+    "validate_input",
+    "write_analysis",
+]

@@ -30,7 +30,8 @@ from hippo_rep.schema import G, require_recording
 from ._checks import MAP_DIMS, check_maps
 from .core import null_summary_arrays, smooth_masked
 from .fields import place_score
-from .gridscore import DEFAULT_GRID_METHOD, grid_kernel, grid_method
+from .gridscore import grid_kernel
+from .methods import DEFAULT_GRID_METHOD, grid_method
 from .planewaves import WAVES
 from .ratemaps import SMOOTH_TRUNCATE
 from .recordings import (
@@ -78,7 +79,7 @@ def score_gridness_60(maps: xr.Dataset, method: str = DEFAULT_GRID_METHOD) -> xr
     maps : xarray.Dataset
         With ``rate_map`` (..., y, x), as returned by :func:`rate_maps`.
     method : str
-        Score family, one of :data:`~hippo_rep.analysis.gridscore.GRID_METHODS`; its faster
+        Score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS`; its faster
         gridness-60-only kernel when it has one ("deepmind").
 
     Returns
@@ -89,7 +90,7 @@ def score_gridness_60(maps: xr.Dataset, method: str = DEFAULT_GRID_METHOD) -> xr
     """
     spec = grid_method(method)
     rm = check_maps(maps["rate_map"], "rate_map")
-    out = (spec.gridness_60 or grid_kernel(spec.name)).apply(rm)["gridness_60"]
+    out = (spec.scorer().gridness_60 or grid_kernel(spec.name)).apply(rm)["gridness_60"]
     out.attrs = {"long_name": f"gridness at 60 degrees ({spec.name})", "units": "1"}
     return out
 
