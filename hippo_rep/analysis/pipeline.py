@@ -103,6 +103,9 @@ from .unit_block import (
 #: task scores a few thousand shuffled maps.
 DEFAULT_UNIT_CHUNK = 16
 
+#: Seed of :func:`analyse` by default (:attr:`AnalysisSettings.seed`).
+DEFAULT_SEED = 0
+
 #: Dask scheduler of :func:`analyse` when no ``dask.distributed.Client`` is active: one
 #: process, one thread (the reference for "identical to single-process").
 DEFAULT_SCHEDULER = "synchronous"
@@ -167,7 +170,7 @@ class AnalysisSettings:
         and spatial-information nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
     seed : int
         Seed of all randomness (shifts, the TEM test's permutations), via
-        ``numpy.random.SeedSequence(seed).spawn(2)``.
+        ``numpy.random.SeedSequence(seed).spawn(2)`` (default :data:`DEFAULT_SEED`).
     variables : sequence of str, optional
         Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
         present, or every population of a session; a named one that is missing is an error).
@@ -224,7 +227,7 @@ class AnalysisSettings:
     """
 
     shuffles: int = N_SHUFFLES
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     variables: Sequence[str] | None = None
     grid_method: str = GRID_METHOD
     smooth_sigma: float | None = None
@@ -738,6 +741,7 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
 
 __all__ = [
     "DEFAULT_SCHEDULER",
+    "DEFAULT_SEED",
     "DEFAULT_UNIT_CHUNK",
     "FIELD_MIN_NODES",
     "GRID_METHOD",
