@@ -11,6 +11,7 @@ from pathlib import Path
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
 from hippo_rep import __version__
+from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
 from hippo_rep.defaults import (
     DEMO_RECORD_ENVS,
     EVAL_ENVS,
@@ -398,6 +399,9 @@ def _add_analyse(sub) -> None:
                    help="populations to analyse, comma-separated, e.g. g,g_pi (default: g, "
                         "g_pi and memory_activity where recorded, or every population of a "
                         "session)")
+    a.add_argument("--grid-method", choices=list(GRID_METHODS), default=DEFAULT_GRID_METHOD,
+                   help=f"grid-score family, one of the registered methods "
+                        f"({grid_methods_help()}; default: %(default)s)")
     _add_cluster_args(a, "to spread units over")
     a.add_argument("--overwrite", action="store_true", help="replace an existing output")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -439,7 +443,7 @@ def cmd_analyse(args) -> int:
     t0 = time.perf_counter()
     with dask_client(scheduler=args.scheduler, workers=args.workers):
         result = analyse(args.recording, out, shuffles=args.shuffles, seed=args.seed,
-                         variables=populations,
+                         variables=populations, grid_method=args.grid_method,
                          overwrite=args.overwrite, bin_size_cm=args.bin_size,
                          smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
                          min_shift_s=args.min_shift, progress=not args.no_progress)

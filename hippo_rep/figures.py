@@ -33,6 +33,7 @@ from hippo_rep.analysis.classify import (
     PLACE_N_FIELDS,
     PLACE_QUANTILE,
 )
+from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD
 from hippo_rep.analysis.pipeline import open_analysis
 from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.defaults import GRID_THRESHOLD
@@ -652,8 +653,9 @@ def grid_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         for i in range(len(rows)):
             axes[r0 + i, c].set_axis_off()
     units = ds["rate_map"].attrs.get("units", "")
+    method = ds.attrs.get("grid_score_method", DEFAULT_GRID_METHOD)
     figure_title(fig, f"most grid-like {_g_name(ds)} (ranked by gridness-60, g60, in env "
-                   f"{envs[0]}; method {ds.attrs.get('grid_method', 'deepmind')}; sp. = "
+                   f"{envs[0]}; method {method}; sp. = "
                    f"spacing in bins)\n{map_caption(units, autocorrelograms=True)}")
     return fig
 

@@ -282,6 +282,16 @@ def test_no_private_names_across_packages(package_imports):
     assert private_imports(package_imports, LAYERS) == []
 
 
+def test_no_private_names_across_analysis_modules(package_imports):
+    """Inside hippo_rep.analysis no module takes another's private name: what its modules
+    share is public (the numpy core, hippo_rep.analysis.core, and each module's API)."""
+    inside = "hippo_rep.analysis"
+    found = [f"{i.module} imports {n} from {i.target}, line {i.line}" for i in package_imports
+             if _inside(i.module, inside) and _inside(i.target, inside) and i.target != i.module
+             for n in i.names if n.startswith("_") and not n.startswith("__")]
+    assert found == []
+
+
 def test_layout_page_diagram_shows_the_layers():
     """The "Module layers" block of docs/guide/layout.md lists the layers top (cli) to
     bottom, one line each, entries without the ``hippo_rep.`` prefix separated by `` · ``."""

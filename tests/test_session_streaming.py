@@ -13,7 +13,7 @@ from hippo_rep.analysis import sample_counts as sc
 from hippo_rep.analysis import sessions as ss
 from hippo_rep.analysis.ratemaps import smooth
 from hippo_rep.analysis.sample_counts import SampleCounts, sample_counts
-from hippo_rep.analysis.shuffle import _null_core, score_spatial_info
+from hippo_rep.analysis.shuffle import null_score_arrays, score_spatial_info
 from hippo_rep.analysis.synthetic_session import simulate_session
 
 #: The reference and the streamed path add the same values in other orders only in the
@@ -62,7 +62,7 @@ def _node_rates(rates: np.ndarray, node: np.ndarray, n_nodes: int) -> np.ndarray
 
 def test_sparse_counts_are_the_dense_counts(session):
     cells = np.arange(session.sizes["cell"])
-    counts, gaps = ss._sample_counts(session, cells)
+    counts, gaps = ss.spike_sample_counts(session, cells)
     assert gaps == 0
     np.testing.assert_array_equal(counts.dense(), _dense_rates(session))
     node = ss.session_node(session).values[0]
@@ -79,9 +79,9 @@ def test_sparse_counts_are_the_dense_counts(session):
 
 def test_counts_by_groups_of_cells_are_the_same(session, monkeypatch):
     cells = np.array([5, 0, 3, 11, 7])
-    whole, gaps = ss._sample_counts(session, cells)
+    whole, gaps = ss.spike_sample_counts(session, cells)
     monkeypatch.setattr(ss, "COUNT_BLOCK_SPIKES", 50)  # a group per cell or less
-    grouped, gaps_grouped = ss._sample_counts(session, cells)
+    grouped, gaps_grouped = ss.spike_sample_counts(session, cells)
     assert gaps_grouped == gaps
     for k in ("sample", "count", "offsets"):
         np.testing.assert_array_equal(getattr(grouped, k), getattr(whole, k))
@@ -120,7 +120,7 @@ def test_maps_and_nulls_equal_a_dense_reference(session, streamed):
 
 
 def test_shuffled_scores_of_counts_equal_those_of_dense_activity(session):
-    counts, _ = ss._sample_counts(session, np.arange(6))
+    counts, _ = ss.spike_sample_counts(session, np.arange(6))
     node = ss.session_node(session).values[0]
     n_nodes = int(node.max()) + 1
     nx = int(np.ceil(np.sqrt(n_nodes)))
@@ -129,8 +129,8 @@ def test_shuffled_scores_of_counts_equal_those_of_dense_activity(session):
     shifts = np.array([[400, 1234, 2500]])
     kw = dict(node_map=node_map, n_nodes=n_nodes, sigma=1.5, scorers=[score_spatial_info],
               names=["spatial_info"])
-    sparse_out = _null_core(counts, node[None], shifts, **kw)
-    dense_out = _null_core(counts.dense().T[None], node[None], shifts, **kw)
+    sparse_out = null_score_arrays(counts, node[None], shifts, **kw)
+    dense_out = null_score_arrays(counts.dense().T[None], node[None], shifts, **kw)
     np.testing.assert_array_equal(sparse_out[0], dense_out[0])
 
 

@@ -28,82 +28,95 @@ makes one from an outside simulator's rat and cells (RatInABox, optional), and
 (:mod:`~hippo_rep.analysis.ratinabox_session`).
 """
 
-from hippo_rep.schema import CLASSES, class_fractions
+import importlib
+import sys
+import types
 
-from .autocorr import autocorrelogram
-from .bandscore import band_scores
-from .classify import classify
-from .controls import control_maps, controls_recording
-from .fields import place_fields, place_score
-from .gridscore import grid_scores
-from .nwb import read_nwb, write_nwb
-from .pipeline import analyse, open_analysis, write_analysis
-from .planewaves import plane_waves
-from .population import population
-from .ratemaps import rate_maps_from_nodes, rate_maps_from_positions, smooth
-from .ratinabox_session import session_from_ratinabox, simulate_ratinabox_session
-from .recordings import AnalysisError, rate_maps, unit_activity
-from .remapping import remapping
-from .session_remapping import session_remapping
-from .sessions import (
-    SessionError,
-    open_session,
-    session_from_rates,
-    session_from_spikes,
-    session_rate_maps,
-    validate_session,
-    write_session,
-)
-from .shuffle import shuffle_null
-from .spatial import selectivity, sparsity, spatial_information
-from .synthetic import band_map, hex_grid_map, place_field_map, square_grid_map, two_wave_map
-from .synthetic_recording import synthetic_recording
-from .synthetic_session import simulate_session
+#: Public names imported on first use, so that importing a light module of the package
+#: (e.g. :mod:`~hippo_rep.analysis.methods`, the grid-method registry the command line
+#: reads for its help) does not import xarray and scipy: name → module.
+_LAZY = {
+    "AnalysisError": "hippo_rep.analysis.recordings",
+    "CLASSES": "hippo_rep.schema",
+    "SessionError": "hippo_rep.analysis.sessions",
+    "analyse": "hippo_rep.analysis.pipeline",
+    "autocorrelogram": "hippo_rep.analysis.autocorr",
+    "band_map": "hippo_rep.analysis.synthetic",
+    "band_scores": "hippo_rep.analysis.bandscore",
+    "class_fractions": "hippo_rep.schema",
+    "classify": "hippo_rep.analysis.classify",
+    "control_maps": "hippo_rep.analysis.controls",
+    "controls_recording": "hippo_rep.analysis.controls",
+    "grid_scores": "hippo_rep.analysis.gridscore",
+    "hex_grid_map": "hippo_rep.analysis.synthetic",
+    "open_analysis": "hippo_rep.analysis.pipeline",
+    "open_session": "hippo_rep.analysis.sessions",
+    "place_field_map": "hippo_rep.analysis.synthetic",
+    "place_fields": "hippo_rep.analysis.fields",
+    "place_score": "hippo_rep.analysis.fields",
+    "plane_waves": "hippo_rep.analysis.planewaves",
+    "population": "hippo_rep.analysis.population",
+    "rate_maps": "hippo_rep.analysis.recordings",
+    "rate_maps_from_nodes": "hippo_rep.analysis.ratemaps",
+    "rate_maps_from_positions": "hippo_rep.analysis.ratemaps",
+    "read_nwb": "hippo_rep.analysis.nwb",
+    "remapping": "hippo_rep.analysis.remapping",
+    "selectivity": "hippo_rep.analysis.spatial",
+    "session_from_ratinabox": "hippo_rep.analysis.ratinabox_session",
+    "session_from_rates": "hippo_rep.analysis.sessions",
+    "session_from_spikes": "hippo_rep.analysis.sessions",
+    "session_rate_maps": "hippo_rep.analysis.sessions",
+    "session_remapping": "hippo_rep.analysis.session_remapping",
+    "shuffle_null": "hippo_rep.analysis.shuffle",
+    "simulate_ratinabox_session": "hippo_rep.analysis.ratinabox_session",
+    "simulate_session": "hippo_rep.analysis.synthetic_session",
+    "smooth": "hippo_rep.analysis.ratemaps",
+    "sparsity": "hippo_rep.analysis.spatial",
+    "spatial_information": "hippo_rep.analysis.spatial",
+    "square_grid_map": "hippo_rep.analysis.synthetic",
+    "synthetic_recording": "hippo_rep.analysis.synthetic_recording",
+    "two_wave_map": "hippo_rep.analysis.synthetic",
+    "unit_activity": "hippo_rep.analysis.recordings",
+    "validate_session": "hippo_rep.analysis.sessions",
+    "write_analysis": "hippo_rep.analysis.pipeline",
+    "write_nwb": "hippo_rep.analysis.nwb",
+    "write_session": "hippo_rep.analysis.sessions",
+}
 
-__all__ = [
-    "AnalysisError",
-    "CLASSES",
-    "SessionError",
-    "analyse",
-    "autocorrelogram",
-    "band_map",
-    "band_scores",
-    "class_fractions",
-    "classify",
-    "control_maps",
-    "controls_recording",
-    "grid_scores",
-    "hex_grid_map",
-    "open_analysis",
-    "open_session",
-    "place_field_map",
-    "place_fields",
-    "place_score",
-    "plane_waves",
-    "population",
-    "rate_maps",
-    "rate_maps_from_nodes",
-    "rate_maps_from_positions",
-    "read_nwb",
-    "remapping",
-    "selectivity",
-    "session_from_ratinabox",
-    "session_from_rates",
-    "session_from_spikes",
-    "session_rate_maps",
-    "session_remapping",
-    "shuffle_null",
-    "simulate_ratinabox_session",
-    "simulate_session",
-    "smooth",
-    "sparsity",
-    "spatial_information",
-    "square_grid_map",
-    "synthetic_recording",
-    "two_wave_map",
-    "unit_activity",
-    "validate_session",
-    "write_analysis",
-    "write_nwb",
-    "write_session",
-]
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    try:  # a submodule not imported yet (hippo_rep.analysis.pipeline, ...)
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+#: Public functions named as the submodule that defines them (``remapping``, ...): the
+#: function, as ``from .remapping import remapping`` in an eager ``__init__`` would leave it.
+_SHADOWED = frozenset(k for k, v in _LAZY.items() if v == f"{__name__}.{k}")
+
+
+class _Package(types.ModuleType):
+    """This package, whose functions in :data:`_SHADOWED` are not replaced by their
+    submodules when those are imported (the import system sets a submodule as an attribute
+    of its package)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -13,15 +13,9 @@ from scipy import fft as sfft
 from scipy import sparse
 
 from ._checks import check_positive_number
-from .autocorr import MIN_OVERLAP, _autocorr_block, check_min_overlap
-from .gridscore import (
-    _REASON_DOC,
-    MIN_MAP_SIZE,
-    NAN_REASON,
-    _lag_distance,
-    _nan_reasons,
-    _too_small_block,
-)
+from .autocorr import MIN_OVERLAP, check_min_overlap
+from .core import MIN_MAP_SIZE, autocorr_block, lag_distance, nan_reasons, too_small_block
+from .gridscore import NAN_REASON, NAN_REASON_DOC
 from .kernels import Kernel, Output
 
 #: Band score: half-width (degrees) of the orientation window over which spectral power is
@@ -45,7 +39,7 @@ class _BandGeometry:
 @functools.lru_cache(maxsize=16)
 def _band_geometry(ny: int, nx: int) -> _BandGeometry:
     n = min(ny, nx)
-    d = _lag_distance(ny, nx)
+    d = lag_distance(ny, nx)
     taper = np.where(d < n, np.cos(np.pi * d / (2 * n)) ** 2, 0.0)
     h, w = d.shape
     shape = (sfft.next_fast_len(BAND_FFT_PAD * h), sfft.next_fast_len(BAND_FFT_PAD * w))
@@ -64,10 +58,9 @@ def _band_geometry(ny: int, nx: int) -> _BandGeometry:
 def _band_block(maps: np.ndarray, min_overlap: int, half_width: float) -> tuple[np.ndarray, ...]:
     b, ny, nx = maps.shape
     if min(ny, nx) < MIN_MAP_SIZE:
-        small = _too_small_block(maps)
-        return (*small[:3], small[-1])
-    code = _nan_reasons(maps, min_overlap)
-    sac = np.nan_to_num(_autocorr_block(maps, min_overlap), nan=0.0)
+        return too_small_block(maps, 3)
+    code = nan_reasons(maps, min_overlap)
+    sac = np.nan_to_num(autocorr_block(maps, min_overlap), nan=0.0)
     geo = _band_geometry(ny, nx)
     spec = np.abs(sfft.fft2(sac * geo.taper, s=geo.fft_shape)) ** 2
     power = spec.reshape(b, -1)[:, geo.keep]  # (B, K)
@@ -122,7 +115,7 @@ def band_kernel(min_overlap: int = MIN_OVERLAP, half_width: float = BAND_HALF_WI
         "band_score_method": "orientation contrast of the tapered autocorrelogram's spectrum",
         "half_width_deg": float(half_width),
         "min_overlap": min_overlap,
-        "nan_reason": _REASON_DOC,
+        "nan_reason": NAN_REASON_DOC,
     }
     fn = functools.partial(_band_block, min_overlap=min_overlap, half_width=half_width)
     return Kernel(fn, outputs, attrs)

@@ -16,6 +16,7 @@ from scipy import ndimage
 from hippo_rep.defaults import PLACE_THRESHOLD
 
 from ._checks import MAP_DIMS, check_choice, check_positive_number
+from .core import PLANAR_CROSS
 from .kernels import Kernel, Output
 
 #: Default minimum field area, in bins. BNT uses 9 bins for camera-tracked ~2.5 cm bins; graph
@@ -37,11 +38,6 @@ ADAPTIVE_STEP = 0.02
 ADAPTIVE_MAX_GROWTH = 2.0
 
 _METHODS = ("fraction", "adaptive")
-
-# 4-connectivity within each map, none across the leading (batch) axis
-_PLANAR_CROSS = np.zeros((3, 3, 3), dtype=bool)
-_PLANAR_CROSS[1] = ndimage.generate_binary_structure(2, 1)
-
 
 def _check_threshold(threshold: object) -> float:
     t = check_positive_number(threshold, "threshold")
@@ -119,7 +115,7 @@ def _above(maps: np.ndarray, threshold: float) -> np.ndarray:
 def _fraction_block(
     maps: np.ndarray, threshold: float, min_area: int, max_fields: int
 ) -> tuple[np.ndarray, ...]:
-    labels, n_lab = ndimage.label(_above(maps, threshold), structure=_PLANAR_CROSS)
+    labels, n_lab = ndimage.label(_above(maps, threshold), structure=PLANAR_CROSS)
     return _field_tables(maps, labels, n_lab, min_area, max_fields)
 
 
@@ -145,14 +141,14 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
         y0, x0 = py[i], px[i]
         if assigned[y0, x0]:
             continue
-        border = ndimage.binary_dilation(assigned, structure=_PLANAR_CROSS[1]) & ~assigned
+        border = ndimage.binary_dilation(assigned, structure=PLANAR_CROSS[1]) & ~assigned
         vp = v[y0, x0]
         fracs = np.arange(ADAPTIVE_START, 0, -ADAPTIVE_STEP)
         levels = vp * fracs[vp * fracs >= floor - 1e-12 * abs(floor)]
         if levels.size == 0:
             continue
         stack = (v[None] >= levels[:, None, None]) & ~assigned[None]
-        labels, _ = ndimage.label(stack, structure=_PLANAR_CROSS)
+        labels, _ = ndimage.label(stack, structure=PLANAR_CROSS)
         own = labels[:, y0, x0]
         comp = (labels == own[:, None, None]) & (own[:, None, None] > 0)
         area = comp.sum(axis=(1, 2))
@@ -163,7 +159,7 @@ def _adaptive_one(m: np.ndarray, threshold: float, min_area: int) -> np.ndarray:
         second = comp[:, py[others], px[others]].any(axis=1)
         # holes: finite bins outside the region not connected to the map border
         padded = np.pad(~comp, ((0, 0), (1, 1), (1, 1)), constant_values=True)
-        comp_labels, _ = ndimage.label(padded, structure=_PLANAR_CROSS)
+        comp_labels, _ = ndimage.label(padded, structure=PLANAR_CROSS)
         outside = comp_labels[:, 1:-1, 1:-1] != comp_labels[:, :1, :1]
         holes = (outside & ~comp & finite[None]).any(axis=(1, 2))
         # touching a field found earlier (same rule as swallowing its peak)

@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 from scipy import ndimage, sparse, special
 
-from ._checks import check_choice, check_positive_number
-from .autocorr import _autocorr_block, check_min_overlap
-from .fields import _PLANAR_CROSS
+from ._checks import check_positive_number
+from .autocorr import check_min_overlap
+from .core import (
+    MIN_MAP_SIZE,
+    NAN_REASONS,
+    PLANAR_CROSS,
+    autocorr_block,
+    lag_distance,
+    nan_reason_code,
+    nan_reasons,
+    smooth_masked,
+    too_small_block,
+)
 from .kernels import Kernel, Output
-from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
+from .methods import DEEPMIND_MIN_OVERLAP, DEFAULT_GRID_METHOD, GRID_METHODS, grid_method
+from .ratemaps import SMOOTH_TRUNCATE
 
 # --------------------------------------------------------------------------------------------
 # defaults
@@ -40,11 +52,6 @@ DEEPMIND_VARIANCE_EPS = 1e-5
 #: "deepmind": spline order of the SAC rotation (cubic, scipy.ndimage.rotate's default).
 DEEPMIND_ROTATION_ORDER = 3
 
-#: "bnt": Gaussian smoothing of the rate map before the autocorrelogram, in bins. 0, as
-#: opexebo's ``grid_score`` takes the map as given (opexebo and BNT smooth, by 2 bins by
-#: default, when they make the rate map: do that with ``rate_maps(..., smooth_sigma=2)``).
-BNT_SMOOTH_SIGMA = 0.0
-
 #: "bnt": the autocorrelogram is cropped (as opexebo's ``autocorrelation`` does) to
 #: ``round(N (1 + this))`` lags per axis (made odd); the largest outer radius tried is half
 #: of that side, ~0.9 N.
@@ -64,17 +71,6 @@ BNT_MIN_RADIUS = 3
 #: "bnt": the score is the maximum of the moving mean over this many consecutive radii.
 BNT_MOVING_WINDOW = 3
 
-#: Smallest map side (bins) for which a grid or band score is computed; smaller maps get
-#: NaN with reason "too_small".
-MIN_MAP_SIZE = 5
-
-#: "deepmind": default minimum overlap (finite bins) per SAC lag. 1, as the reference code
-#: (which computes every lag; a one-bin overlap has zero variance and gives 0).
-DEEPMIND_MIN_OVERLAP = 1
-
-#: "bnt": default minimum overlap per SAC lag: 1, as opexebo (``REQUIRED_OVERLAP_PIXELS = 0``).
-BNT_MIN_OVERLAP = 1
-
 #: "bnt": spline order of the SAC rotation (bilinear, as in BNT).
 BNT_ROTATION_ORDER = 1
 
@@ -84,22 +80,8 @@ N_PEAKS = 6
 #: Spacing and orientation are NaN when fewer peaks than this are found.
 MIN_PEAKS = 3
 
-#: A map whose finite values span at most this fraction of their magnitude is constant.
-CONSTANT_RTOL = 1e-12
-
-#: Per-map reasons for a NaN score, in the ``nan_reason`` variable ("" = score defined).
-NAN_REASONS: tuple[str, ...] = (
-    "",
-    "all_nan",
-    "constant",
-    "too_few_bins",
-    "no_annulus",
-    "no_central_field",
-    "too_small",
-)
-
-_METHODS = ("deepmind", "bnt")
-_REASON_DOC = (
+#: The ``nan_reason`` attr of the grid and band scores: what each reason code means.
+NAN_REASON_DOC = (
     "'all_nan': no finite bin; 'constant': all finite bins equal; 'too_few_bins': fewer "
     "finite bins than min_overlap; 'no_annulus' (bnt only): the central field of the "
     "autocorrelogram reaches beyond the largest radius, or no radius gives a correlation; "
@@ -114,19 +96,9 @@ NAN_REASON = Output("nan_reason", dtype=np.int64, labels=NAN_REASONS,
                     attrs={"long_name": "why the scores are NaN ('' = defined)"})
 
 
-def _code(reason: str) -> int:
-    return NAN_REASONS.index(reason)
-
-
 # --------------------------------------------------------------------------------------------
 # geometry: lag grids, rings, rotation operators (cached per map shape)
 # --------------------------------------------------------------------------------------------
-
-
-def _lag_distance(ny: int, nx: int) -> np.ndarray:
-    ly = np.arange(-(ny - 1), ny, dtype=np.float64)[:, None]
-    lx = np.arange(-(nx - 1), nx, dtype=np.float64)[None, :]
-    return np.sqrt(ly**2 + lx**2)
 
 
 def _rotation_operator(
@@ -199,7 +171,7 @@ class _DeepmindGeometry:
 @functools.lru_cache(maxsize=16)
 def _deepmind_geometry(ny: int, nx: int) -> _DeepmindGeometry:
     n = min(ny, nx)
-    d = _lag_distance(ny, nx).ravel()
+    d = lag_distance(ny, nx).ravel()
     inner = DEEPMIND_INNER * n
     outer = np.asarray(DEEPMIND_OUTERS) * n
     points = np.flatnonzero((d > inner) & (d <= outer.max()))
@@ -239,21 +211,6 @@ def _bnt_geometry(ny: int, nx: int) -> _BntGeometry:
 # --------------------------------------------------------------------------------------------
 
 
-def _nan_reasons(maps: np.ndarray, min_overlap: int) -> np.ndarray:
-    """Reason code per map (index into NAN_REASONS): (B, ny, nx) -> (B,) int."""
-    finite = np.isfinite(maps)
-    cnt = finite.sum(axis=(1, 2))
-    with np.errstate(invalid="ignore"):
-        hi = np.where(finite, maps, -np.inf).max(axis=(1, 2))
-        lo = np.where(finite, maps, np.inf).min(axis=(1, 2))
-        const = (hi - lo) <= CONSTANT_RTOL * np.maximum(np.abs(hi), np.abs(lo))
-    code = np.zeros(maps.shape[0], dtype=np.int64)
-    code[cnt < min_overlap] = 3
-    code[(cnt > 0) & const] = 2
-    code[cnt == 0] = 1
-    return code
-
-
 def _gridness(corr: np.ndarray, min_max: bool, angles: tuple[int, ...] = GRID_ANGLES
               ) -> tuple[np.ndarray, np.ndarray]:
     """Gridness-60 and -90 from correlations with the angle axis (``angles``) at position 1
@@ -284,7 +241,7 @@ def _sac_peaks(sac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cy, cx = (h - 1) // 2, (w - 1) // 2
     peak = (v == mf) & (v > 0)
     peak[:, cy, cx] = False
-    d = _lag_distance((h + 1) // 2, (w + 1) // 2).ravel()
+    d = lag_distance((h + 1) // 2, (w + 1) // 2).ravel()
     dd = np.where(peak.reshape(b, -1), d[None, :], np.inf)
     k = min(N_PEAKS, dd.shape[1])
     idx = np.argpartition(dd, k - 1, axis=1)[:, :k]
@@ -341,15 +298,15 @@ def _ring_corr(sac: np.ndarray, geo: _DeepmindGeometry, op: sparse.csr_matrix, n
 
 
 def _deepmind_sac(maps: np.ndarray, min_overlap: int, smooth_sigma: float) -> np.ndarray:
-    src = _smooth_core(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
-    return np.nan_to_num(_autocorr_block(src, min_overlap), nan=0.0)
+    src = smooth_masked(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
+    return np.nan_to_num(autocorr_block(src, min_overlap), nan=0.0)
 
 
 def _deepmind_block(
     maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
 ) -> tuple[np.ndarray, ...]:
     _, ny, nx = maps.shape
-    code = _nan_reasons(maps, min_overlap)
+    code = nan_reasons(maps, min_overlap)
     sac = _deepmind_sac(maps, min_overlap, smooth_sigma)
     geo = _deepmind_geometry(ny, nx)
     g60, g90 = _gridness(_ring_corr(sac, geo, geo.op, len(GRID_ANGLES)), min_max)  # (B, K)
@@ -381,7 +338,7 @@ def gridness_60_block(maps: np.ndarray) -> tuple[np.ndarray]:
     b, ny, nx = maps.shape
     if min(ny, nx) < MIN_MAP_SIZE:  # too small for a score (grid_scores: "too_small")
         return (np.full(b, np.nan),)
-    code = _nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
+    code = nan_reasons(maps, DEEPMIND_MIN_OVERLAP)
     sac = _deepmind_sac(maps, DEEPMIND_MIN_OVERLAP, 0.0)
     corr = _ring_corr(sac, _deepmind_geometry(ny, nx), _g60_operator(ny, nx), len(_G60_ANGLES))
     g60 = _gridness(corr, False, _G60_ANGLES)[0]
@@ -417,7 +374,7 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     cy, cx = h // 2, w // 2
     peak = sac.max(axis=(1, 2), keepdims=True)
     img = sac / np.where(peak > 0, peak, 1.0)
-    cross = _PLANAR_CROSS[1][None]
+    cross = PLANAR_CROSS[1][None]
     square = np.ones((1, 3, 3), dtype=bool)
     fmap = ndimage.grey_erosion(img, footprint=cross, mode="nearest")
     for _ in range(h * w):  # greyscale reconstruction by dilation (converges long before)
@@ -428,9 +385,9 @@ def _bnt_central_area(sac: np.ndarray) -> np.ndarray:
     centre_val = fmap[:, cy, cx][:, None, None]
 
     def field(t: float) -> tuple[np.ndarray, np.ndarray]:
-        lab, _ = ndimage.label(fmap >= t * centre_val, structure=_PLANAR_CROSS)
+        lab, _ = ndimage.label(fmap >= t * centre_val, structure=PLANAR_CROSS)
         comp = lab == lab[:, cy, cx][:, None, None]
-        filled = ndimage.binary_fill_holes(comp, structure=_PLANAR_CROSS)
+        filled = ndimage.binary_fill_holes(comp, structure=PLANAR_CROSS)
         return comp.sum(axis=(1, 2)).astype(np.float64), (filled & ~comp).any(axis=(1, 2))
 
     start, stop, step = BNT_FIELD_THRESHOLDS
@@ -462,9 +419,9 @@ def _bnt_block(
     maps: np.ndarray, min_overlap: int, min_max: bool, smooth_sigma: float
 ) -> tuple[np.ndarray, ...]:
     b, ny, nx = maps.shape
-    code = _nan_reasons(maps, min_overlap)
-    src = _smooth_core(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
-    sac = np.nan_to_num(_autocorr_block(src, min_overlap), nan=0.0)
+    code = nan_reasons(maps, min_overlap)
+    src = smooth_masked(maps, None, smooth_sigma, SMOOTH_TRUNCATE) if smooth_sigma else maps
+    sac = np.nan_to_num(autocorr_block(src, min_overlap), nan=0.0)
     geo = _bnt_geometry(ny, nx)
     hy, hx = _bnt_crop_half(ny), _bnt_crop_half(nx)
     crop = sac[:, ny - 1 - hy : ny + hy, nx - 1 - hx : nx + hx]
@@ -530,8 +487,8 @@ def _bnt_block(
             if np.isfinite(mm).any():
                 k = int(np.nanargmax(mm))
                 out[i], rad[i] = mm[k], rs[min(k + win // 2, rs.size - 1)]
-    code = np.where((code == 0) & (r_c == 0), _code("no_central_field"), code)
-    code = np.where((code == 0) & ~np.isfinite(out60), _code("no_annulus"), code)
+    code = np.where((code == 0) & (r_c == 0), nan_reason_code("no_central_field"), code)
+    code = np.where((code == 0) & ~np.isfinite(out60), nan_reason_code("no_annulus"), code)
     spacing, orientation = _sac_peaks(sac)
     bad = code != 0
     res = [out60, out90, spacing, orientation, rad60, rad90]
@@ -539,46 +496,77 @@ def _bnt_block(
     return (*res, code)
 
 
-def _too_small_block(maps: np.ndarray, *_: object) -> tuple[np.ndarray, ...]:
-    b = maps.shape[0]
-    code = _nan_reasons(maps, 1)
-    code = np.where(code == 0, _code("too_small"), code)
-    return (*[np.full(b, np.nan) for _ in range(6)], code)
+# --------------------------------------------------------------------------------------------
+# the scorers of the registered grid methods (hippo_rep.analysis.methods)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridScorer:
+    """The implementation of a registered grid method
+    (:class:`~hippo_rep.analysis.methods.GridMethod`, whose ``implementation`` names it).
+
+    Attributes
+    ----------
+    block : callable
+        ``block(maps, min_overlap, min_max, smooth_sigma)`` of (B, ny, nx) maps (bins, NaN =
+        unvisited, at least :data:`~hippo_rep.analysis.core.MIN_MAP_SIZE` a side) ->
+        gridness-60, gridness-90 (unitless), spacing (bins), orientation (degrees), best
+        radius for 60 and 90 (bins), each (B,) float, and the NaN reason code (B,) int
+        (:data:`~hippo_rep.analysis.core.NAN_REASONS`).
+    rings : str
+        Its rings (annuli) and rotation, for the scores' attrs.
+    gridness_60 : Kernel or None
+        A faster kernel of gridness-60 alone with the method's defaults (the shuffle nulls
+        use it); None: the full scorer's ``gridness_60``.
+    """
+
+    block: Callable[..., tuple[np.ndarray, ...]]
+    rings: str
+    gridness_60: Kernel | None = None
+
+
+#: The "deepmind" method's scorer.
+DEEPMIND_SCORER = GridScorer(
+    block=_deepmind_block,
+    rings=f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
+          f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation",
+    gridness_60=GRIDNESS_60,
+)
+
+#: The "bnt" method's scorer.
+BNT_SCORER = GridScorer(
+    block=_bnt_block,
+    rings=f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
+          f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area "
+          f"/ pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
+          f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)",
+)
 
 
 def _grid_block(maps: np.ndarray, method: str, min_overlap: int, min_max: bool,
                 sigma: float) -> tuple[np.ndarray, ...]:
     if min(maps.shape[-2:]) < MIN_MAP_SIZE:
-        return _too_small_block(maps)
-    block = _bnt_block if method == "bnt" else _deepmind_block
-    return block(maps, min_overlap, min_max, sigma)
+        return too_small_block(maps, 6)
+    return GRID_METHODS[method].scorer().block(maps, min_overlap, min_max, sigma)
 
 
 def grid_kernel(
-    method: str = "deepmind",
+    method: str = DEFAULT_GRID_METHOD,
     min_max: bool | None = None,
     min_overlap: int | None = None,
     smooth_sigma: float | None = None,
 ) -> Kernel:
     """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`grid_scores` (same
-    arguments, checked here)."""
-    method = check_choice(method, "method", _METHODS)
-    if min_overlap is None:
-        min_overlap = BNT_MIN_OVERLAP if method == "bnt" else DEEPMIND_MIN_OVERLAP
-    min_overlap = check_min_overlap(min_overlap)
+    arguments, checked here; the defaults are the method's,
+    :data:`~hippo_rep.analysis.methods.GRID_METHODS`)."""
+    spec = grid_method(method)
+    method = spec.name
+    min_overlap = check_min_overlap(spec.min_overlap if min_overlap is None else min_overlap)
     if smooth_sigma is not None:
         smooth_sigma = check_positive_number(smooth_sigma, "smooth_sigma", allow_zero=True)
-    mm = (method == "bnt") if min_max is None else bool(min_max)
-    sigma = (BNT_SMOOTH_SIGMA if method == "bnt" else 0.0) if smooth_sigma is None else smooth_sigma
-    ring = (
-        f"rings {DEEPMIND_INNER} N < d <= outer, outer in linspace(0.4, 1.0, 10) N, "
-        f"variance + {DEEPMIND_VARIANCE_EPS}, cubic rotation"
-        if method == "deepmind"
-        else f"annuli r_c < d < R, R = int(linspace(max({BNT_MIN_RADIUS}, r_c + 1), R_max, "
-        f"R_max - r_c)), R_max = half of opexebo's SAC crop (~0.9 N), r_c = floor(sqrt(area / "
-        f"pi)) of the central field (opexebo's adaptive threshold 0.95..0.2), Pearson r, "
-        f"bilinear rotation, max of moving mean over {BNT_MOVING_WINDOW} radii (opexebo 0.7)"
-    )
+    mm = spec.min_max if min_max is None else bool(min_max)
+    sigma = spec.smooth_sigma if smooth_sigma is None else smooth_sigma
     form = "min/max" if mm else "mean"
     definitions = (("min(r60, r120) - max(r30, r90, r150)", "r90 - max(r45, r135)") if mm
                    else ("mean(r60, r120) - mean(r30, r90, r150)", "r90 - mean(r45, r135)"))
@@ -604,12 +592,12 @@ def grid_kernel(
         "min_overlap": min_overlap,
         "smooth_sigma_bins": float(sigma),
         "angles_deg": np.asarray(GRID_ANGLES),
-        "rings": ring,
+        "rings": spec.scorer().rings,
         "sac_nan_handling": (
             "NaN bins excluded from each lag's overlap statistics; lags with fewer than "
             "min_overlap finite bins or zero variance set to 0 before rotation"
         ),
-        "nan_reason": _REASON_DOC,
+        "nan_reason": NAN_REASON_DOC,
     }
     fn = functools.partial(_grid_block, method=method, min_overlap=min_overlap, min_max=mm,
                            sigma=float(sigma))
@@ -623,7 +611,7 @@ def grid_kernel(
 
 def grid_scores(
     maps: xr.DataArray,
-    method: str = "deepmind",
+    method: str = DEFAULT_GRID_METHOD,
     min_max: bool | None = None,
     min_overlap: int | None = None,
     smooth_sigma: float | None = None,
@@ -688,10 +676,14 @@ def grid_scores(
     maps : xarray.DataArray, dims (..., "y", "x")
         Rate maps, NaN = unvisited; any leading dims. Dask-backed arrays stay lazy (the map
         dims must be one chunk).
-    method : {"deepmind", "bnt"}
-        Score family; never compare scores across families.
+    method : str
+        Score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS` (default
+        :data:`~hippo_rep.analysis.methods.DEFAULT_GRID_METHOD`); never compare scores across
+        families.
     min_max : bool, optional
-        Use the min/max form of the gridness. Default: False for "deepmind", True for "bnt".
+        Use the min/max form of the gridness. Default: the method's
+        (:data:`~hippo_rep.analysis.methods.GRID_METHODS`: False for "deepmind", True for
+        "bnt").
     min_overlap : int, optional
         Minimum number of overlapping finite bins per SAC lag; lags with fewer get 0.
         Default 1 for both methods, as the references (the DeepMind code and opexebo
@@ -715,6 +707,7 @@ def grid_scores(
     Raises
     ------
     ValueError
-        On bad dims, an unknown method, ``min_overlap < 1`` or negative ``smooth_sigma``.
+        On bad dims, a method not in :data:`~hippo_rep.analysis.methods.GRID_METHODS`,
+        ``min_overlap < 1`` or negative ``smooth_sigma``.
     """
     return grid_kernel(method, min_max, min_overlap, smooth_sigma).apply(maps)

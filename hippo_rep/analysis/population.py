@@ -186,16 +186,19 @@ def population_one(
 
 def population_inputs(recording: xr.Dataset, variable: str, node: xr.DataArray | None = None,
                       activity: xr.DataArray | None = None,
-                      node_rate: xr.DataArray | None = None) -> tuple[np.ndarray, ...]:
+                      node_rate: xr.DataArray | None = None, *, checked: bool = False
+                      ) -> tuple[np.ndarray, ...]:
     """``(activity, node, xy, node_rate)`` numpy inputs of :func:`population_one`.
 
     ``node`` (:func:`node_index`), and for a population that is not masked (not memory
     neurons) its ``activity`` (:func:`unit_activity`) and ``node_rate`` (env, unit,
     world_node), when the caller has them already; memory neurons are decoded unmasked.
+    ``checked``: the recording has passed :func:`~hippo_rep.schema.require_recording` for
+    ``variable`` (not checked again).
     """
     node = node_index(recording) if node is None else node
     if activity is None or node_rate is None or variable in MEMORY_POPULATIONS:
-        activity = unit_activity(recording, variable, mask_memory=False)
+        activity = unit_activity(recording, variable, mask_memory=False, checked=checked)
         node_rate = rate_maps_from_nodes(activity, node, recording["node_x"].values,
                                          recording["node_y"].values,
                                          node_dim=NODE_DIM)["node_rate"]

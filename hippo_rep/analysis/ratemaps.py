@@ -11,7 +11,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 import xarray as xr
-from scipy import ndimage, sparse
+from scipy import sparse
 from scipy.spatial import cKDTree
 
 from ._checks import (
@@ -21,6 +21,7 @@ from ._checks import (
     check_positive_number,
     leading_coords,
 )
+from .core import smooth_masked
 
 #: Gaussian kernels are cut at this many standard deviations (scipy's default).
 SMOOTH_TRUNCATE = 4.0
@@ -44,28 +45,6 @@ NODE_COORD_ATOL = 1e-6
 # --------------------------------------------------------------------------------------------
 # smoothing
 # --------------------------------------------------------------------------------------------
-
-
-def _smooth_core(
-    values: np.ndarray, weights: np.ndarray | None, sigma: float, truncate: float
-) -> np.ndarray:
-    """Normalised Gaussian convolution over the last two axes (numpy in, numpy out)."""
-    valid = np.isfinite(values)
-    w = valid.astype(np.float64)
-    if weights is not None:
-        wt = np.where(np.isfinite(weights), weights, 0.0)
-        w = w * np.broadcast_to(wt, values.shape)
-        valid &= w > 0
-    if sigma == 0:
-        return np.where(valid, values, np.nan)
-    sig = (0.0,) * (values.ndim - 2) + (sigma, sigma)
-    num = ndimage.gaussian_filter(
-        np.where(valid, values, 0.0) * w, sig, mode="constant", cval=0.0, truncate=truncate
-    )
-    den = ndimage.gaussian_filter(w, sig, mode="constant", cval=0.0, truncate=truncate)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = num / den
-    return np.where(valid & (den > 0), out, np.nan)
 
 
 def smooth(
@@ -120,7 +99,7 @@ def smooth(
         maps_b, weights_b = xr.broadcast(maps, weights)
         args = [maps_b, weights_b.transpose(*maps_b.dims)]
     out = xr.apply_ufunc(
-        lambda v, w=None: _smooth_core(v, w, sigma, truncate),
+        lambda v, w=None: smooth_masked(v, w, sigma, truncate),
         *args,
         input_core_dims=[list(MAP_DIMS)] * len(args),
         output_core_dims=[list(MAP_DIMS)],
@@ -507,14 +486,14 @@ def rate_maps_from_nodes(
         node_rate = np.where(counts > 0, sums / counts, np.nan)  # (L, node, U)
     coords: dict[Hashable, object] = dict(leading_coords(activity, [time_dim]))
     coords.update(leading_coords(node, [time_dim]))
-    return _node_maps_dataset(
+    return node_maps_dataset(
         np.moveaxis(node_rate, 1, -1).reshape(lead_shape + unit_shape + (n_node,)),
         occ.reshape(lead_shape + (n_node,)), nx_, ny_, [*lead], [*units], coords,
         resolution=resolution, radius=radius, node_dim=node_dim,
         units_attr=activity.attrs.get("units", "activity units"))
 
 
-def _node_maps_dataset(
+def node_maps_dataset(
     node_rate: np.ndarray,
     occupancy: np.ndarray,
     node_x: np.ndarray,

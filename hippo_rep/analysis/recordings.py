@@ -34,8 +34,8 @@ from .ratemaps import rate_maps_from_nodes, smooth
 NODE_DIM, UNIT_DIM = WORLD_NODE, UNIT
 
 
-def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = True
-                  ) -> xr.DataArray:
+def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = True, *,
+                  checked: bool = False) -> xr.DataArray:
     """Activity of one population as ``(env, time, unit)`` float64.
 
     Parameters
@@ -48,6 +48,9 @@ def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = 
         For memory neurons, NaN at steps ``t <= memory_time`` (the memory does not exist yet)
         and everywhere for unused slots (``memory_time < 0``); ``time`` is compared as the
         position along the ``time`` dim.
+    checked : bool
+        The recording has just passed :func:`~hippo_rep.schema.require_recording` for
+        ``variable`` (as in :func:`~hippo_rep.analysis.analyse`): not checked again.
 
     Returns
     -------
@@ -56,7 +59,8 @@ def unit_activity(recording: xr.Dataset, variable: str = G, mask_memory: bool = 
         recording's ``g_unit`` / ``memory`` coord, else 0..n-1); ``env`` coord kept; attr
         ``variable``.
     """
-    require_recording(recording, [variable])
+    if not checked:
+        require_recording(recording, [variable])
     udim = UNIT_DIMS[variable]
     da = recording[variable].transpose("env", "time", udim)
     index = (

@@ -70,6 +70,7 @@ from scipy import ndimage
 
 from hippo_rep.schema import MEMORY_ACTIVITY, POPULATIONS, G, require_recording
 
+from .core import CONSTANT_RTOL, pair_correlations, pearson_rows
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
@@ -89,9 +90,6 @@ TEM_SHUFFLES = 1000
 
 #: The TEM test needs at least this many memory units with a field in both environments.
 TEM_MIN_MEMORIES = 3
-
-#: Map values within this fraction of their magnitude count as constant.
-CONSTANT_RTOL = 1e-12
 
 PAIR_DIM = "env_pair"
 
@@ -132,49 +130,6 @@ def env_pairs(env: xr.DataArray) -> tuple[xr.Dataset, np.ndarray]:
                               "env_b": (PAIR_DIM, vals[pairs[:, 1]])}), pairs
 
 
-def pearson_rows(a: np.ndarray, b: np.ndarray, min_n: int) -> np.ndarray:
-    """Pearson r along the last axis over the entries finite in both.
-
-    Parameters
-    ----------
-    a, b : numpy.ndarray, shape (..., n)
-        Broadcast-compatible; NaN entries are skipped pairwise.
-    min_n : int
-        Fewest entries finite in both for an r.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        r in [-1, 1], unitless; NaN where fewer than ``min_n`` entries are finite in both or
-        either row is constant (variance within :data:`CONSTANT_RTOL` of its scale).
-    """
-    ok = np.isfinite(a) & np.isfinite(b)
-    n = ok.sum(axis=-1)
-    a0 = np.where(ok, a, 0.0)
-    b0 = np.where(ok, b, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ma = a0.sum(-1) / n
-        mb = b0.sum(-1) / n
-        da = np.where(ok, a0 - ma[..., None], 0.0)
-        db = np.where(ok, b0 - mb[..., None], 0.0)
-        saa = (da * da).sum(-1)
-        sbb = (db * db).sum(-1)
-        r = (da * db).sum(-1) / np.sqrt(saa * sbb)
-        scale_a = np.where(ok, np.abs(a0), 0.0).max(-1, initial=0.0) ** 2 * np.maximum(n, 1)
-        scale_b = np.where(ok, np.abs(b0), 0.0).max(-1, initial=0.0) ** 2 * np.maximum(n, 1)
-    const = (saa <= CONSTANT_RTOL * scale_a) | (saa == 0) | (sbb <= CONSTANT_RTOL * scale_b)
-    return np.where((n >= min_n) & ~const, np.clip(r, -1.0, 1.0), np.nan)
-
-
-def _unit_corr_core(rates: np.ndarray, pairs: np.ndarray, min_n: int) -> np.ndarray:
-    """rates (..., env, node) -> (..., pair)."""
-    if pairs.size == 0:
-        return np.zeros(rates.shape[:-2] + (0,))
-    a = rates[..., pairs[:, 0], :]
-    b = rates[..., pairs[:, 1], :]
-    return pearson_rows(a, b, min_n)
-
-
 def unit_correlation(node_rate: xr.DataArray, min_nodes: int = REMAP_MIN_NODES) -> xr.DataArray:
     """Per-unit spatial correlation between every pair of environments.
 
@@ -193,7 +148,7 @@ def unit_correlation(node_rate: xr.DataArray, min_nodes: int = REMAP_MIN_NODES) 
     """
     coords, pairs = env_pairs(node_rate["env"])
     out = xr.apply_ufunc(
-        _unit_corr_core,
+        pair_correlations,
         node_rate,
         input_core_dims=[["env", NODE_DIM]],
         output_core_dims=[[PAIR_DIM]],

@@ -54,8 +54,9 @@ from hippo_rep.fileio import atomic_write
 from hippo_rep.schema import KIND_ATTR
 
 from ._checks import MAP_DIMS, check_positive_number
+from .core import pearson_rows
 from .recordings import NODE_DIM, UNIT_DIM
-from .remapping import PV_MIN_UNITS, REMAP_MIN_NODES, pearson_rows
+from .remapping import PV_MIN_UNITS, REMAP_MIN_NODES
 from .sessions import (
     ARENA_ATTR,
     CELL,

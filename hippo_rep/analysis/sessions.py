@@ -54,7 +54,7 @@ from hippo_rep.fileio import atomic_write, quote
 from hippo_rep.schema import KIND_ATTR, POPULATIONS, AnalysisError
 
 from ._checks import check_positive_number
-from .ratemaps import _node_maps_dataset
+from .ratemaps import node_maps_dataset
 from .recordings import NODE_DIM, UNIT_DIM, node_rate_maps, smoothed_node_maps
 from .sample_counts import SampleCounts, concat_counts, sample_counts
 
@@ -592,12 +592,26 @@ def session_speed(session: xr.Dataset) -> xr.DataArray:
 COUNT_BLOCK_SPIKES = 2**20
 
 
-def _sample_counts(session: xr.Dataset, cells: np.ndarray) -> tuple[SampleCounts, int]:
-    """Spikes per tracking sample of the cells at positions ``cells`` of a checked session,
-    sparse (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`, Hz = count / sample
-    interval), and the spikes counted nowhere: a spike counts in the sample whose
-    ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls in a tracking gap. Cells are
-    taken in groups of about :data:`COUNT_BLOCK_SPIKES` spikes."""
+def spike_sample_counts(session: xr.Dataset, cells: np.ndarray) -> tuple[SampleCounts, int]:
+    """Spikes per tracking sample of some cells of a checked session of spikes, held sparsely.
+
+    A spike counts in the sample whose ``[t_i - dt/2, t_i + dt/2)`` holds it, none if it falls
+    in a tracking gap. Cells are taken in groups of about :data:`COUNT_BLOCK_SPIKES` spikes.
+
+    Parameters
+    ----------
+    session : xarray.Dataset
+        A checked session whose cells are spike trains.
+    cells : numpy.ndarray of int, shape (n,)
+        Positions of the cells along ``cell`` (:func:`population_cells`).
+
+    Returns
+    -------
+    (SampleCounts, int)
+        The counts (:class:`~hippo_rep.analysis.sample_counts.SampleCounts`: n units x the
+        session's samples; Hz = count / sample interval) and the number of spikes counted
+        nowhere (in tracking gaps).
+    """
     t = np.asarray(session[TIME].values, dtype=np.float64)
     dt = sample_interval(session)
     ends_of_sample = t + dt / 2
@@ -624,7 +638,26 @@ def _sample_counts(session: xr.Dataset, cells: np.ndarray) -> tuple[SampleCounts
     return concat_counts(parts, t.size, dt), gaps
 
 
-def _cells_of(session: xr.Dataset, population: str | None) -> np.ndarray:
+def population_cells(session: xr.Dataset, population: str | None) -> np.ndarray:
+    """Positions of a population's cells along a checked session's ``cell`` dim.
+
+    Parameters
+    ----------
+    session : xarray.Dataset
+        A checked session (:func:`validate_session`).
+    population : str or None
+        A population of the session; None: every cell.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_cells,)
+        Indices into the session's cells, increasing.
+
+    Raises
+    ------
+    SessionError
+        If the session has no such population.
+    """
     pops = np.asarray(session[CELL_POPULATION].values).astype(str)
     if population is None:
         return np.arange(pops.size)
@@ -640,9 +673,9 @@ def session_activity(session: xr.Dataset, population: str) -> xr.DataArray:
     session's rates; coord ``unit`` = index within the population, ``cell_id`` the cells'
     ids. Dense: the analysis itself keeps a session's spikes sparse
     (:func:`session_rate_maps` without ``activity``)."""
-    cells = _cells_of(session, population)
+    cells = population_cells(session, population)
     if session.attrs[CELLS_ATTR] == "spikes":
-        counts, gaps = _sample_counts(session, cells)
+        counts, gaps = spike_sample_counts(session, cells)
         values, units = counts.dense(), "Hz"
     else:
         values = np.asarray(session[RATE].values, dtype=np.float64)[:, cells]
@@ -760,9 +793,9 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     node = session_node(session, b, min_speed_cm_s) if node is None else node
     iy, ix = np.divmod(np.arange(nx * ny), nx)
     if activity is None and session.attrs[CELLS_ATTR] == "spikes":
-        cells = _cells_of(session, population)
+        cells = population_cells(session, population)
         if counts is None:
-            counts, _ = _sample_counts(session, cells)
+            counts, _ = spike_sample_counts(session, cells)
         ids = np.asarray(session[CELL_ID].values).astype(str)[cells]
         ds = count_rate_maps(counts, node, ix.astype(np.float64), iy.astype(np.float64),
                              sigma_cm / b, ids)
@@ -821,6 +854,6 @@ def count_rate_maps(counts: SampleCounts, node: xr.DataArray, node_x: np.ndarray
     coords = {"env": ("env", [0]),
               UNIT_DIM: (UNIT_DIM, np.arange(counts.n_units)),
               CELL_ID: (UNIT_DIM, np.asarray(cell_id).astype(str))}
-    ds = _node_maps_dataset(node_rate[None], occ[None], node_x, node_y, ["env"], [UNIT_DIM],
+    ds = node_maps_dataset(node_rate[None], occ[None], node_x, node_y, ["env"], [UNIT_DIM],
                             coords, node_dim=NODE_DIM, units_attr="Hz")
     return smoothed_node_maps(ds, smooth_sigma)

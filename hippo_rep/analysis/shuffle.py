@@ -28,10 +28,12 @@ from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
 from hippo_rep.schema import G, require_recording
 
 from ._checks import MAP_DIMS, check_maps
+from .core import null_summary_arrays, smooth_masked
 from .fields import place_score
-from .gridscore import GRIDNESS_60, grid_scores
+from .gridscore import grid_kernel
+from .methods import DEFAULT_GRID_METHOD, grid_method
 from .planewaves import WAVES
-from .ratemaps import SMOOTH_TRUNCATE, _smooth_core
+from .ratemaps import SMOOTH_TRUNCATE
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
@@ -69,26 +71,27 @@ ScoreFn = Callable[[xr.Dataset], "xr.DataArray | xr.Dataset"]
 # built-in scores (take a rate-map Dataset as returned by rate_maps)
 # --------------------------------------------------------------------------------------------
 
-def score_gridness_60(maps: xr.Dataset, method: str = "deepmind") -> xr.DataArray:
+def score_gridness_60(maps: xr.Dataset, method: str = DEFAULT_GRID_METHOD) -> xr.DataArray:
     """Gridness-60 of ``maps.rate_map`` (``grid_scores(rate_map, method).gridness_60``).
 
     Parameters
     ----------
     maps : xarray.Dataset
         With ``rate_map`` (..., y, x), as returned by :func:`rate_maps`.
-    method : {"deepmind", "bnt"}
-        Score family; "deepmind" uses a faster path that computes gridness-60 only.
+    method : str
+        Score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS`; its faster
+        gridness-60-only kernel when it has one ("deepmind").
 
     Returns
     -------
     xarray.DataArray, dims (...)
-        Named ``gridness_60``; NaN for all-NaN or constant maps and for maps smaller than
-        ``MIN_MAP_SIZE`` bins along y or x.
+        Named ``gridness_60``, unitless; NaN for all-NaN or constant maps and for maps smaller
+        than :data:`~hippo_rep.analysis.core.MIN_MAP_SIZE` bins along y or x.
     """
+    spec = grid_method(method)
     rm = check_maps(maps["rate_map"], "rate_map")
-    out = (GRIDNESS_60.apply(rm) if method == "deepmind" else grid_scores(rm, method=method))
-    out = out["gridness_60"]
-    out.attrs = {"long_name": f"gridness at 60 degrees ({method})", "units": "1"}
+    out = (spec.scorer().gridness_60 or grid_kernel(spec.name)).apply(rm)["gridness_60"]
+    out.attrs = {"long_name": f"gridness at 60 degrees ({spec.name})", "units": "1"}
     return out
 
 
@@ -246,7 +249,7 @@ def _onehot(nodes_e: np.ndarray, sh: np.ndarray, n_nodes: int) -> sparse.csr_mat
                              shape=(sh.size * n_nodes, n_t))
 
 
-def _null_core(
+def null_score_arrays(
     act: np.ndarray | SampleCounts,
     node: np.ndarray,
     shifts: np.ndarray,
@@ -258,18 +261,41 @@ def _null_core(
     scorers: Sequence[ScoreFn],
     names: Sequence[str],
 ) -> tuple[np.ndarray, ...]:
-    """Scores of circularly shifted activity.
-
-    act (E, U, T) float (NaN = missing sample), or the :class:`SampleCounts` of U units
-    (one environment; never densified: each shifted map is a bincount of shifted sample
-    indices); node (E, 1, T) or (E, T) int; shifts (E, 1, S) or (E, S) int; ref, optional,
-    (E or 1, U, ny, nx) float: each unit's reference map, given to the scorers as
-    ``reference_map`` (unit, y, x). Returns one (E, U, S) float array per score name.
+    """Scores of circularly shifted activity: the numpy engine of :func:`null_scores` (and of
+    :func:`~hippo_rep.analysis.analyse`'s nulls).
 
     Memory is bounded whatever U, S and T: shifts are taken in blocks whose one-hot matrix
     has at most :data:`NULL_BLOCK_ONEHOT` nonzeros (dense activity), and maps are scored in
     blocks of at most :data:`NULL_BLOCK_BINS` map bins (units x shifts x bins). The numbers
     do not depend on the blocks: every map is formed and scored on its own.
+
+    Parameters
+    ----------
+    act : numpy.ndarray, shape (E, U, T), or SampleCounts
+        Activity per unit and time step (NaN = missing sample), or the
+        :class:`~hippo_rep.analysis.sample_counts.SampleCounts` of U units (one environment;
+        never densified: each shifted map is a bincount of shifted sample indices).
+    node : numpy.ndarray of int, shape (E, T) or (E, 1, T)
+        Node per time step (negative = skip).
+    shifts : numpy.ndarray of int, shape (E, S) or (E, 1, S)
+        Circular shifts, in time steps.
+    ref : numpy.ndarray, shape (E or 1, U, ny, nx) or (U, ny, nx), optional
+        Each unit's reference map, given to the scorers as ``reference_map`` (unit, y, x).
+    node_map : numpy.ndarray of int, shape (ny, nx)
+        Node shown by each bin (-1 = none).
+    n_nodes : int
+        Number of world nodes.
+    sigma : float
+        Occupancy-weighted smoothing of the shuffled maps, in bins (0 = none).
+    scorers : sequence of callables
+        Score functions of a rate-map Dataset (``rate_map`` (unit, shuffle, y, x), ...).
+    names : sequence of str
+        The scores to keep.
+
+    Returns
+    -------
+    tuple of numpy.ndarray, shape (E, U, S)
+        One float array per name, in the scores' units.
     """
     counted = isinstance(act, SampleCounts)
     if counted:
@@ -316,7 +342,7 @@ def _null_core(
                         counts > 0, sums / np.where(counts > 0, counts, 1), np.nan))  # (u, S, K)
                     maps = np.where(has, node_rate[..., safe], np.nan)  # (u, S, ny, nx)
                     if sigma > 0:
-                        maps = _smooth_core(maps, occ_map, sigma, SMOOTH_TRUNCATE)
+                        maps = smooth_masked(maps, occ_map, sigma, SMOOTH_TRUNCATE)
                     ds = xr.Dataset(
                         {
                             "rate_map": ((UNIT_DIM, SHUFFLE_DIM, *MAP_DIMS), maps),
@@ -386,7 +412,7 @@ def null_scores(
     one = len(names) == 1  # apply_ufunc wants a bare array for one output
     refs = [] if reference is None else [reference]
     outs = xr.apply_ufunc(
-        (lambda *a, **kw: _null_core(*a, **kw)[0]) if one else _null_core,
+        (lambda *a, **kw: null_score_arrays(*a, **kw)[0]) if one else null_score_arrays,
         activity,
         node,
         shifts,
@@ -410,19 +436,6 @@ def null_scores(
         k: v.transpose("env", UNIT_DIM, SHUFFLE_DIM).rename(f"{k}_null")
         for k, v in zip(names, outs, strict=True)
     }
-
-
-def _summary_core(
-    observed: np.ndarray, null: np.ndarray, quantiles: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        q = np.nanquantile(null, quantiles, axis=-1)  # (Q, ...)
-        fin = np.isfinite(null)
-        n_fin = fin.sum(axis=-1)
-        below = (fin & (null < observed[..., None])).sum(axis=-1)
-        pct = np.where(np.isfinite(observed) & (n_fin > 0), 100.0 * below / n_fin, np.nan)
-    return np.moveaxis(q, 0, -1), pct
 
 
 def null_summary(
@@ -450,7 +463,7 @@ def null_summary(
     if qs.ndim != 1 or qs.size == 0 or np.any((qs < 0) | (qs > 1)):
         raise AnalysisError(f"quantiles must be numbers in [0, 1]; got {quantiles!r}")
     q, pct = xr.apply_ufunc(
-        _summary_core,
+        null_summary_arrays,
         observed,
         null,
         input_core_dims=[[], [SHUFFLE_DIM]],

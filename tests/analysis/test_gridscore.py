@@ -264,7 +264,7 @@ def test_attrs_document_the_method():
 @pytest.mark.parametrize(
     ("maps", "kwargs", "exc", "match"),
     [
-        (as_map(np.zeros((10, 10))), {"method": "matlab"}, ValueError, "method must be one of"),
+        (as_map(np.zeros((10, 10))), {"method": "matlab"}, ValueError, "registered grid method"),
         (as_map(np.zeros((10, 10))), {"min_overlap": -1}, ValueError, "min_overlap"),
         (as_map(np.zeros((10, 10))), {"smooth_sigma": -1}, ValueError, "smooth_sigma"),
         (xr.DataArray(np.zeros((10, 10)), dims=("row", "col")), {}, ValueError, "last two"),

@@ -255,3 +255,35 @@ def test_fam_slots_are_analysed_as_a_population(tmp_path):
     assert "fam_activity" in summary["population"].values.tolist()
     # the denominator is every (env, slot) pair: a slot exists from the first step
     assert int(summary["denominator"].sel(population="fam_activity", cell_class="is_place")) == 6
+
+
+def test_settings_and_keywords_are_the_same_analysis(tiny_rec):
+    settings = pipeline.AnalysisSettings(shuffles=2, seed=3, decode=False, chunk_units=None)
+    given = analyse(tiny_rec, settings)
+    assert given.identical(analyse(tiny_rec, shuffles=2, seed=3, decode=False,
+                                   chunk_units=None))
+    # keywords replace the settings' fields; an unknown keyword is a TypeError
+    other = analyse(tiny_rec, settings, seed=4)
+    assert other.attrs["seed"] == 4 and not other.identical(given)
+    with pytest.raises(TypeError, match="'shufles'"):
+        analyse(tiny_rec, shufles=2)
+    with pytest.raises(TypeError, match="AnalysisSettings"):
+        analyse(tiny_rec, {"shuffles": 2})
+
+
+def test_the_recording_is_checked_once(tiny_rec, monkeypatch):
+    import importlib
+
+    population = importlib.import_module("hippo_rep.analysis.population")  # not the function
+    recordings = importlib.import_module("hippo_rep.analysis.recordings")
+    calls = []
+
+    def counted(recording, *args, **kwargs):
+        calls.append(args)
+        return require(recording, *args, **kwargs)
+
+    require = pipeline.require_recording
+    for module in (pipeline, recordings, population):
+        monkeypatch.setattr(module, "require_recording", counted)
+    analyse(tiny_rec, shuffles=1, remap_shuffles=2, decode_max_steps_per_env=30)
+    assert len(calls) == 1
