@@ -214,7 +214,8 @@ def test_the_model_grown_grid_cells_are_hexagonal_lattices():
     assert an.attrs["checkpoint_sha256"] == file_sha256(DATA / "temt_triad_readout.pt")
     cells = an.hippo.population("g")
     grid = cells["is_grid"].values
-    assert grid.mean() >= 0.05
+    assert grid.mean() >= 0.25  # 77 of 256 maps when shipped (seed 1)
+    assert cells["is_grid"].all("env").sum() >= 10  # the same cells in every environment
     assert np.all(np.abs(cells["triad_phase"].values[grid]) < 45)
     ev = json.loads((DATA / "temt_triad_readout_eval.json").read_text())
     assert all(m["hexagonal_triad"]["found"] for m in ev["transitions"]["modules"])
