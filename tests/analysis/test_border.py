@@ -6,7 +6,8 @@ Agreement with opexebo (0.7.2, ``opexebo.analysis.border_score``): given the sam
 DM and b agree to 1e-12 on every map tested, unvisited wall bins included. The one
 difference by design: a map with no field is NaN here, -1 in opexebo (and a coverage of 0).
 Field detection itself is not compared: opexebo's ``place_field`` is another method
-(adaptive thresholds, BNT's), so on the same rate map the two may find different fields.
+(adaptive thresholds, BNT's), and its output does not plug into its ``border_score``
+(marked "EXPERIMENTAL"): its fields lack the ``field_map`` key ``border_coverage`` reads.
 """
 
 import numpy as np
