@@ -158,12 +158,13 @@ def _print_stage(stage: str, out, result, seconds: float | None) -> None:
                                else f"{ds.sizes['memory']} memory neurons")
                   + f") in {seconds:.1f} s → {out}")
     elif stage == "analyse":
-        from hippo_rep.schema import IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
+        from hippo_rep.schema import IS_BORDER, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
 
         fr = result.hippo.summary()  # class_fractions
         parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
                                          ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
-                                          (IS_PLACE, "place")))
+                                          (IS_BORDER, "border"), (IS_PLACE, "place"))
+                                         if c in fr["cell_class"])
                  for pop in fr["population"].values]
         print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
               f"({result.attrs['variables']}) with {result.attrs['n_shuffles']} shuffles in "

@@ -98,6 +98,7 @@ from hippo_rep.recording import open_recording
 from hippo_rep.schema import (
     FAM_ACTIVITY,
     IS_BAND,
+    IS_BORDER,
     IS_GRID,
     IS_GRID_THRESHOLD,
     IS_PLACE,
@@ -400,7 +401,7 @@ def _tem_modules(tem) -> np.ndarray:
 #: Short names of the cell classes in the comparison figures' class-fraction panels.
 CLASS_SHORT = {IS_GRID: "grid", IS_GRID_THRESHOLD: f"gridness > {GRID_THRESHOLD:g}",
                IS_BAND: "band", IS_TWO_WAVE: "two-wave", IS_SQUARE: "square",
-               IS_PLACE: "place"}
+               IS_BORDER: "border", IS_PLACE: "place"}
 
 
 def _classes_and_remapping(fig, spec, named: dict, colors: dict, width: str = DEFAULT_COLUMN,
@@ -854,7 +855,7 @@ def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
 
 #: Classes named in the ``session_cells`` figure's titles, in order.
 SESSION_CLASS_NAMES = ((IS_GRID, "grid"), (IS_BAND, "band"), (IS_TWO_WAVE, "two-wave"),
-                       (IS_SQUARE, "square"), (IS_PLACE, "place"))
+                       (IS_SQUARE, "square"), (IS_BORDER, "border"), (IS_PLACE, "place"))
 
 
 def _classes_of(one) -> str:

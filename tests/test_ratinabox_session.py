@@ -1,16 +1,17 @@
 """Sessions from RatInABox (:mod:`hippo_rep.analysis.ratinabox_session`), notebook 04's
 worked example: the conversion (units, rates, seeded spikes, errors) and the ground truth of a
 seeded RatInABox rat analysed: grid cells grid and hexagonal at the planted spacing and
-orientation, place cells place-like at their centres, boundary-vector cells not grid.
+orientation, place cells place-like at their centres, boundary-vector cells border cells
+along their planted wall, neither grid nor place.
 
 Boundary-vector cells and the place rule: RatInABox's BVCs (Hartley et al. 2000's model,
 angular tuning widths 10-30 degrees) fire along their wall and, less, along the two walls
 beside it near the corners, a U-shaped field that covers a fifth to a half of the box. Such a
-field is one field, spatially informative, and not elongated enough (``field_elongation``
-2-4) for the place rule's limit of 4, so the analysis calls some of them place-like:
-the tests here assert what holds (no BVC is grid, hexagonal or a band); that the place rule
-lets such fields through is an open defect of the rule (a border score, Solstad et al. 2008,
-would tell them apart), not asserted either way.
+field is one field, spatially informative, and often not elongated enough
+(``field_elongation`` 3-5 here) for the place rule's limit of 4, which called some of them
+place-like; their border score (Solstad et al. 2008; 0.59-0.73 here, each wall fully
+covered) makes them border cells, which the place rule excludes
+(``classify.PLACE_NOT_BORDER``).
 """
 
 from __future__ import annotations
@@ -182,3 +183,23 @@ def test_ratinabox_boundary_cells_are_not_grid_cells(simulated):
     bvc = _pop(an, "boundary")
     assert not bvc["is_grid"].any() and not bvc["hexagonal"].any()
     assert not bvc["is_band"].any()
+
+
+#: The wall a BVC of preferred allocentric direction (degrees, 0 east, 90 north) fires along:
+#: the map's edge in that direction.
+WALL_OF_ANGLE = {0.0: "x_max", 90.0: "y_max", 180.0: "x_min", 270.0: "y_min"}
+
+
+def test_ratinabox_boundary_cells_are_border_cells_not_place_cells(simulated):
+    """The issue's "boundary cells neither (grid nor place)": every BVC is a border cell
+    along its planted wall, none is place-like; no grid or place cell is a border cell."""
+    _, truth, an = simulated
+    bvc, planted = _pop(an, "boundary"), truth[truth["population"] == "boundary"]
+    assert not bvc["is_place"].any()
+    assert bvc["is_border"].all(), bvc["border_score"].values
+    assert (bvc["border_score"] > 0.5).all()
+    walls = [WALL_OF_ANGLE[a] for a in planted["wall_angle"]]
+    assert bvc["border_wall"].values.tolist() == walls
+    for pop in ("grid", "place"):
+        cells = _pop(an, pop)
+        assert not cells["is_border"].any() and (cells["border_score"] < 0.1).all(), pop

@@ -188,6 +188,19 @@ def test_simulated_boundary_cells_are_not_place_cells(simulated):
     assert (place["field_elongation"].isel(field=0) < 2).all()
 
 
+def test_simulated_boundary_cells_are_border_cells(simulated):
+    """Each boundary cell is a border cell along its planted wall (border score, Solstad et
+    al. 2008); no place, grid or band cell is one."""
+    cells, an = simulated
+    boundary = _pop(an, "boundary")
+    walls = {"west": "x_min", "east": "x_max", "south": "y_min", "north": "y_max"}
+    planted = cells[cells["population"] == "boundary"]["wall"].map(walls).tolist()
+    assert boundary["is_border"].all(), boundary["border_score"].values
+    assert boundary["border_wall"].values.ravel().tolist() == planted
+    for pop in ("grid", "place", "band"):
+        assert not _pop(an, pop)["is_border"].any(), pop
+
+
 def test_simulated_band_cells_are_not_place_cells(simulated):
     """The 100 degree band cell's stripes, smoothed and cut at a fifth of the peak, merge into
     two compact blobs (the largest over half the box, elongation ~1.4) that pass the field

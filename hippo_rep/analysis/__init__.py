@@ -6,10 +6,10 @@ from +x towards +y; unvisited bins are NaN, never 0.
 
 Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
 :func:`smooth`, :func:`autocorrelogram`, :func:`grid_scores`, :func:`band_scores`,
-:func:`place_fields`, :func:`place_score`, :func:`spatial_information`, :func:`sparsity`,
-:func:`selectivity`, :func:`plane_waves` (how many plane waves, their triad phase, hexagonal
-lattice or not). Controls: :func:`control_maps` (lattices grown by pattern formation and
-their negatives, :mod:`~hippo_rep.analysis.controls`) and :func:`controls_recording`.
+:func:`place_fields`, :func:`place_score`, :func:`border_score`, :func:`spatial_information`,
+:func:`sparsity`, :func:`selectivity`, :func:`plane_waves` (how many plane waves, their triad
+phase, hexagonal lattice or not). Controls: :func:`control_maps` (lattices grown by pattern
+formation and their negatives, :mod:`~hippo_rep.analysis.controls`) and :func:`controls_recording`.
 Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
 :func:`class_fractions` (the one definition of every reported fraction, from
 :mod:`hippo_rep.schema`, which also names the cell classes and the analysis outputs),
@@ -42,7 +42,9 @@ _LAZY = {
     "analyse": "hippo_rep.analysis.pipeline",
     "autocorrelogram": "hippo_rep.analysis.autocorr",
     "band_map": "hippo_rep.analysis.synthetic",
+    "border_map": "hippo_rep.analysis.synthetic",
     "band_scores": "hippo_rep.analysis.bandscore",
+    "border_score": "hippo_rep.analysis.border",
     "class_fractions": "hippo_rep.schema",
     "classify": "hippo_rep.analysis.classify",
     "control_maps": "hippo_rep.analysis.controls",

@@ -9,7 +9,9 @@ Fig. 9, quote 0.3-0.5), reported but not a grid classification; band, two-wave a
 patterns are their own classes (one or two plane waves whose plane-wave share beats the 95th
 percentile of its own null); a place cell has spatial information above the 99th percentile
 of its own null, one to three place fields, the largest not a long thin stripe, and is not a
-band, two-wave or square pattern. Class names are defined once, in
+band, two-wave or square pattern, nor a border cell; a border cell has a border score
+(:func:`~hippo_rep.analysis.border_score`, Solstad et al. 2008) above 0.5 and spatial
+information above the 99th percentile of its own null. Class names are defined once, in
 :mod:`hippo_rep.schema`.
 """
 
@@ -21,6 +23,7 @@ import xarray as xr
 from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.schema import (
     IS_BAND,
+    IS_BORDER,
     IS_GRID,
     IS_GRID_THRESHOLD,
     IS_PLACE,
@@ -60,6 +63,21 @@ PLACE_MAX_ELONGATION = 4.0
 #: blobs covering half the box (round enough for the elongation limit).
 PLACE_NOT_WAVE = True
 
+#: :func:`classify`: a border cell's border score exceeds this (Solstad, Boccara, Kropff,
+#: Moser & Moser 2008, Science 322:1865: "cells with border scores above 0.5").
+BORDER_MIN_SCORE = 0.5
+
+#: :func:`classify`: a border cell's spatial information beats this quantile of its own
+#: null (as a place cell's: the border score of a noise map's fields can be high by chance).
+BORDER_QUANTILE = 0.99
+
+#: :func:`classify`: a place cell is not a border cell (when those are classified). A
+#: boundary cell's field lines a wall (and, for a boundary-vector cell, the ends of the two
+#: walls beside it: a U covering a fifth to a half of the box), is one field, spatially
+#: informative and often not elongated enough for :data:`PLACE_MAX_ELONGATION`; its border
+#: score tells it apart (RatInABox's boundary-vector cells: ``tests/test_ratinabox_session.py``).
+PLACE_NOT_BORDER = True
+
 
 def classify(
     scores: xr.Dataset,
@@ -71,8 +89,12 @@ def classify(
     wave_quantile: float = WAVE_QUANTILE,
     place_max_elongation: float = PLACE_MAX_ELONGATION,
     place_not_wave: bool = PLACE_NOT_WAVE,
+    border_min_score: float = BORDER_MIN_SCORE,
+    border_quantile: float = BORDER_QUANTILE,
+    place_not_border: bool = PLACE_NOT_BORDER,
 ) -> xr.Dataset:
-    """Grid, band, two-wave, square and place cells from scores and their shuffle nulls.
+    """Grid, band, two-wave, square, border and place cells from scores and their shuffle
+    nulls.
 
     Parameters
     ----------
@@ -80,7 +102,8 @@ def classify(
         With ``gridness_60``, ``gridness_60_null_q`` (quantile, ...) and ``hexagonal`` for
         grid cells; ``n_waves``, ``square``, ``plane_wave_share`` and
         ``plane_wave_share_null_q`` for the plane-wave classes; ``spatial_info``,
-        ``spatial_info_null_q`` and ``n_fields`` for place cells (as in the output of
+        ``spatial_info_null_q`` and ``n_fields`` for place cells; ``border_score``,
+        ``spatial_info`` and ``spatial_info_null_q`` for border cells (as in the output of
         :func:`~hippo_rep.analysis.analyse`). Any set may be missing, but not all.
     grid_quantile : float
         A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
@@ -113,11 +136,13 @@ def classify(
         ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
         ~90 degrees apart), each of the three with a plane-wave share > its null's
         ``wave_quantile`` and, when ``single_field`` is given, not a single field;
-        ``is_place`` (spatial information > its null's ``place_quantile``
-        and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``, and, when
+        ``is_border`` (border score > ``border_min_score`` and spatial information > its
+        null's ``border_quantile``); ``is_place`` (spatial information > its null's
+        ``place_quantile`` and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``, and, when
         ``field_elongation`` is given, the largest field no more elongated than
         ``place_max_elongation``; with ``place_not_wave`` and the plane-wave inputs, not a
-        band, two-wave or square pattern). A NaN score or threshold
+        band, two-wave or square pattern; with ``place_not_border`` and the border inputs,
+        not a border cell). A NaN score or threshold
         gives False. Attrs record the rules.
 
     Raises
@@ -181,6 +206,17 @@ def classify(
         out[IS_SQUARE].attrs = {"long_name": f"square grid: {rule} two plane waves of "
                                 "near-equal length ~90 degrees apart"}
         attrs.update(wave_quantile=wave_quantile)
+    if {"border_score", "spatial_info", "spatial_info_null_q"} <= have:
+        b = scores["border_score"]
+        si = scores["spatial_info"]
+        informative = si.notnull() & (
+            si > threshold("spatial_info", border_quantile)).fillna(False)
+        out[IS_BORDER] = b.notnull() & (b > border_min_score) & informative
+        out[IS_BORDER].attrs = {
+            "long_name": f"border cell: border_score > {border_min_score:g} and spatial_info "
+            f"above the {border_quantile:g} quantile of its shuffle null"
+        }
+        attrs.update(border_min_score=border_min_score, border_quantile=border_quantile)
     if {"spatial_info", "spatial_info_null_q", "n_fields"} <= have:
         si = scores["spatial_info"]
         nf = scores["n_fields"]
@@ -197,6 +233,10 @@ def classify(
             out[IS_PLACE] = out[IS_PLACE] & ~(out[IS_BAND] | out[IS_TWO_WAVE] | out[IS_SQUARE])
             compact += ", not a band, two-wave or square pattern"
         attrs.update(place_not_wave=int(place_not_wave))
+        if place_not_border and IS_BORDER in out:
+            out[IS_PLACE] = out[IS_PLACE] & ~out[IS_BORDER]
+            compact += ", not a border cell"
+        attrs.update(place_not_border=int(place_not_border))
         out[IS_PLACE].attrs = {
             "long_name": f"place cell: spatial_info above the {place_quantile:g} quantile of "
             f"its shuffle null and {lo}-{hi} place fields{compact}"
@@ -206,7 +246,7 @@ def classify(
         raise AnalysisError(
             "classify needs gridness_60, gridness_60_null_q and hexagonal; or n_waves, "
             "square, plane_wave_share and plane_wave_share_null_q; or spatial_info, "
-            "spatial_info_null_q and n_fields"
+            "spatial_info_null_q and n_fields (or border_score)"
         )
     out.attrs = attrs
     return out

@@ -5,9 +5,9 @@ function of labelled data (:func:`rate_map_step` ... :func:`attrs_step`); its op
 :class:`AnalysisSettings`. It computes, for every unit of every population (``g``, ``g_pi``,
 ``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
-place score, spatial information, sparsity, selectivity, the plane-wave decomposition,
-circular-shift nulls of gridness-60, plane-wave share and spatial information, the
-grid/band/two-wave/square/place classification; then remapping between environments
+place score, border score, spatial information, sparsity, selectivity, the plane-wave
+decomposition, circular-shift nulls of gridness-60, plane-wave share and spatial information,
+the grid/band/two-wave/square/border/place classification; then remapping between environments
 and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
 dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
 :data:`DEFAULT_UNIT_CHUNK` units computes every score of those units, calling the same code
@@ -50,7 +50,7 @@ from hippo_rep.schema import (
 )
 
 from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
-from .classify import GRID_QUANTILE, PLACE_QUANTILE, classify
+from .classify import BORDER_QUANTILE, GRID_QUANTILE, PLACE_QUANTILE, classify
 from .methods import DEFAULT_GRID_METHOD, grid_method
 from .planewaves import MAX_WAVES, WAVE_DIM
 from .population import (
@@ -305,7 +305,10 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
         ``env_pair``, ``population``, ``axis``, ``component``. Per (env, unit): everything of
         :func:`~hippo_rep.analysis.grid_scores` (``grid_nan_reason``), ``spacing_nodes``,
         :func:`~hippo_rep.analysis.band_scores` (``band_nan_reason``), ``n_fields`` and
-        per-field ``field_*`` (env, unit, field), ``place_score``, ``spatial_info``,
+        per-field ``field_*`` (env, unit, field), ``place_score``,
+        :func:`~hippo_rep.analysis.border_score` (``border_score``, ``border_coverage``,
+        ``border_distance``, ``border_wall``: the walls are the map's edges, a session's
+        arena or the box of a world's nodes), ``spatial_info``,
         ``sparsity``, ``selectivity`` (per node), the plane-wave decomposition
         (:func:`~hippo_rep.analysis.plane_waves`: ``n_waves``, ``hexagonal``, ``square``,
         ``plane_wave_share``, ``plane_wave_explained``, ``plane_wave_reason`` and
@@ -316,7 +319,8 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
         ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
         (quantile, env, unit), ``*_percentile``, the classes of
         :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
-        ``is_band``, ``is_two_wave``, ``is_square``, ``is_place``); ``rate_map`` (env, unit, y, x),
+        ``is_band``, ``is_two_wave``, ``is_square``, ``is_border``, ``is_place``);
+        ``rate_map`` (env, unit, y, x),
         ``occupancy`` (env, y, x), ``node_rate`` (env, unit, world_node), ``node_occupancy``,
         ``node_map``; ``shuffle_shift`` (env, shuffle); the remapping variables
         (:func:`~hippo_rep.analysis.remapping`) and the population variables
@@ -467,7 +471,7 @@ def validate_input(recording: object, settings: AnalysisSettings) -> AnalysisInp
         raise AnalysisError(f"chunk_units must be an int >= 1 or None; got {s.chunk_units!r}")
     if s.scheduler is None and _active_client() is None:
         s = replace(s, scheduler=DEFAULT_SCHEDULER)
-    for q in (GRID_QUANTILE, PLACE_QUANTILE):
+    for q in (GRID_QUANTILE, PLACE_QUANTILE, BORDER_QUANTILE):
         if not np.isclose(np.asarray(s.quantiles, dtype=np.float64), q).any():
             raise AnalysisError(f"quantiles must include {q} (for the classification); "
                                 f"got {s.quantiles!r}")

@@ -208,6 +208,46 @@ def place_field_map(
     return _wrap(v, shp, kind="place fields")
 
 
+def border_map(
+    shape: int | Sequence[int],
+    wall: str = "x_min",
+    width: float = 1.5,
+    extent: float = 1.0,
+) -> xr.DataArray:
+    """Border cell: a band of firing along one wall, ``exp(-d**2 / (2 width**2))`` with ``d``
+    the distance (bins) of a bin from the wall's row or column of bins.
+
+    Parameters
+    ----------
+    shape : int or (int, int)
+        Map size in bins.
+    wall : {"x_min", "x_max", "y_min", "y_max"}
+        The wall (column 0, the last column, row 0, the last row).
+    width : float
+        Standard deviation of the decay away from the wall, in bins.
+    extent : float
+        Fraction of the wall's length covered, in (0, 1], centred on the wall (beyond it the
+        band decays with the same ``width``).
+
+    Returns
+    -------
+    xarray.DataArray, dims ("y", "x")
+    """
+    width = check_positive_number(width, "width")
+    extent = check_positive_number(extent, "extent")
+    if extent > 1 or wall not in ("x_min", "x_max", "y_min", "y_max"):
+        raise ValueError(f"wall must be x_min, x_max, y_min or y_max and extent in (0, 1]; "
+                         f"got {wall!r}, {extent!r}")
+    x, y, shp = _grid_xy(shape)
+    ny, nx = shp
+    across, along, n_along = {"x_min": (x, y, ny), "x_max": (nx - 1 - x, y, ny),
+                              "y_min": (y, x, nx), "y_max": (ny - 1 - y, x, nx)}[wall]
+    half = extent * n_along / 2
+    off = np.maximum(np.abs(along - (n_along - 1) / 2) - half + 0.5, 0.0)
+    v = np.exp(-(across**2 + off**2) / (2 * width**2))
+    return _wrap(v, shp, wall=wall, width=width, extent=extent, kind="border")
+
+
 def two_wave_map(
     shape: int | Sequence[int],
     wavelength: float,

@@ -196,8 +196,8 @@ def simulate_session(minutes: float = 10.0, seed: int = 0, *, spacing: float = 4
 
 
 #: What :func:`recovered_cells` reads from the analysis, per cell.
-RECOVERED_COLUMNS = ("is_grid", "hexagonal", "is_band", "is_place", "gridness_60",
-                     "spacing_cm", "orientation", "n_fields", "spatial_info")
+RECOVERED_COLUMNS = ("is_grid", "hexagonal", "is_band", "is_border", "is_place", "gridness_60",
+                     "spacing_cm", "orientation", "n_fields", "spatial_info", "border_score")
 
 
 def recovered_cells(analysis: xr.Dataset, truth: pd.DataFrame) -> pd.DataFrame:

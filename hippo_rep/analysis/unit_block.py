@@ -1,9 +1,9 @@
 """Every per-unit computation of :func:`~hippo_rep.analysis.analyse` for one chunk of units,
-in one task: the map kernels (grid, band, place fields, place score, plane waves), the per-node
-scores, the circular-shift nulls and the per-unit remapping correlations, packed into one
-array per task (:class:`UnitBlock`), run over a dataset's units with ``xr.apply_ufunc(...,
-dask="parallelized")`` beside the population analyses (:func:`compute_units`), with an
-optional progress bar (:func:`progress_bar`).
+in one task: the map kernels (grid, band, place fields, place score, border score, plane
+waves), the per-node scores, the circular-shift nulls and the per-unit remapping correlations,
+packed into one array per task (:class:`UnitBlock`), run over a dataset's units with
+``xr.apply_ufunc(..., dask="parallelized")`` beside the population analyses
+(:func:`compute_units`), with an optional progress bar (:func:`progress_bar`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 from hippo_rep.defaults import BLAS_THREADS
 
 from .bandscore import band_kernel
+from .border import border_kernel
 from .core import null_summary_arrays, pair_correlations
 from .fields import place_fields_kernel, place_score_kernel
 from .gridscore import grid_kernel
@@ -55,6 +56,7 @@ def unit_kernels(grid_method: str, min_field_area: int) -> tuple[tuple[Kernel, s
         (place_fields_kernel(min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS),
          "place_field_", {"field_labels": None}),
         (place_score_kernel(), "", {}),
+        (border_kernel(min_area=min_field_area), "border_", {}),
         (WAVES, "", {}),
     )
 

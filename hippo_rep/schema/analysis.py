@@ -43,11 +43,15 @@ IS_BAND = "is_band"
 IS_TWO_WAVE = "is_two_wave"
 #: Square grid: two plane waves of near-equal length ~90 degrees apart, significant.
 IS_SQUARE = "is_square"
-#: Place cell: spatial information above its own shuffle null and one to three fields.
+#: Border cell: border score (Solstad et al. 2008) above 0.5 and spatial information above
+#: its own shuffle null.
+IS_BORDER = "is_border"
+#: Place cell: spatial information above its own shuffle null and one to three fields (not a
+#: band, two-wave, square or border pattern).
 IS_PLACE = "is_place"
 #: Every class, in reporting order.
 CLASSES: tuple[str, ...] = (IS_GRID, IS_GRID_THRESHOLD, IS_BAND, IS_TWO_WAVE, IS_SQUARE,
-                            IS_PLACE)
+                            IS_BORDER, IS_PLACE)
 #: Short labels of the classes for tables and figures.
 CLASS_LABELS: dict[str, str] = {
     IS_GRID: "grid (hexagonal, gridness > own null)",
@@ -55,6 +59,7 @@ CLASS_LABELS: dict[str, str] = {
     IS_BAND: "band (one plane wave)",
     IS_TWO_WAVE: "two-wave (oblique plane waves)",
     IS_SQUARE: "square (two waves at 90°)",
+    IS_BORDER: "border (border score > 0.5, SI > own null)",
     IS_PLACE: "place (spatial info > own null, 1–3 fields)",
 }
 #: The population and class dims of :func:`class_fractions`.
@@ -84,6 +89,9 @@ ANALYSIS_REQUIRED = {
 #: Optional variables whose dims are checked when present (figures read them).
 ANALYSIS_OPTIONAL = {
     IS_GRID_THRESHOLD: ((ENV, UNIT), "b"),
+    # the border score and class (absent from analyses written before them)
+    "border_score": ((ENV, UNIT), "f"),
+    IS_BORDER: ((ENV, UNIT), "b"),
     "node_rate": ((ENV, UNIT, WORLD_NODE), "f"),
     "gridness_60_null_q": (("quantile", ENV, UNIT), "f"),
     "spatial_info_null_q": (("quantile", ENV, UNIT), "f"),
