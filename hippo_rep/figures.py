@@ -414,8 +414,9 @@ def _classes_and_remapping(fig, spec, named: dict, colors: dict, width: str = DE
     sub = (spec.subgridspec(2, 1, height_ratios=height_ratios) if width == "single"
            else spec.subgridspec(1, 2))
     summaries = {id(ds): ds.hippo.summary() for ds, _ in named.values()}  # once per analysis
+    # join="outer": a class one analysis lacks (written before it existed) is NaN, "n/a"
     fractions = xr.concat([summaries[id(ds)].sel(population=pop, drop=True)
-                           for ds, pop in named.values()],
+                           for ds, pop in named.values()], join="outer",
                           dim=xr.DataArray(list(named), dims="population", name="population"))
     fractions = fractions.assign_coords(cell_class=[
         CLASS_SHORT.get(str(c), str(c)) for c in fractions["cell_class"].values])

@@ -439,6 +439,34 @@ def test_class_fraction_bars_draw_the_one_definition(tiny):
     assert len(class_fraction_figure(ds).axes) == 1
 
 
+def test_class_fraction_bars_say_n_a_for_a_class_one_analysis_lacks(tiny):
+    """Two analyses, one written before a class existed (its border class dropped here):
+    joined outer, that population's count for the class reads "n/a", the others' stand."""
+    import xarray as xr
+    from matplotlib.figure import Figure
+    from matplotlib.offsetbox import AnnotationBbox, TextArea
+
+    from hippo_rep.plotting.scores import class_fraction_bars
+    from hippo_rep.schema import class_fractions
+
+    _, ds = tiny
+    c = class_fractions(ds)
+    pops = [str(p) for p in c["population"].values][:2]
+    new = c.sel(population=pops[0], drop=True)
+    old = c.sel(population=pops[1], drop=True).isel(cell_class=slice(0, -1))
+    lost = str(c["cell_class"].values[-1])
+    both = xr.concat([new, old], dim=xr.DataArray(["new", "old"], dims="population",
+                                                  name="population"), join="outer")
+    ax = Figure().subplots()
+    class_fraction_bars(both, ax=ax)
+    lines = [[t.get_text() for t in a.offsetbox.get_children() if isinstance(t, TextArea)]
+             for a in ax.artists if isinstance(a, AnnotationBbox)]
+    classes = [str(x) for x in both["cell_class"].values]
+    assert lines[classes.index(lost)][1] == "n/a"
+    assert all(line[1] != "n/a" for cls, line in zip(classes, lines, strict=True) if cls != lost)
+    assert all(line[0] != "n/a" for line in lines)
+
+
 def test_count_distribution_fractions():
     from matplotlib.figure import Figure
 

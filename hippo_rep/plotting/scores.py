@@ -199,7 +199,8 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
         X axis: fraction classified (0–1); one group of bars per class, one bar per
         population. Right of the axes, level with each class, the count classified of
         every population in its bar's colour and in legend order (``k``, or ``k/n`` where a
-        population's denominator differs between classes; "–" where it is 0): one line per
+        population's denominator differs between classes; "–" where it is 0; "n/a" where it
+        is NaN, a class that population's analysis does not have): one line per
         class, so counts never pile up however thin the bars. The legend gives each
         population's denominator (``name (n = N)``) where it is the same in every class.
     """
@@ -215,14 +216,18 @@ def class_fraction_bars(fractions, ax=None, title: str | None = None,
     height = 0.8 / max(len(pops), 1)
     cycle = (OBSERVED_COLOR, ORANGE, BLUISH_GREEN, REDDISH_PURPLE, SKY_BLUE, VERMILLION)
     color = [(colors or {}).get(pop, cycle[i % len(cycle)]) for i, pop in enumerate(pops)]
-    same_n = [np.unique(n[i]).size == 1 for i in range(len(pops))]
+    # a class an analysis does not have (e.g. one written before the class existed): NaN
+    measured = np.isfinite(n.astype(float))
+    same_n = [np.unique(n[i][measured[i]]).size == 1 for i in range(len(pops))]
     y0 = np.arange(len(classes))
     for i, pop in enumerate(pops):
         y = y0 + (i - (len(pops) - 1) / 2) * height
-        label = f"{pop} (n = {int(n[i][0])})" if same_n[i] and len(n[i]) else pop
+        label = (f"{pop} (n = {int(n[i][measured[i]][0])})" if same_n[i] and measured[i].any()
+                 else pop)
         ax.barh(y, np.nan_to_num(frac[i]), height=height * 0.9, color=color[i], label=label)
     for c in range(len(classes)):
-        parts = [TextArea("–" if n[i][c] == 0 else f"{int(k[i][c])}" if same_n[i]
+        parts = [TextArea("n/a" if not measured[i][c] else "–" if n[i][c] == 0
+                          else f"{int(k[i][c])}" if same_n[i]
                           else f"{int(k[i][c])}/{int(n[i][c])}",
                           textprops=dict(color=color[i], fontsize=BAR_LABEL_FONTSIZE,
                                          fontweight="bold"))
