@@ -261,12 +261,7 @@ def learning_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     accuracy by step type."""
     evals = inputs.need_evals()
     colors = {label: COLORS.get(_kind(res), None) for label, res in evals.items()}
-    if width == "single":  # the two panels one above the other
-        fig = new_figure(column_width(width), 5.0)
-        axes = fig.subplots(2, 1)
-    else:
-        fig = new_figure(FULL_WIDTH, 2.9)
-        axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, axes = _panel_row(width, 2, 2.9, 5.0, width_ratios=[1, 1.4])
     accuracy_curve(evals, ax=axes[0], colors=colors)
     accuracy_by_step_type(evals, ax=axes[1], colors=colors, narrow=width == "single")
     first = next(iter(evals.values()))
@@ -447,6 +442,17 @@ def _narrow_groups(groups: dict, colors: dict, width: str) -> tuple[dict, dict]:
             {two(k): v for k, v in colors.items()})
 
 
+def _panel_row(width: str, n: int, height: float, single_height: float,
+               width_ratios=None, height_ratios=None):
+    """A figure of ``n`` panels side by side at double width (full width × ``height`` in), or
+    one above the other at single width (column width × ``single_height`` in); (fig, axes)."""
+    if width == "single":
+        fig = new_figure(column_width(width), single_height)
+        return fig, fig.subplots(n, 1, height_ratios=height_ratios)
+    fig = new_figure(FULL_WIDTH, height)
+    return fig, fig.subplots(1, n, width_ratios=width_ratios)
+
+
 def _two_lines(label: str, width: str) -> str:
     """An axis label on one line, or at ``width="single"`` on two (broken at the space
     nearest its middle), for a short axes."""
@@ -575,12 +581,7 @@ def transitions_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                            "diagnostics (re-run hippo-rep evaluate with this version)")
     palette = [COLORS["temt"], BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE]
     colors = {label: palette[i % len(palette)] for i, label in enumerate(evals)}
-    if width == "single":  # the three panels one above the other
-        fig = new_figure(column_width(width), 7.2)
-        axes = fig.subplots(3, 1)
-    else:
-        fig = new_figure(FULL_WIDTH, 2.7)
-        axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1.3, 0.9]})
+    fig, axes = _panel_row(width, 3, 2.7, 7.2, width_ratios=[1, 1.3, 0.9])
     label, first = next(iter(evals.items()))
     wave_vector_panel(first["transitions"], ax=axes[0], color=colors[label], label=label,
                       walk_constant=(first.get("walk_constant_power") or {}).get("g"))
@@ -1085,12 +1086,7 @@ def passkey_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     from hippo_rep.tasks.results import CHANCE
 
     rows = inputs.need_passkey()
-    if width == "single":  # the two panels one above the other
-        fig = new_figure(column_width(width), 5.6)
-        axes = fig.subplots(2, 1, height_ratios=[1.3, 1])
-    else:
-        fig = new_figure(FULL_WIDTH, 3.2)
-        axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, axes = _panel_row(width, 2, 3.2, 5.6, width_ratios=[1.6, 1], height_ratios=[1.3, 1])
     passkey_curves(rows, ax=axes[0], chance=CHANCE)
     passkey_long_filler(rows, ax=axes[1], chance=CHANCE)
     seeds = sorted({int(r.get("n_seeds", 1)) for r in rows})
@@ -1149,12 +1145,7 @@ def sweep_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         raise MissingInput("needs a training sweep (--sweep DIR)")
     if not (ds["status"] == "done").any():
         raise MissingInput("the sweep has no finished run")
-    if width == "single":  # the panels one above the other
-        fig = new_figure(column_width(width), 2.3 * len(SWEEP_PANELS) + 0.4)
-        axes = fig.subplots(len(SWEEP_PANELS), 1)
-    else:
-        fig = new_figure(FULL_WIDTH, 2.8)
-        axes = fig.subplots(1, len(SWEEP_PANELS))
+    fig, axes = _panel_row(width, len(SWEEP_PANELS), 2.8, 2.3 * len(SWEEP_PANELS) + 0.4)
     for ax, (var, sel) in zip(axes, SWEEP_PANELS, strict=True):
         plot_sweep(ds, var, ax=ax, select=sel)
     n_done, n = int((ds["status"] == "done").sum()), ds["status"].size
