@@ -109,6 +109,15 @@ for _energy in (1.0, 3.0):
 SCRATCH["triad_readout_1500"] = [*SCRATCH["triad_readout"], "train.iterations=1500"]
 #: ... with cells that each read one module (a structural assumption; see the config):
 #: 60 cells, six a module.
+#: W_a learned from the triad start: does training keep (or leave) the triad once W_a is
+#: free? At a tenth of the learning rate with no structural loss, and at the full rate with
+#: the isometry, loop and inverse losses of the from-scratch settings.
+SCRATCH["triad_readout_learn"] = [*SCRATCH["triad_readout_1500"],
+                                  "train.transition_lr_scale=0.1"]
+SCRATCH["triad_readout_learn_iso"] = [*SCRATCH["triad_readout_1500"],
+                                      "train.transition_lr_scale=1.0",
+                                      "train.loss_isometry=1.0", "train.loss_loop=1.0",
+                                      "train.loss_inverse=1.0"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 
@@ -203,6 +212,27 @@ def _cell_modules(ckpt: Path) -> dict:
     return {"cell_purity": float(np.median(share)), "cells_pure": float(np.mean(share > PURE))}
 
 
+#: Two cells' lattices belong to different spacing modules when their wavelengths differ by
+#: more than this fraction (grid modules step by ~1.4 in rodents; the triad control's modules
+#: by 1.15, so 0.07 separates them).
+MODULE_GAP = 0.07
+
+
+def _hex_spacings(cells) -> dict:
+    """The lattices' spacings of the cells hexagonal in every environment: their median
+    wavelength (nodes; the mean of the three waves' lengths over environments) and how many
+    spacing modules they form (sorted wavelengths split where consecutive ones differ by more
+    than MODULE_GAP). Does the model make grid modules of distinct spacing?"""
+    every = cells["is_grid"].all("env").values
+    if not every.any():
+        return {"hex_wavelength": np.nan, "hex_spacing_modules": 0}
+    bin_size = float(np.diff(cells["x"].values[:2])[0])  # map bin in nodes
+    wl = np.sort(cells["wave_length"].mean(("wave", "env")).values[every] * bin_size)
+    gaps = np.diff(wl) / wl[:-1] > MODULE_GAP
+    return {"hex_wavelength": float(np.median(wl)),
+            "hex_spacing_modules": int(gaps.sum()) + 1}
+
+
 def _row(run_dir: Path) -> dict:
     """One run's line: held-out accuracy, memories per node, W_a's best triad, walk-constant
     power, and the fractions of (environment, unit) maps of the recorded cells (population
@@ -236,6 +266,7 @@ def _row(run_dir: Path) -> dict:
         row["psi_median"] = float(np.nanmedian(psi)) if np.isfinite(psi).any() else np.nan
         if "memory_activity" in an.hippo.populations:
             row["place"] = float(an.hippo.population("memory_activity")["is_place"].mean())
+        row.update(_hex_spacings(cells))
     row.update(_cell_modules(run_dir / "checkpoint.pt"))
     with open(run_dir / "metrics.csv") as f:  # the trainer's own clock (resumes included)
         last = list(csv.DictReader(f))[-1]
