@@ -49,6 +49,7 @@ _LAZY = {
     "classify": "hippo_rep.analysis.classify",
     "control_maps": "hippo_rep.analysis.controls",
     "controls_recording": "hippo_rep.analysis.controls",
+    "grid_modules": "hippo_rep.analysis.modules",
     "grid_scores": "hippo_rep.analysis.gridscore",
     "hex_grid_map": "hippo_rep.analysis.synthetic",
     "open_analysis": "hippo_rep.analysis.pipeline",
