@@ -6,7 +6,8 @@ function of labelled data (:func:`rate_map_step` ... :func:`attrs_step`); its op
 ``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
 place score, border score, spatial information, sparsity, selectivity, the plane-wave
-decomposition, circular-shift nulls of gridness-60, plane-wave share and spatial information,
+decomposition, circular-shift nulls of gridness-60, plane-wave share, spatial information and
+the border score,
 the grid/band/two-wave/square/border/place classification; then remapping between environments
 and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
 dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
@@ -166,8 +167,8 @@ class AnalysisSettings:
     Attributes
     ----------
     shuffles : int
-        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share
-        and spatial-information nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
+        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share,
+        spatial-information and border-score nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
     seed : int
         Seed of all randomness (shifts, the TEM test's permutations), via
         ``numpy.random.SeedSequence(seed).spawn(2)`` (default :data:`DEFAULT_SEED`).
@@ -316,8 +317,8 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
         outputs ``triad_phase``, ``lattice``, ``triad_phase_reason``, ``triad_closure``,
         ``hexagonal_angle_deviation``, ``wave_length_ratio``, ``nonnegative``,
         ``single_field``),
-        ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
-        (quantile, env, unit), ``*_percentile``, the classes of
+        ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``,
+        ``border_score_null_q`` (quantile, env, unit), ``*_percentile``, the classes of
         :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
         ``is_band``, ``is_two_wave``, ``is_square``, ``is_border``, ``is_place``);
         ``rate_map`` (env, unit, y, x),
@@ -727,7 +728,7 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
         "min_shift_steps": int(shifts.values.min()),
         "null_method": "circular time shift of each environment's activity against its "
                        "trajectory (same shift for all units of an environment); scores "
-                       "gridness_60, plane_wave_share and spatial_info",
+                       "gridness_60, plane_wave_share, spatial_info and border_score",
         "dask_chunk_units": -1 if s.chunk_units is None else int(s.chunk_units),
     }
     attrs.update(out.attrs)  # the steps': kernels, classify_*, remap_*, decoding

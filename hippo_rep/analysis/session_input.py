@@ -219,7 +219,7 @@ def session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> Non
         null_method="circular time shift of each cell's spike train (its spikes per tracking "
                     "sample) against the trajectory, by whole tracking samples, at least "
                     "min_shift_s; the same shifts for every cell; scores gridness_60, "
-                    "plane_wave_share and spatial_info",
+                    "plane_wave_share, spatial_info and border_score",
     )
     if first["rate_map"].attrs.get("units") == "Hz":  # spikes per second
         for k in ("spatial_info", "spatial_info_null_q"):

@@ -33,6 +33,7 @@ from .sample_counts import SampleCounts
 from .shuffle import (
     SHUFFLE_DIM,
     null_score_arrays,
+    score_border_score,
     score_gridness_60,
     score_plane_wave_share,
     score_spatial_info,
@@ -70,9 +71,10 @@ NODE_SCORES = {
 }
 
 #: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers, and
-#: their units.
+#: their units. The border score's null is scored with the analysis' own field minimum
+#: (that of its border kernel), as the observed border score is.
 NULL_SCORES = {"gridness_60": "1", "plane_wave_share": "1",
-                "spatial_info": "bits per unit activity"}
+               "spatial_info": "bits per unit activity", "border_score": "1"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,14 @@ class UnitBlock:
             "units": "1", "min_nodes": REMAP_MIN_NODES})]
         return out
 
+    def border_min_area(self) -> int:
+        """The field minimum (bins) of the border kernel among :attr:`kernels`, for the
+        border score's null."""
+        for kernel, *_ in self.kernels:
+            if "border_min_area_bins" in kernel.attrs:
+                return int(kernel.attrs["border_min_area_bins"])
+        raise ValueError("UnitBlock.kernels has no border kernel (border_min_area_bins)")
+
     def __call__(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
         with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), \
                 np.errstate(all="ignore"), warnings.catch_warnings():
@@ -141,7 +151,8 @@ class UnitBlock:
         rates_eu = np.swapaxes(rates, 0, 1)
         res.update(zip(NODE_SCORES, _node_scores(rates_eu, occ[:, None, :]), strict=True))
         scorers = [functools.partial(score_gridness_60, method=self.grid_method),
-                   score_plane_wave_share, score_spatial_info]
+                   score_plane_wave_share, score_spatial_info,
+                   functools.partial(score_border_score, min_area=self.border_min_area())]
         bar = _BAR  # set by analyse(progress=True) in this process
         if bar is not None:  # one tick per block of units, shuffles and score
             scorers = [_ticking(fn, bar) for fn in scorers]
