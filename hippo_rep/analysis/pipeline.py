@@ -51,6 +51,7 @@ from hippo_rep.schema import (
 )
 
 from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
+from .arena import RECTANGLE
 from .classify import BORDER_QUANTILE, GRID_QUANTILE, PLACE_QUANTILE, classify
 from .methods import DEFAULT_GRID_METHOD, grid_method
 from .planewaves import MAX_WAVES, WAVE_DIM
@@ -564,7 +565,8 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     lazy = s.chunk_units is not None
     spec = UnitBlock(
-        kernels=unit_kernels(s.grid_method, field_min_area),
+        kernels=unit_kernels(s.grid_method, field_min_area,
+                             RECTANGLE if sess is None else sess.arena_shape),
         grid_method=s.grid_method,
         quantiles=tuple(float(q) for q in s.quantiles),
         node_map=first["node_map"].values,

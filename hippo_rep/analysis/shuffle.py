@@ -28,6 +28,7 @@ from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
 from hippo_rep.schema import G, require_recording
 
 from ._checks import MAP_DIMS, check_maps
+from .arena import RECTANGLE
 from .border import BORDER_MIN_AREA, border_kernel
 from .core import null_summary_arrays, smooth_masked
 from .fields import place_score
@@ -116,7 +117,8 @@ def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
     return WAVES.apply(check_maps(maps["rate_map"], "rate_map"))["plane_wave_share"]
 
 
-def score_border_score(maps: xr.Dataset, min_area: int = BORDER_MIN_AREA) -> xr.DataArray:
+def score_border_score(maps: xr.Dataset, min_area: int = BORDER_MIN_AREA,
+                       arena_shape: str = RECTANGLE) -> xr.DataArray:
     """Border score of ``maps.rate_map`` (``border_score(rate_map, min_area=min_area)
     .border_score``, Solstad et al. 2008).
 
@@ -128,14 +130,17 @@ def score_border_score(maps: xr.Dataset, min_area: int = BORDER_MIN_AREA) -> xr.
         Fewest bins of a field (:data:`~hippo_rep.analysis.border.BORDER_MIN_AREA`;
         :func:`~hippo_rep.analysis.analyse` passes its own field minimum, as for the
         observed score).
+    arena_shape : {"rectangle", "circle"}
+        The arena's shape (a circle: NaN, :func:`~hippo_rep.analysis.border_score`).
 
     Returns
     -------
     xarray.DataArray, dims (...)
-        Named ``border_score``, unitless, in [-1, 1]; NaN for a map without a field.
+        Named ``border_score``, unitless, in [-1, 1]; NaN for a map without a field and on a
+        circular arena.
     """
     rm = check_maps(maps["rate_map"], "rate_map")
-    return border_kernel(min_area=min_area).apply(rm)["border_score"]
+    return border_kernel(min_area=min_area, arena_shape=arena_shape).apply(rm)["border_score"]
 
 
 #: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
