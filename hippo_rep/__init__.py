@@ -9,6 +9,10 @@ The main job's verbs, one call each (imported on first use)::
     hippo_rep.build_figures("figures", analysis=ds, evals=["eval.json"])
     hippo_rep.run_stages("runs/b", cfg)                              # all of it, resumable
     hippo_rep.run_demo("demo", "figures")                            # hippo-rep demo
+
+``train``, ``record``, ``run_stages`` (its model stages) and ``run_demo`` need PyTorch, the
+``train`` extra; without it they raise :class:`MissingTorchError` (one line: what to install),
+while ``load_config``, ``analyse``, ``build_figures`` and the readers run.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -33,7 +37,48 @@ _LAZY = {
     "open_sweep": ("hippo_rep.sweep", "open_sweep"),
 }
 
-__all__ = ["__version__", *_LAZY]
+#: The verbs of :data:`_LAZY` that run a model, so need torch (the ``train`` extra).
+NEEDS_TORCH = frozenset({"train", "record", "run_stages", "run_demo"})
+
+#: How to install torch and the ``train`` extra (the CPU build first; see the README).
+TORCH_INSTALL = ('`pip install torch==2.13.0 && pip install -e ".[train]"` (the CPU build '
+                 'first)')
+
+__all__ = ["MissingTorchError", "NEEDS_TORCH", "TORCH_INSTALL", "__version__", *_LAZY]
+
+
+class MissingTorchError(ModuleNotFoundError):
+    """A verb that needs PyTorch, called where it is not installed (``name`` is "torch", so
+    ``except ImportError`` and ``except ModuleNotFoundError`` catch it too)."""
+
+    def __init__(self, verb: str):
+        super().__init__(
+            f"hippo_rep.{verb} needs PyTorch (the \"train\" extra), which is not installed: "
+            f"{TORCH_INSTALL}; hippo_rep.analyse, build_figures and the analysis run "
+            "without it", name="torch")
+
+
+def _is_torch(err: ImportError) -> bool:
+    """Whether ``err`` is torch (or one of its modules) failing to import."""
+    name = err.name or ""
+    return name == "torch" or name.startswith("torch.")
+
+
+def _torch_verb(verb: str, fn):
+    """``fn`` raising :class:`MissingTorchError` (one line) instead of torch's
+    ModuleNotFoundError where torch is not installed."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ModuleNotFoundError as err:
+            if isinstance(err, MissingTorchError) or not _is_torch(err):
+                raise
+            raise MissingTorchError(verb) from None
+
+    return run
 
 
 def __getattr__(name: str):
@@ -41,7 +86,8 @@ def __getattr__(name: str):
         import importlib
 
         module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(module), attribute)
+        value = getattr(importlib.import_module(module), attribute)
+        return _torch_verb(name, value) if name in NEEDS_TORCH else value
     raise AttributeError(f"module 'hippo_rep' has no attribute {name!r}")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
-from hippo_rep import __version__
+from hippo_rep import TORCH_INSTALL, __version__
 from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
 from hippo_rep.defaults import (
     DEMO_RECORD_ENVS,
@@ -40,9 +40,8 @@ MAX_ERROR_LINE = 1000
 #: The one line of a command that needs torch where it is not installed (the analysis and
 #: figure commands do not).
 MISSING_TORCH = ("this command needs PyTorch (the \"train\" extra), which is not installed: "
-                 "`pip install torch==2.13.0 && pip install -e \".[train]\"` (the CPU build "
-                 "first); analyse, figures, export-nwb, remap-sessions and controls run "
-                 "without it")
+                 f"{TORCH_INSTALL}; analyse, figures, export-nwb, remap-sessions and controls "
+                 "run without it")
 
 
 class OutputError(ValueError):

@@ -540,6 +540,12 @@ def _bad(**change):
     ({"spikes": {"g": [np.array([0.05])]}}, "population name 'g' is reserved"),
     ({"spikes": np.array([0.01, 0.05])}, "must be a list of per-cell spike-time arrays"),
     ({"length_unit": "mm"}, "length_unit must be one of"),
+    ({"arena_shape": "oval"}, "arena_shape must be one of"),
+    ({"arena_shape": "circle", "arena": None}, "arena_shape 'circle' needs the arena"),
+    ({"arena_shape": "circle", "arena": (0, 10, 0, 8), "y": np.full(10, 4.0)},
+     "attr arena of a circular arena: .* must be a square"),
+    ({"arena_shape": "circle", "y": np.linspace(1, 9, 10)},
+     r"x, y have 2 position\(s\) outside the circular arena \(centre \(5, 5\), radius 5 cm"),
 ])
 def test_bad_sessions_raise_one_line_naming_the_field(change, message):
     with pytest.raises(SessionError, match=message) as err:
@@ -594,3 +600,70 @@ def test_cli_progress_on_stderr_unless_no_progress_and_the_same_result(tmp_path,
     # the library is quiet by default
     analyse(_small(minutes=1), shuffles=2, min_shift_s=5)
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------------- circular arenas
+#: The disc session: minutes, shuffles.
+DISC_MINUTES, DISC_SHUFFLES = 15, 50
+
+
+@pytest.fixture(scope="module")
+def disc():
+    """A rat in a disc of 100 cm diameter (the one inscribed in the 100 cm box): two grid
+    cells, a place cell at the centre and one off-centre, a cell firing along the rim."""
+    rng = np.random.default_rng(5)
+    t, x, y = trajectory(DISC_MINUTES, rng, arena_shape="circle")
+    rim = 10 * np.exp(-((BOX / 2 - np.hypot(x - BOX / 2, y - BOX / 2)) ** 2) / (2 * 8**2))
+    cells = {"grid": [poisson_spikes(t, grid_rate(x, y, SPACING, o, ph), rng)
+                      for o, ph in ((0.0, (0, 0)), (20.0, (13, 21)))],
+             "place": [poisson_spikes(t, place_rate(x, y, c), rng)
+                       for c in ((50.0, 50.0), (30.0, 60.0))],
+             "rim": [poisson_spikes(t, rim, rng)]}
+    session = session_from_spikes(x, y, t, cells, arena=(0, BOX, 0, BOX), arena_shape="circle")
+    return session, analyse(session, shuffles=DISC_SHUFFLES, seed=0)
+
+
+def test_a_disc_sessions_maps_are_nan_outside_the_disc(disc):
+    session, an = disc
+    assert session.attrs["arena_shape"] == "circle"
+    xc, yc = an["x"].values, an["y"].values
+    inside = np.hypot(xc[None, :] - 50, yc[:, None] - 50) <= 50  # bin centres in the disc
+    occ = an["occupancy"].isel(env=0).values
+    assert (occ[~inside] == 0).all() and (occ[inside] > 0).mean() > 0.97  # a few rim bins
+    maps = an["rate_map"].isel(env=0).values
+    assert np.isnan(maps[:, ~inside]).all() and np.isfinite(maps[:, occ > 0]).all()
+    m = session_rate_maps(session, "grid")
+    assert m.attrs["arena_shape"] == "circle" and m.attrs["disc_cm"].tolist() == [50, 50, 50]
+    assert an.attrs["session_arena_shape"] == "circle"
+
+
+def test_a_disc_sessions_grid_and_place_cells_are_recovered(disc):
+    _, an = disc
+    grid, place = _pop(an, "grid"), _pop(an, "place")
+    assert grid["is_grid"].all() and grid["hexagonal"].all()
+    assert (grid["gridness_60"] > 1).all()
+    assert (np.abs(grid["spacing_cm"] - SPACING) < 0.1 * SPACING).all()
+    assert place["is_place"].all() and (place["n_fields"] == 1).all()
+    for k, (cx, cy) in enumerate(((50.0, 50.0), (30.0, 60.0))):
+        m = place["rate_map"].isel(unit=k)
+        peak = m.where(m == m.max(), drop=True)
+        assert abs(float(peak["x"][0]) - cx) < 5 and abs(float(peak["y"][0]) - cy) < 5
+    assert not _pop(an, "rim")["is_place"].any() and not _pop(an, "rim")["is_grid"].any()
+
+
+def test_a_disc_sessions_border_score_is_nan_with_its_reason(disc):
+    _, an = disc
+    assert an["border_score"].isnull().all() and an["border_score_null_q"].isnull().all()
+    assert not an["is_border"].any()
+    assert an.attrs["border_arena_shape"] == "circle"
+    assert "rectangular box" in an.attrs["border_nan_reason"]
+
+
+def test_a_disc_session_keeps_its_shape_through_nwb(disc, tmp_path):
+    pytest.importorskip("pynwb")
+    session, _ = disc
+    back = read_nwb(write_nwb(session, tmp_path / "d.nwb"))
+    assert back.attrs["arena_shape"] == "circle"
+    assert back.attrs["arena"].tolist() == [0, BOX, 0, BOX]
+    rect = read_nwb(tmp_path / "d.nwb", arena_shape="rectangle")
+    assert "arena_shape" not in rect.attrs

@@ -90,6 +90,71 @@ def test_training_commands_name_the_extra_without_torch(no_torch, tmp_path, args
     assert not (tmp_path / "sweep").exists()  # refused before any work
 
 
+#: The package-root verbs that need torch, each called as a user would (``{tmp}``: a fresh
+#: folder).
+TORCH_VERBS = {
+    "train": "hippo_rep.train(hippo_rep.load_config('tiny'), r'{tmp}/run')",
+    "record": "hippo_rep.record('data/temt_paper.pt', r'{tmp}/rec.nc', n_envs=1)",
+    "run_stages": "hippo_rep.run_stages(r'{tmp}/stages', hippo_rep.load_config('tiny'))",
+    "run_demo": "hippo_rep.run_demo(r'{tmp}/demo', r'{tmp}/figures', config='tiny')",
+}
+
+
+@pytest.mark.parametrize("verb", list(TORCH_VERBS))
+def test_package_verbs_name_torch_and_the_extra_without_torch(no_torch, tmp_path, verb):
+    """``hippo_rep.train()`` and the other verbs that run a model raise MissingTorchError:
+    one line saying torch is needed and how to install it (torch 2.13.0, then the "train"
+    extra), not torch's bare ModuleNotFoundError; still an ImportError, named "torch"."""
+    call = TORCH_VERBS[verb].format(tmp=tmp_path)
+    code = textwrap.dedent(f"""\
+        import hippo_rep
+        try:
+            {call}
+        except ImportError as err:
+            assert type(err) is hippo_rep.MissingTorchError and err.name == "torch", err
+            assert isinstance(err, ModuleNotFoundError)
+            assert err.__cause__ is None and err.__suppress_context__
+            print(err)
+        else:
+            raise SystemExit("no error")
+        """)
+    r = no_torch("-c", code)
+    assert r.returncode == 0, r.stderr
+    line = r.stdout
+    assert line.count("\n") == 1, line
+    assert line.startswith(f"hippo_rep.{verb} needs PyTorch"), line
+    assert "pip install torch==2.13.0" in line and '".[train]"' in line
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_torch_free_verbs_are_the_functions_themselves():
+    """With torch, the root's verbs that need none are the pipeline's own functions, and
+    the torch verbs wrap theirs (same name, doc and signature)."""
+    import inspect
+
+    import hippo_rep
+    from hippo_rep import pipeline
+
+    assert hippo_rep.analyse is pipeline.analyse
+    assert hippo_rep.build_figures is pipeline.build_figures
+    assert hippo_rep.train.__wrapped__ is pipeline.train
+    assert inspect.signature(hippo_rep.train) == inspect.signature(pipeline.train)
+    assert hippo_rep.train.__doc__ == pipeline.train.__doc__
+
+
+def test_other_import_errors_pass_through(monkeypatch):
+    """Only torch's import error becomes MissingTorchError."""
+    import hippo_rep
+
+    def fails(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'h5py'", name="h5py")
+
+    wrapped = hippo_rep._torch_verb("train", fails)
+    with pytest.raises(ModuleNotFoundError, match="h5py") as err:
+        wrapped()
+    assert not isinstance(err.value, hippo_rep.MissingTorchError)
+
+
 @pytest.mark.slow  # a session analysed and drawn end to end (a minute on 2 cores)
 def test_session_analysed_and_drawn_without_torch(no_torch, tmp_path):
     make = ("from hippo_rep.analysis import simulate_session, write_session\n"

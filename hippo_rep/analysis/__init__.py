@@ -18,7 +18,9 @@ units) with :func:`write_analysis` / :func:`open_analysis`.
 Your own recorded cells (:mod:`~hippo_rep.analysis.sessions`): :func:`session_from_spikes`,
 :func:`session_from_rates`, :func:`validate_session`, :func:`write_session` /
 :func:`open_session`, :func:`read_nwb` / :func:`write_nwb` (NWB, pynwb),
-:func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording;
+:func:`session_rate_maps`; :func:`analyse` takes a session as it takes a recording; a
+circular arena (``arena_shape="circle"``, :mod:`~hippo_rep.analysis.arena`) maps the disc,
+NaN outside it (:func:`mask_outside_disc` does it for any maps with x, y coords);
 :func:`session_remapping` compares the same cells in two sessions
 (:mod:`~hippo_rep.analysis.session_remapping`).
 :func:`simulate_session` simulates one with known ground truth (grid, place, boundary and
@@ -45,6 +47,7 @@ _LAZY = {
     "border_map": "hippo_rep.analysis.synthetic",
     "band_scores": "hippo_rep.analysis.bandscore",
     "border_score": "hippo_rep.analysis.border",
+    "mask_outside_disc": "hippo_rep.analysis.arena",
     "class_fractions": "hippo_rep.schema",
     "classify": "hippo_rep.analysis.classify",
     "control_maps": "hippo_rep.analysis.controls",

@@ -22,6 +22,12 @@ arena (its maps span it), a graph world's box of nodes (its rate maps span the n
 box: the walls of a square world; around a world of another shape, its edge sites are
 found by the inward search).
 
+A circular arena has no walls in this sense: the score is NaN there
+(``arena_shape="circle"``; :data:`~hippo_rep.analysis.arena.CIRCLE_BORDER_REASON`, in the
+attr ``border_nan_reason``). Neither BNT nor opexebo defines it for a circle (opexebo 0.7.2's
+``border_coverage`` raises ``NotImplementedError`` for "circle"), and the edges of a disc's
+bounding square are not walls: a field along the disc's rim touches them at four points.
+
 Conventions: maps indexed ``[row = y, col = x]`` with dims ("y", "x") last, row 0 at the
 smallest y; NaN = unvisited; square bins.
 """
@@ -33,6 +39,7 @@ import functools
 import numpy as np
 import xarray as xr
 
+from .arena import CIRCLE, CIRCLE_BORDER_REASON, RECTANGLE, check_arena_shape
 from .fields import MIN_FIELD_AREA, place_fields_kernel
 from .kernels import Kernel, Output
 
@@ -137,11 +144,19 @@ def _border_block(maps: np.ndarray, threshold: float, min_area: int, search_widt
     return score, cm, dm, np.where(has, wall, 0)
 
 
+def _undefined_block(maps: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The border outputs of a circular arena's maps: NaN scores, no wall."""
+    nan = np.full(maps.shape[0], np.nan)
+    return nan, nan.copy(), nan.copy(), np.zeros(maps.shape[0], dtype=np.int64)
+
+
 def border_kernel(threshold: float = BORDER_FIELD_THRESHOLD, min_area: int = BORDER_MIN_AREA,
                   search_width: int = BORDER_SEARCH_WIDTH,
-                  wall_distance: float = BORDER_WALL_DISTANCE) -> Kernel:
+                  wall_distance: float = BORDER_WALL_DISTANCE,
+                  arena_shape: str = RECTANGLE) -> Kernel:
     """The :class:`~hippo_rep.analysis.kernels.Kernel` of :func:`border_score` (same
     arguments, checked here)."""
+    arena_shape = check_arena_shape(arena_shape)
     place_fields_kernel(threshold, min_area)  # checks threshold and min_area
     if (isinstance(search_width, bool) or not isinstance(search_width, (int, np.integer))
             or search_width < 1):
@@ -169,7 +184,12 @@ def border_kernel(threshold: float = BORDER_FIELD_THRESHOLD, min_area: int = BOR
         "border_search_width_bins": int(search_width),
         "border_wall_distance_bins": wall_distance,
         "border_walls": "the rate map's four edges",
+        "border_arena_shape": arena_shape,
     }
+    if arena_shape == CIRCLE:
+        attrs.update(border_walls="none (a circular arena)",
+                     border_nan_reason=CIRCLE_BORDER_REASON)
+        return Kernel(_undefined_block, outputs, attrs)
     fn = functools.partial(_border_block, threshold=float(threshold), min_area=int(min_area),
                            search_width=int(search_width), wall_dist=wall_distance)
     return Kernel(fn, outputs, attrs)
@@ -181,6 +201,7 @@ def border_score(
     min_area: int = BORDER_MIN_AREA,
     search_width: int = BORDER_SEARCH_WIDTH,
     wall_distance: float = BORDER_WALL_DISTANCE,
+    arena_shape: str = RECTANGLE,
 ) -> xr.Dataset:
     """Border score of rate maps: ``b = (CM - DM) / (CM + DM)`` (Solstad et al. 2008).
 
@@ -207,6 +228,11 @@ def border_score(
         (:data:`BORDER_SEARCH_WIDTH`).
     wall_distance : float
         Distance of a bin next to a wall, in bins (:data:`BORDER_WALL_DISTANCE`).
+    arena_shape : {"rectangle", "circle"}
+        The arena the maps span: a rectangular box (its walls the map's edges) or a
+        circular arena, where the score is not defined: every output NaN (``border_wall``
+        ""), the reason in the attr ``border_nan_reason``
+        (:data:`~hippo_rep.analysis.arena.CIRCLE_BORDER_REASON`).
 
     Returns
     -------
@@ -214,15 +240,18 @@ def border_score(
         Dims (...): ``border_score`` in [-1, 1] (unitless), ``border_coverage`` (``CM``,
         in [0, 1]), ``border_distance`` (``DM``, fraction of half the shortest side),
         ``border_wall`` (str, the wall of ``CM``: "x_min", "x_max", "y_min", "y_max"; ""
-        when no field reaches a wall). NaN when a map has no field (opexebo returns -1 there).
+        when no field reaches a wall). NaN when a map has no field (opexebo returns -1 there)
+        and on a circular arena. Attrs: the method and its settings (``border_arena_shape``,
+        and on a circle ``border_nan_reason``).
 
     Raises
     ------
     ValueError
         On bad dims, ``threshold`` outside (0, 1), ``min_area`` or ``search_width`` < 1,
-        or a negative ``wall_distance``.
+        a negative ``wall_distance`` or an unknown ``arena_shape``.
     """
-    return border_kernel(threshold, min_area, search_width, wall_distance).apply(maps)
+    return border_kernel(threshold, min_area, search_width, wall_distance,
+                         arena_shape).apply(maps)
 
 
 __all__ = [

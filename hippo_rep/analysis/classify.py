@@ -10,8 +10,9 @@ patterns are their own classes (one or two plane waves whose plane-wave share be
 percentile of its own null); a place cell has spatial information above the 99th percentile
 of its own null, one to three place fields, the largest not a long thin stripe, and is not a
 band, two-wave or square pattern, nor a border cell; a border cell has a border score
-(:func:`~hippo_rep.analysis.border_score`, Solstad et al. 2008) above 0.5 and spatial
-information above the 99th percentile of its own null. Class names are defined once, in
+(:func:`~hippo_rep.analysis.border_score`, Solstad et al. 2008) above 0.5 and above the 99th
+percentile of its own null, and spatial information above the 99th percentile of its own
+null. Class names are defined once, in
 :mod:`hippo_rep.schema`.
 """
 
@@ -67,9 +68,13 @@ PLACE_NOT_WAVE = True
 #: Moser & Moser 2008, Science 322:1865: "cells with border scores above 0.5").
 BORDER_MIN_SCORE = 0.5
 
-#: :func:`classify`: a border cell's spatial information beats this quantile of its own
-#: null (as a place cell's: the border score of a noise map's fields can be high by chance).
-BORDER_QUANTILE = 0.99
+#: :func:`classify`: a border cell's border score and its spatial information each beat
+#: this quantile of their own circular-shift null: the place cells' quantile
+#: (:data:`PLACE_QUANTILE`). The border score of a noise map's fields can be high by chance
+#: (a field of noise that happens to touch a wall), and so can that of a map whose rate
+#: follows the occupancy near a wall; the null, the same cell's activity shifted in time
+#: against the trajectory, tells which border scores the walk itself yields.
+BORDER_QUANTILE = PLACE_QUANTILE
 
 #: :func:`classify`: a place cell is not a border cell (when those are classified). A
 #: boundary cell's field lines a wall (and, for a boundary-vector cell, the ends of the two
@@ -103,8 +108,9 @@ def classify(
         grid cells; ``n_waves``, ``square``, ``plane_wave_share`` and
         ``plane_wave_share_null_q`` for the plane-wave classes; ``spatial_info``,
         ``spatial_info_null_q`` and ``n_fields`` for place cells; ``border_score``,
-        ``spatial_info`` and ``spatial_info_null_q`` for border cells (as in the output of
-        :func:`~hippo_rep.analysis.analyse`). Any set may be missing, but not all.
+        ``border_score_null_q``, ``spatial_info`` and ``spatial_info_null_q`` for border
+        cells (as in the output of :func:`~hippo_rep.analysis.analyse`). Any set may be
+        missing, but not all.
     grid_quantile : float
         A grid cell's gridness-60 exceeds this quantile of its own null (must be one of the
         ``quantile`` coords).
@@ -125,6 +131,14 @@ def classify(
     place_not_wave : bool
         When the plane-wave classes are computed, a place cell is none of ``is_band``,
         ``is_two_wave``, ``is_square`` (:data:`PLACE_NOT_WAVE`).
+    border_min_score : float
+        A border cell's border score exceeds this (:data:`BORDER_MIN_SCORE`).
+    border_quantile : float
+        A border cell's border score and spatial information each exceed this quantile of
+        their own null (:data:`BORDER_QUANTILE`).
+    place_not_border : bool
+        When the border class is computed, a place cell is not a border cell
+        (:data:`PLACE_NOT_BORDER`).
 
     Returns
     -------
@@ -136,8 +150,9 @@ def classify(
         ``is_two_wave`` (two plane waves, not square), ``is_square`` (two near-equal waves
         ~90 degrees apart), each of the three with a plane-wave share > its null's
         ``wave_quantile`` and, when ``single_field`` is given, not a single field;
-        ``is_border`` (border score > ``border_min_score`` and spatial information > its
-        null's ``border_quantile``); ``is_place`` (spatial information > its null's
+        ``is_border`` (border score > ``border_min_score`` and > its null's
+        ``border_quantile``, and spatial information > its null's ``border_quantile``);
+        ``is_place`` (spatial information > its null's
         ``place_quantile`` and ``place_n_fields[0] <= n_fields <= place_n_fields[1]``, and, when
         ``field_elongation`` is given, the largest field no more elongated than
         ``place_max_elongation``; with ``place_not_wave`` and the plane-wave inputs, not a
@@ -149,8 +164,9 @@ def classify(
     ------
     AnalysisError
         If no set of inputs is present, gridness is given without ``hexagonal`` (the
-        gridness threshold alone no longer makes a grid cell), or a quantile was not
-        computed.
+        gridness threshold alone no longer makes a grid cell), ``border_score`` without
+        ``border_score_null_q`` (the threshold alone no longer makes a border cell), or a
+        quantile was not computed.
     """
     out = xr.Dataset()
 
@@ -207,14 +223,21 @@ def classify(
                                 "near-equal length ~90 degrees apart"}
         attrs.update(wave_quantile=wave_quantile)
     if {"border_score", "spatial_info", "spatial_info_null_q"} <= have:
+        if "border_score_null_q" not in have:
+            raise AnalysisError(
+                "classify needs 'border_score_null_q' (the border score's shuffle null) with "
+                "border_score: the threshold alone does not make a border cell"
+            )
         b = scores["border_score"]
         si = scores["spatial_info"]
         informative = si.notnull() & (
             si > threshold("spatial_info", border_quantile)).fillna(False)
-        out[IS_BORDER] = b.notnull() & (b > border_min_score) & informative
+        beats_null = (b > threshold("border_score", border_quantile)).fillna(False)
+        out[IS_BORDER] = b.notnull() & (b > border_min_score) & beats_null & informative
         out[IS_BORDER].attrs = {
-            "long_name": f"border cell: border_score > {border_min_score:g} and spatial_info "
-            f"above the {border_quantile:g} quantile of its shuffle null"
+            "long_name": f"border cell: border_score > {border_min_score:g} and above the "
+            f"{border_quantile:g} quantile of its shuffle null, and spatial_info above the "
+            f"{border_quantile:g} quantile of its shuffle null"
         }
         attrs.update(border_min_score=border_min_score, border_quantile=border_quantile)
     if {"spatial_info", "spatial_info_null_q", "n_fields"} <= have:
@@ -246,7 +269,7 @@ def classify(
         raise AnalysisError(
             "classify needs gridness_60, gridness_60_null_q and hexagonal; or n_waves, "
             "square, plane_wave_share and plane_wave_share_null_q; or spatial_info, "
-            "spatial_info_null_q and n_fields (or border_score)"
+            "spatial_info_null_q and n_fields (or border_score and border_score_null_q)"
         )
     out.attrs = attrs
     return out

@@ -20,6 +20,7 @@ import xarray as xr
 
 from hippo_rep.fileio import atomic_write_nwb, quote
 
+from .arena import CIRCLE, RECTANGLE
 from .sessions import (
     ARENA_ATTR,
     CELL_ID,
@@ -35,6 +36,7 @@ from .sessions import (
     Y,
     open_session,
     parse_arena,
+    session_arena_shape,
     session_from_spikes,
     tracking_clock,
     validate_session,
@@ -55,6 +57,8 @@ POPULATION_COLUMN, CELL_ID_COLUMN = "population", "cell_id"
 #: :func:`write_nwb` stores the arena in the SpatialSeries' ``reference_frame`` as this prefix
 #: followed by ``[x_min, x_max, y_min, y_max]``, which :func:`read_nwb` reads back.
 ARENA_PREFIX = "hippo_rep arena (x_min, x_max, y_min, y_max):"
+#: ... and, for a circular arena, this after the numbers (the disc inscribed in that square).
+CIRCLE_SUFFIX = "; arena_shape: circle (the disc inscribed in that square)"
 #: Session attrs that :func:`write_nwb` writes as the NWB ``Subject`` (and :func:`read_nwb`
 #: reads back), by the ``Subject`` field they fill. NWB best practice (nwbinspector) asks for
 #: ``subject_id``, ``species`` (Latin binomial or NCBI taxonomy link), ``sex`` (M, F, U, O)
@@ -119,12 +123,15 @@ def _length_unit(unit: str, where: str) -> str:
                        "length_unit='cm' or 'm' to say what it is")
 
 
-def _arena_of(series) -> list[float] | None:
+def _arena_of(series) -> tuple[list[float] | None, str]:
+    """The arena and its shape written by :func:`write_nwb` (None, "rectangle": none)."""
     frame = getattr(series, "reference_frame", None) or ""
     if not frame.startswith(ARENA_PREFIX):
-        return None
-    numbers = re.findall(r"[-+0-9.eE]+", frame[len(ARENA_PREFIX):])
-    return [float(v) for v in numbers[:4]] if len(numbers) >= 4 else None
+        return None, RECTANGLE
+    rest = frame[len(ARENA_PREFIX):]
+    shape = CIRCLE if rest.endswith(CIRCLE_SUFFIX) else RECTANGLE
+    numbers = re.findall(r"[-+0-9.eE]+", rest.split(";")[0])
+    return ([float(v) for v in numbers[:4]] if len(numbers) >= 4 else None), shape
 
 
 def _subject_attrs(subject) -> dict[str, str]:
@@ -173,7 +180,7 @@ def time_axis(times: np.ndarray) -> dict:
 
 
 def read_nwb(path: str | os.PathLike, *, position: str | None = None,
-             length_unit: str | None = None, arena=None,
+             length_unit: str | None = None, arena=None, arena_shape: str | None = None,
              population_column: str | None = POPULATION_COLUMN,
              drop_outside: bool = True) -> xr.Dataset:
     """A session of spike times from an NWB file (the common DANDI layout).
@@ -190,6 +197,9 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
         from the series' ``unit``, :data:`NWB_LENGTH_UNITS`; another unit is an error).
     arena : (x_min, x_max, y_min, y_max), optional
         The arena in ``length_unit`` (default: one written by :func:`write_nwb`, else none).
+    arena_shape : {"rectangle", "circle"}, optional
+        The arena's shape (default: the one written by :func:`write_nwb` with the arena,
+        else "rectangle"); "circle": the disc inscribed in ``arena``.
     population_column : str or None
         Units-table column naming each cell's population, used when present (default
         "population"); without it every cell is in :data:`~.sessions.DEFAULT_POPULATION`.
@@ -237,8 +247,11 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
                                f"columns; got shape {data.shape}")
         times = np.asarray(series.get_timestamps(), dtype=np.float64)
         unit = length_unit or _length_unit(series.unit, where)
+        written, written_shape = _arena_of(series)
         if arena is None:
-            arena = _arena_of(series)
+            arena = written
+        if arena_shape is None:
+            arena_shape = written_shape
         units = nwbfile.units
         if units is None or len(units) == 0:
             raise SessionError(f"{where} has no Units table (spike times of the cells)")
@@ -275,7 +288,7 @@ def read_nwb(path: str | os.PathLike, *, position: str | None = None,
         id_of.setdefault(p, []).append(i)  # the cells' ids in the session's (population) order
     try:
         ds = session_from_spikes(data[:, 0], data[:, 1], times, by_pop, length_unit=unit,
-                                 arena=arena, attrs=attrs)
+                                 arena=arena, arena_shape=arena_shape, attrs=attrs)
     except SessionError as err:
         raise SessionError(f"{where}: {err}") from None
     ordered = np.array([i for p in by_pop for i in id_of[p]], dtype=str)
@@ -378,6 +391,8 @@ def write_nwb(session: xr.Dataset, path: str | os.PathLike, overwrite: bool = Fa
     if ARENA_ATTR in session.attrs:
         box = parse_arena(session.attrs[ARENA_ATTR], where="session")
         frame = f"{ARENA_PREFIX} [{', '.join(repr(float(v)) for v in box)}]"
+        if session_arena_shape(session) == CIRCLE:
+            frame += CIRCLE_SUFFIX
     xy = np.stack([session[X].values, session[Y].values], axis=1).astype(np.float64)
     series = SpatialSeries(name="position", data=xy, reference_frame=frame,
                            unit=NWB_UNIT_NAMES[unit],

@@ -6,7 +6,8 @@ function of labelled data (:func:`rate_map_step` ... :func:`attrs_step`); its op
 ``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
 ``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
 place score, border score, spatial information, sparsity, selectivity, the plane-wave
-decomposition, circular-shift nulls of gridness-60, plane-wave share and spatial information,
+decomposition, circular-shift nulls of gridness-60, plane-wave share, spatial information and
+the border score,
 the grid/band/two-wave/square/border/place classification; then remapping between environments
 and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
 dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
@@ -50,6 +51,7 @@ from hippo_rep.schema import (
 )
 
 from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
+from .arena import RECTANGLE
 from .classify import BORDER_QUANTILE, GRID_QUANTILE, PLACE_QUANTILE, classify
 from .methods import DEFAULT_GRID_METHOD, grid_method
 from .planewaves import MAX_WAVES, WAVE_DIM
@@ -166,8 +168,8 @@ class AnalysisSettings:
     Attributes
     ----------
     shuffles : int
-        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share
-        and spatial-information nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
+        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share,
+        spatial-information and border-score nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
     seed : int
         Seed of all randomness (shifts, the TEM test's permutations), via
         ``numpy.random.SeedSequence(seed).spawn(2)`` (default :data:`DEFAULT_SEED`).
@@ -316,8 +318,8 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
         outputs ``triad_phase``, ``lattice``, ``triad_phase_reason``, ``triad_closure``,
         ``hexagonal_angle_deviation``, ``wave_length_ratio``, ``nonnegative``,
         ``single_field``),
-        ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``
-        (quantile, env, unit), ``*_percentile``, the classes of
+        ``gridness_60_null_q``, ``plane_wave_share_null_q``, ``spatial_info_null_q``,
+        ``border_score_null_q`` (quantile, env, unit), ``*_percentile``, the classes of
         :mod:`~hippo_rep.schema` (``is_grid``, ``is_grid_threshold``,
         ``is_band``, ``is_two_wave``, ``is_square``, ``is_border``, ``is_place``);
         ``rate_map`` (env, unit, y, x),
@@ -563,7 +565,8 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     node_rate = stack_units({v: m["node_rate"] for v, m in maps.items()})
     lazy = s.chunk_units is not None
     spec = UnitBlock(
-        kernels=unit_kernels(s.grid_method, field_min_area),
+        kernels=unit_kernels(s.grid_method, field_min_area,
+                             RECTANGLE if sess is None else sess.arena_shape),
         grid_method=s.grid_method,
         quantiles=tuple(float(q) for q in s.quantiles),
         node_map=first["node_map"].values,
@@ -727,7 +730,7 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
         "min_shift_steps": int(shifts.values.min()),
         "null_method": "circular time shift of each environment's activity against its "
                        "trajectory (same shift for all units of an environment); scores "
-                       "gridness_60, plane_wave_share and spatial_info",
+                       "gridness_60, plane_wave_share, spatial_info and border_score",
         "dask_chunk_units": -1 if s.chunk_units is None else int(s.chunk_units),
     }
     attrs.update(out.attrs)  # the steps': kernels, classify_*, remap_*, decoding

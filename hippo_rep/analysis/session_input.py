@@ -21,10 +21,12 @@ from hippo_rep.defaults import (
 from hippo_rep.schema import KIND_ATTR
 
 from ._checks import check_positive_number
+from .arena import RECTANGLE
 from .recordings import UNIT_DIM, AnalysisError
 from .sample_counts import SampleCounts
 from .sessions import (
     ARENA_ATTR,
+    ARENA_SHAPE_ATTR,
     CELL_ID,
     CELLS_ATTR,
     RATE,
@@ -33,6 +35,7 @@ from .sessions import (
     parse_arena,
     population_cells,
     sample_interval,
+    session_arena_shape,
     session_node,
     session_rate_maps,
     spike_sample_counts,
@@ -63,6 +66,8 @@ class SessionInput:
     field_min_area : int
         Smallest place field, bins
         (:data:`~hippo_rep.analysis.sessions.SESSION_MIN_FIELD_AREA_CM2`).
+    arena_shape : str
+        "rectangle" or "circle" (:func:`~hippo_rep.analysis.sessions.session_arena_shape`).
     attrs : dict
         The session's attrs for the analysis (``session_*``) and the spike bookkeeping.
     """
@@ -79,6 +84,7 @@ class SessionInput:
     min_shift_s: float
     field_min_area: int
     attrs: dict
+    arena_shape: str = RECTANGLE
 
 
 def read_session(session: xr.Dataset, variables: Sequence[str], *,
@@ -145,19 +151,21 @@ def read_session(session: xr.Dataset, variables: Sequence[str], *,
         raise AnalysisError(f"min_shift_s {shift_s:g} s must be under half the session's "
                             f"{duration:.6g} s")
     attrs = {k: session.attrs[k] for k in session.attrs
-             if k not in (KIND_ATTR, CELLS_ATTR, ARENA_ATTR)}
+             if k not in (KIND_ATTR, CELLS_ATTR, ARENA_ATTR, ARENA_SHAPE_ATTR)}
     attrs = {f"session_{k}": v for k, v in attrs.items()}
     attrs.update(session_cells=session.attrs[CELLS_ATTR], spikes_in_tracking_gaps=gaps,
                  speed_filtered_fraction=float((node.values < 0).mean()))
     if ARENA_ATTR in session.attrs:
         attrs["session_arena"] = parse_arena(session.attrs[ARENA_ATTR], where="session")
+    shape = session_arena_shape(session)
+    attrs["session_arena_shape"] = shape
     return SessionInput(node=node, activity=activity, counts=counts,
                         min_shift_fraction=fraction, bounds=bounds, cell_id=ids,
                         bin_size_cm=bin_cm, smooth_cm=smooth_cm,
                         min_speed_cm_s=speed, min_shift_s=float(shift_s),
                         field_min_area=max(1, math.ceil(
                             SESSION_MIN_FIELD_AREA_CM2 / bin_cm**2 - 1e-9)),
-                        attrs=attrs)
+                        attrs=attrs, arena_shape=shape)
 
 
 def session_maps(session: xr.Dataset, sess: SessionInput, variables: Sequence[str],
@@ -219,7 +227,7 @@ def session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> Non
         null_method="circular time shift of each cell's spike train (its spikes per tracking "
                     "sample) against the trajectory, by whole tracking samples, at least "
                     "min_shift_s; the same shifts for every cell; scores gridness_60, "
-                    "plane_wave_share and spatial_info",
+                    "plane_wave_share, spatial_info and border_score",
     )
     if first["rate_map"].attrs.get("units") == "Hz":  # spikes per second
         for k in ("spatial_info", "spatial_info_null_q"):

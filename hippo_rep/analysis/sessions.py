@@ -16,6 +16,9 @@ animal's tracking and cells:
   ``cells = "rates"``: ``rate(time, cell)``, NaN = missing sample for that cell).
 - optional attr ``arena = [x_min, x_max, y_min, y_max]`` (length unit): every finite
   position must lie inside it, and the rate maps span it (default: the positions' extent).
+- optional attr ``arena_shape``: ``"rectangle"`` (the default: the arena is that box) or
+  ``"circle"`` (a circular arena: the disc inscribed in ``arena``, which must then be a
+  square; every finite position must lie in the disc).
 
 The *tracking clock* is ``[t_0 - dt / 2, t_end + dt / 2]`` with ``dt`` the median interval
 between tracking samples (:func:`sample_interval`); a spike counts in the sample whose
@@ -36,6 +39,13 @@ and the time map are smoothed by the same Gaussian (σ
 :data:`~hippo_rep.defaults.SESSION_SMOOTH_CM`, truncated at 4 σ, zero outside the arena and
 in unvisited bins) and divided, and unvisited bins stay NaN. The shuffle nulls shift each
 cell's spike train circularly by at least :data:`~hippo_rep.defaults.SESSION_MIN_SHIFT_S`.
+
+A circular arena's maps span its bounding square; a bin belongs to the disc when its centre
+lies in the disc (opexebo's ``circular_mask``, BNT's convention), and the bins outside it are
+not part of the arena: their samples (within ~0.7 bin of the wall) are dropped like tracking
+loss, so those bins are NaN in every map, real or shuffled, and count in no score (they are
+never "unvisited bins of zero occupancy" inside the arena). The border score is not defined
+there (:func:`~hippo_rep.analysis.border_score` with ``arena_shape="circle"``: NaN).
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ from hippo_rep.fileio import atomic_write, quote
 from hippo_rep.schema import KIND_ATTR, POPULATIONS, AnalysisError
 
 from ._checks import check_positive_number
+from .arena import CIRCLE, RECTANGLE, check_arena_shape, disc_of_box, in_disc
 from .ratemaps import node_maps_dataset
 from .recordings import NODE_DIM, UNIT_DIM, node_rate_maps, smoothed_node_maps
 from .sample_counts import SampleCounts, concat_counts, sample_counts
@@ -67,6 +78,9 @@ X, Y, SPIKE_TIMES, N_SPIKES, RATE = "x", "y", "spike_times", "n_spikes", "rate"
 CELL_POPULATION, CELL_ID = "cell_population", "cell_id"
 #: Attrs of a session: the length unit of x, y and arena; "spikes" or "rates"; the arena.
 LENGTH_UNIT_ATTR, CELLS_ATTR, ARENA_ATTR = "length_unit", "cells", "arena"
+#: Attr of a session: the arena's shape, one of
+#: :data:`~hippo_rep.analysis.arena.ARENA_SHAPES` (absent: a rectangle).
+ARENA_SHAPE_ATTR = "arena_shape"
 #: Accepted length units and their size in cm.
 LENGTH_UNITS: dict[str, float] = {"cm": 1.0, "m": 100.0}
 #: How a session holds its cells (attr ``cells``).
@@ -215,7 +229,13 @@ def parse_arena(value, what: str = f"attr {ARENA_ATTR}", where: str = "") -> np.
     return box
 
 
-def _base(x, y, times, length_unit, arena, attrs) -> xr.Dataset:
+def session_arena_shape(session: xr.Dataset) -> str:
+    """The arena shape of a session: its attr ``arena_shape``, else ``"rectangle"``."""
+    return check_arena_shape(session.attrs.get(ARENA_SHAPE_ATTR, RECTANGLE),
+                             f"attr {ARENA_SHAPE_ATTR}")
+
+
+def _base(x, y, times, length_unit, arena, attrs, arena_shape=RECTANGLE) -> xr.Dataset:
     if times is None and hasattr(x, "t") and not isinstance(x, np.ndarray):
         times = x.t  # a pynapple Tsd of positions
     if times is None:
@@ -230,6 +250,15 @@ def _base(x, y, times, length_unit, arena, attrs) -> xr.Dataset:
     out_attrs = {KIND_ATTR: SESSION_KIND, LENGTH_UNIT_ATTR: length_unit}
     if arena is not None:
         out_attrs[ARENA_ATTR] = parse_arena(arena, "arena")
+    try:
+        arena_shape = check_arena_shape(arena_shape, "arena_shape")
+    except ValueError as err:
+        raise SessionError(str(err)) from None
+    if arena_shape != RECTANGLE:
+        if arena is None:
+            raise SessionError(f"arena_shape {arena_shape!r} needs the arena (x_min, x_max, "
+                               "y_min, y_max): the square around the disc")
+        out_attrs[ARENA_SHAPE_ATTR] = arena_shape
     out_attrs.update(attrs or {})
     pos = {"units": length_unit}
     return xr.Dataset(
@@ -249,6 +278,7 @@ def _cell_coords(pops: list[str], ids: list[str]) -> dict:
 
 
 def session_from_spikes(x, y, times, spikes, *, length_unit: str = "cm", arena=None,
+                        arena_shape: str = RECTANGLE,
                         attrs: Mapping | None = None) -> xr.Dataset:
     """A session of cells given as spike times.
 
@@ -267,6 +297,9 @@ def session_from_spikes(x, y, times, spikes, *, length_unit: str = "cm", arena=N
         Unit of ``x``, ``y`` and ``arena``.
     arena : (x_min, x_max, y_min, y_max), optional
         The arena; every finite position must lie inside it.
+    arena_shape : {"rectangle", "circle"}
+        ``"circle"``: the arena is the disc inscribed in ``arena`` (then a square, and
+        needed); every finite position must lie in the disc (module doc).
     attrs : mapping, optional
         Extra attrs (provenance: source file, animal, ...).
 
@@ -282,7 +315,7 @@ def session_from_spikes(x, y, times, spikes, *, length_unit: str = "cm", arena=N
         duplicate times, positions outside the arena, a reserved population name, unsorted or
         duplicate spike times, spike times outside the tracking clock.
     """
-    ds = _base(x, y, times, length_unit, arena, attrs)
+    ds = _base(x, y, times, length_unit, arena, attrs, arena_shape)
     pops, ids, trains = [], [], []
     for pop, cells in _populations(spikes, "spikes").items():
         cid, tr = _spike_cells(cells, pop)
@@ -301,12 +334,13 @@ def session_from_spikes(x, y, times, spikes, *, length_unit: str = "cm", arena=N
 
 
 def session_from_rates(x, y, times, rates, *, length_unit: str = "cm", arena=None,
-                       units: str = "Hz", attrs: Mapping | None = None) -> xr.Dataset:
+                       arena_shape: str = RECTANGLE, units: str = "Hz",
+                       attrs: Mapping | None = None) -> xr.Dataset:
     """A session of cells given as rates per tracking sample.
 
     Parameters
     ----------
-    x, y, times, length_unit, arena, attrs
+    x, y, times, length_unit, arena, arena_shape, attrs
         As in :func:`session_from_spikes`.
     rates : array-like (time, cell), xarray.DataArray, pynapple TsdFrame, or dict of them
         One population (:data:`DEFAULT_POPULATION`) or ``{population name: rates}``; a 1-D
@@ -325,7 +359,7 @@ def session_from_rates(x, y, times, rates, *, length_unit: str = "cm", arena=Non
     SessionError
         As :func:`session_from_spikes`, and rates whose length differs from the positions'.
     """
-    ds = _base(x, y, times, length_unit, arena, attrs)
+    ds = _base(x, y, times, length_unit, arena, attrs, arena_shape)
     n = ds.sizes[TIME]
     pops, ids, blocks = [], [], []
     for pop, r in _populations(rates, "rates").items():
@@ -418,6 +452,15 @@ def validate_session(ds: object, source=None) -> xr.Dataset:
         raise SessionError(f"{where}: x and y hold no finite position")
     if ARENA_ATTR in ds.attrs:
         _check_arena(ds.attrs[ARENA_ATTR], pos, unit, where)
+    try:
+        shape = session_arena_shape(ds)
+    except ValueError as err:
+        raise SessionError(f"{where}: {err}") from None
+    if shape == CIRCLE:
+        if ARENA_ATTR not in ds.attrs:
+            raise SessionError(f"{where}: attr {ARENA_SHAPE_ATTR} is 'circle' without the attr "
+                               f"{ARENA_ATTR} (the square around the disc)")
+        _check_disc(ds.attrs[ARENA_ATTR], pos, unit, where)
     kind = ds.attrs.get(CELLS_ATTR)
     if kind not in CELL_KINDS:
         raise SessionError(f"{where}: attr {CELLS_ATTR} is {quote(kind)}; expected 'spikes' or "
@@ -453,6 +496,22 @@ def _check_arena(arena, pos: dict, unit: str, where: str) -> None:
             raise SessionError(f"{where}: {name} has {int(out.sum())} position(s) outside the "
                                f"arena [{lo:g}, {hi:g}] {unit} (first at tracking sample {i}: "
                                f"{v[i]:.6g})")
+
+
+def _check_disc(arena, pos: dict, unit: str, where: str) -> None:
+    box = parse_arena(arena, where=where)
+    try:
+        cx, cy, r = disc_of_box(box, ARENA_RTOL)
+    except ValueError as err:
+        raise SessionError(f"{where}: attr {ARENA_ATTR} of a circular arena: {err}") from None
+    x, y = pos[X], pos[Y]
+    with np.errstate(invalid="ignore"):
+        out = np.isfinite(x) & np.isfinite(y) & ~in_disc(x, y, cx, cy, r * (1 + ARENA_RTOL))
+    if out.any():
+        i = int(np.argmax(out))
+        raise SessionError(f"{where}: x, y have {int(out.sum())} position(s) outside the "
+                           f"circular arena (centre ({cx:g}, {cy:g}), radius {r:g} {unit}; first "
+                           f"at tracking sample {i}: ({x[i]:.6g}, {y[i]:.6g}))")
 
 
 def _check_spikes(ds: xr.Dataset, t: np.ndarray, pops: np.ndarray, where: str) -> None:
@@ -692,7 +751,9 @@ def session_grid(session: xr.Dataset, bin_size_cm: float = SESSION_BIN_SIZE_CM
                  ) -> dict[str, np.ndarray | float]:
     """The square bins of a session's maps: ``x_edges``, ``y_edges`` (cm) starting at the
     arena's lower corner (default: the positions' extent), ``bin_size_cm``; the last bin of an
-    axis may reach past the arena when its size is not a multiple of the bin size.
+    axis may reach past the arena when its size is not a multiple of the bin size;
+    ``arena_shape``; for a circular arena also ``disc_cm`` (centre x, y and radius, cm) and
+    ``in_arena`` (ny, nx) bool: the bins whose centre lies in the disc.
 
     Raises
     ------
@@ -716,14 +777,22 @@ def session_grid(session: xr.Dataset, bin_size_cm: float = SESSION_BIN_SIZE_CM
             f"{what}, x [{box[0]:g}, {box[1]:g}] y [{box[2]:g}, {box[3]:g}] cm; at least "
             f"{SESSION_MIN_BINS} bins a side are needed (a smaller bin_size_cm)")
     edges = [lo + bin_size_cm * np.arange(k + 1) for lo, k in zip(box[::2], n, strict=True)]
-    return {"x_edges": edges[0], "y_edges": edges[1], "bin_size_cm": float(bin_size_cm)}
+    grid = {"x_edges": edges[0], "y_edges": edges[1], "bin_size_cm": float(bin_size_cm),
+            "arena_shape": RECTANGLE}
+    if session_arena_shape(session) == CIRCLE:  # validate_session: the arena is a square
+        cx, cy, r = disc_of_box(box, ARENA_RTOL)
+        xc, yc = (edges[0][:-1] + edges[0][1:]) / 2, (edges[1][:-1] + edges[1][1:]) / 2
+        grid.update(arena_shape=CIRCLE, disc_cm=np.array([cx, cy, r]),
+                    in_arena=in_disc(xc[None, :], yc[:, None], cx, cy, r))
+    return grid
 
 
 def session_node(session: xr.Dataset, bin_size_cm: float = SESSION_BIN_SIZE_CM,
                  min_speed_cm_s: float = SESSION_MIN_SPEED_CM_S) -> xr.DataArray:
     """The bin of every tracking sample, ``(env, time)`` int64 (flat index ``iy * n_x +
-    ix``), -1 where the sample is dropped: position NaN (tracking lost) or speed below
-    ``min_speed_cm_s`` (or NaN next to tracking loss, when ``min_speed_cm_s`` > 0)."""
+    ix``), -1 where the sample is dropped: position NaN (tracking lost), speed below
+    ``min_speed_cm_s`` (or NaN next to tracking loss, when ``min_speed_cm_s`` > 0), or, in a
+    circular arena, a bin whose centre lies outside the disc (:func:`session_grid`)."""
     grid = session_grid(session, bin_size_cm)
     min_speed = check_positive_number(min_speed_cm_s, "min_speed_cm_s", allow_zero=True)
     x, y = positions_cm(session)
@@ -736,6 +805,9 @@ def session_node(session: xr.Dataset, bin_size_cm: float = SESSION_BIN_SIZE_CM,
         if min_speed > 0:
             keep &= session_speed(session).values >= min_speed
     node = np.where(keep, np.nan_to_num(iy) * nx + np.nan_to_num(ix), -1).astype(np.int64)
+    if "in_arena" in grid:  # a circular arena: bins outside the disc are not in it
+        inside = grid["in_arena"].ravel()
+        node = np.where((node >= 0) & inside[np.maximum(node, 0)], node, -1)
     return xr.DataArray(node[None], dims=("env", TIME),
                         attrs={"long_name": "bin of the tracking sample (-1 = dropped)"})
 
@@ -780,7 +852,10 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
         ``node_occupancy`` (env, world_node, seconds), ``node_map`` (y, x): one "node" per
         bin, the node the analysis' shuffles and per-node scores use. Coords ``x``, ``y``:
         bin centres, cm. Attrs ``bin_size_cm``, ``smooth_cm``, ``smooth_sigma_bins``,
-        ``min_speed_cm_s``, ``sample_interval_s``, ``x_edges``, ``y_edges``.
+        ``min_speed_cm_s``, ``sample_interval_s``, ``x_edges``, ``y_edges``,
+        ``arena_shape``; a circular arena's ``disc_cm`` (centre x, y, radius): its bins
+        outside the disc are NaN in ``rate_map`` (0 in ``occupancy``: no sample counts
+        there).
     """
     if not session_checked:
         validate_session(session)
@@ -815,7 +890,10 @@ def session_rate_maps(session: xr.Dataset, population: str | None = None,
     ds["rate_map"].attrs.update(units=units,
                                 long_name="spikes per second in the bin (NaN = unvisited)")
     ds.attrs.update(bin_size_cm=b, smooth_cm=sigma_cm, min_speed_cm_s=float(min_speed_cm_s),
-                    sample_interval_s=dt, x_edges=xe, y_edges=ye, variable=population)
+                    sample_interval_s=dt, x_edges=xe, y_edges=ye, variable=population,
+                    arena_shape=grid["arena_shape"])
+    if "disc_cm" in grid:
+        ds.attrs["disc_cm"] = grid["disc_cm"]
     return ds
 
 

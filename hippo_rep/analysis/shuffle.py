@@ -28,6 +28,8 @@ from hippo_rep.defaults import BLAS_THREADS, N_SHUFFLES
 from hippo_rep.schema import G, require_recording
 
 from ._checks import MAP_DIMS, check_maps
+from .arena import RECTANGLE
+from .border import BORDER_MIN_AREA, border_kernel
 from .core import null_summary_arrays, smooth_masked
 from .fields import place_score
 from .gridscore import grid_kernel
@@ -115,12 +117,39 @@ def score_plane_wave_share(maps: xr.Dataset) -> xr.DataArray:
     return WAVES.apply(check_maps(maps["rate_map"], "rate_map"))["plane_wave_share"]
 
 
+def score_border_score(maps: xr.Dataset, min_area: int = BORDER_MIN_AREA,
+                       arena_shape: str = RECTANGLE) -> xr.DataArray:
+    """Border score of ``maps.rate_map`` (``border_score(rate_map, min_area=min_area)
+    .border_score``, Solstad et al. 2008).
+
+    Parameters
+    ----------
+    maps : xarray.Dataset
+        With ``rate_map`` (..., y, x), as returned by :func:`rate_maps`.
+    min_area : int
+        Fewest bins of a field (:data:`~hippo_rep.analysis.border.BORDER_MIN_AREA`;
+        :func:`~hippo_rep.analysis.analyse` passes its own field minimum, as for the
+        observed score).
+    arena_shape : {"rectangle", "circle"}
+        The arena's shape (a circle: NaN, :func:`~hippo_rep.analysis.border_score`).
+
+    Returns
+    -------
+    xarray.DataArray, dims (...)
+        Named ``border_score``, unitless, in [-1, 1]; NaN for a map without a field and on a
+        circular arena.
+    """
+    rm = check_maps(maps["rate_map"], "rate_map")
+    return border_kernel(min_area=min_area, arena_shape=arena_shape).apply(rm)["border_score"]
+
+
 #: Built-in scores by name (each takes a rate-map Dataset, returns a DataArray).
 SCORES: dict[str, ScoreFn] = {
     "gridness_60": score_gridness_60,
     "plane_wave_share": score_plane_wave_share,
     "spatial_info": score_spatial_info,
     "place_score": score_place_score,
+    "border_score": score_border_score,
 }
 
 
@@ -501,11 +530,12 @@ def shuffle_null(
     recording : xarray.Dataset
         A recording (``node``, ``node_x``, ``node_y`` and ``variable`` are needed).
     score_fn : str, callable or sequence of them
-        A built-in score name (:data:`SCORES`: "gridness_60", "spatial_info",
-        "place_score") or a function taking a rate-map Dataset like :func:`rate_maps`
-        returns (``rate_map`` (..., y, x), ``occupancy`` (y, x), ``node_rate``
-        (..., world_node), ``node_occupancy`` (world_node)) and returning a DataArray (its
-        ``name`` names the score) or a Dataset of scores, with the map dims reduced.
+        A built-in score name (:data:`SCORES`: "gridness_60", "plane_wave_share",
+        "spatial_info", "place_score", "border_score") or a function taking a rate-map
+        Dataset like :func:`rate_maps` returns (``rate_map`` (..., y, x), ``occupancy``
+        (y, x), ``node_rate`` (..., world_node), ``node_occupancy`` (world_node)) and
+        returning a DataArray (its ``name`` names the score) or a Dataset of scores, with
+        the map dims reduced.
     n : int
         Number of shuffles (>= 1).
     rng : int or numpy.random.Generator

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .arena import CIRCLE, RECTANGLE, check_arena_shape
 from .nwb import SPIKE_RESOLUTION_ATTR, SYNTHETIC_SPECIES
 from .sessions import session_from_spikes
 from .synthetic import plane_wave_sum
@@ -33,13 +34,21 @@ WALLS = {"west": (0, 0.0), "east": (0, 1.0), "south": (1, 0.0), "north": (1, 1.0
 
 
 def simulate_trajectory(minutes: float, rng: np.random.Generator, *, box_cm: float = BOX_CM,
-                        hz: float = TRACKING_HZ, speed_cm_s: float = 15.0, tau_s: float = 1.0
+                        hz: float = TRACKING_HZ, speed_cm_s: float = 15.0, tau_s: float = 1.0,
+                        arena_shape: str = RECTANGLE
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Times (s) and x, y (cm) of a smooth random walk in a ``box_cm`` square, from its centre.
+    """Times (s) and x, y (cm) of a smooth random walk in a ``box_cm`` square (or, with
+    ``arena_shape="circle"``, in the disc of diameter ``box_cm`` inscribed in it), from its
+    centre.
 
     Each axis' velocity is an Ornstein-Uhlenbeck process (time constant ``tau_s``, stationary
-    SD ``speed_cm_s``); a step that crosses a wall is reflected and reverses that velocity.
+    SD ``speed_cm_s``); a step that crosses a wall is reflected and reverses that velocity
+    (on a circle: the position is reflected radially at the rim and the velocity's radial
+    component reversed).
     """
+    check_arena_shape(arena_shape)
+    if arena_shape == CIRCLE:
+        return _trajectory_in_disc(minutes, rng, box_cm, hz, speed_cm_s, tau_s)
     n = int(minutes * 60 * hz)
     dt = 1 / hz
     a = np.exp(-dt / tau_s)
@@ -52,6 +61,29 @@ def simulate_trajectory(minutes: float, rng: np.random.Generator, *, box_cm: flo
         low, high = p < 0, p > box_cm
         p = np.where(low, -p, np.where(high, 2 * box_cm - p, p))
         v = np.where(low | high, -v, v)
+        pos[i] = p
+    return np.arange(n) * dt, pos[:, 0], pos[:, 1]
+
+
+def _trajectory_in_disc(minutes: float, rng: np.random.Generator, box_cm: float, hz: float,
+                        speed_cm_s: float, tau_s: float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = int(minutes * 60 * hz)
+    dt = 1 / hz
+    a = np.exp(-dt / tau_s)
+    kicks = speed_cm_s * np.sqrt(1 - a * a) * rng.standard_normal((n, 2))
+    pos = np.empty((n, 2))
+    r = box_cm / 2
+    c = np.full(2, r)
+    v, p = np.zeros(2), c.copy()
+    for i in range(n):
+        v = a * v + kicks[i]
+        p = p + v * dt
+        d = float(np.hypot(*(p - c)))
+        if d > r:
+            u = (p - c) / d
+            p = c + u * max(2 * r - d, 0.0)  # reflected radially at the rim
+            v = v - 2 * float(v @ u) * u
         pos[i] = p
     return np.arange(n) * dt, pos[:, 0], pos[:, 1]
 

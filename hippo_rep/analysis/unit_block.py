@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from hippo_rep.defaults import BLAS_THREADS
 
+from .arena import RECTANGLE
 from .bandscore import band_kernel
 from .border import border_kernel
 from .core import null_summary_arrays, pair_correlations
@@ -33,6 +34,7 @@ from .sample_counts import SampleCounts
 from .shuffle import (
     SHUFFLE_DIM,
     null_score_arrays,
+    score_border_score,
     score_gridness_60,
     score_plane_wave_share,
     score_spatial_info,
@@ -47,16 +49,19 @@ ANALYSIS_MAX_FIELDS = 4
 PACKED_DIM, PACKED_VAR = "packed", "packed_outputs"
 
 
-def unit_kernels(grid_method: str, min_field_area: int) -> tuple[tuple[Kernel, str, dict], ...]:
+def unit_kernels(grid_method: str, min_field_area: int, arena_shape: str = RECTANGLE
+                 ) -> tuple[tuple[Kernel, str, dict], ...]:
     """The map kernels of :func:`analyse`: (kernel, prefix of its attrs in the analysis'
-    attrs, {declared output name: name in the analysis, None = not kept})."""
+    attrs, {declared output name: name in the analysis, None = not kept}); the border
+    kernel's for ``arena_shape`` (a circle: NaN,
+    :func:`~hippo_rep.analysis.border_score`)."""
     return (
         (grid_kernel(grid_method), "grid_", {"nan_reason": "grid_nan_reason"}),
         (band_kernel(), "band_", {"nan_reason": "band_nan_reason"}),
         (place_fields_kernel(min_area=min_field_area, max_fields=ANALYSIS_MAX_FIELDS),
          "place_field_", {"field_labels": None}),
         (place_score_kernel(), "", {}),
-        (border_kernel(min_area=min_field_area), "border_", {}),
+        (border_kernel(min_area=min_field_area, arena_shape=arena_shape), "border_", {}),
         (WAVES, "", {}),
     )
 
@@ -70,9 +75,10 @@ NODE_SCORES = {
 }
 
 #: Scores with circular-shift nulls in :func:`analyse`, in the order of its scorers, and
-#: their units.
+#: their units. The border score's null is scored with the analysis' own field minimum
+#: (that of its border kernel), as the observed border score is.
 NULL_SCORES = {"gridness_60": "1", "plane_wave_share": "1",
-                "spatial_info": "bits per unit activity"}
+               "spatial_info": "bits per unit activity", "border_score": "1"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,15 @@ class UnitBlock:
             "units": "1", "min_nodes": REMAP_MIN_NODES})]
         return out
 
+    def border_options(self) -> dict:
+        """The field minimum (bins) and arena shape of the border kernel among
+        :attr:`kernels`, for the border score's null (scored as the observed one)."""
+        for kernel, *_ in self.kernels:
+            if "border_min_area_bins" in kernel.attrs:
+                return {"min_area": int(kernel.attrs["border_min_area_bins"]),
+                        "arena_shape": str(kernel.attrs["border_arena_shape"])}
+        raise ValueError("UnitBlock.kernels has no border kernel (border_min_area_bins)")
+
     def __call__(self, maps, rates, act, occ, node, shifts) -> np.ndarray:
         with threadpool_limits(limits=BLAS_THREADS, user_api="blas"), \
                 np.errstate(all="ignore"), warnings.catch_warnings():
@@ -141,7 +156,8 @@ class UnitBlock:
         rates_eu = np.swapaxes(rates, 0, 1)
         res.update(zip(NODE_SCORES, _node_scores(rates_eu, occ[:, None, :]), strict=True))
         scorers = [functools.partial(score_gridness_60, method=self.grid_method),
-                   score_plane_wave_share, score_spatial_info]
+                   score_plane_wave_share, score_spatial_info,
+                   functools.partial(score_border_score, **self.border_options())]
         bar = _BAR  # set by analyse(progress=True) in this process
         if bar is not None:  # one tick per block of units, shuffles and score
             scorers = [_ticking(fn, bar) for fn in scorers]

@@ -59,7 +59,7 @@ CLASS_LABELS: dict[str, str] = {
     IS_BAND: "band (one plane wave)",
     IS_TWO_WAVE: "two-wave (oblique plane waves)",
     IS_SQUARE: "square (two waves at 90°)",
-    IS_BORDER: "border (border score > 0.5, SI > own null)",
+    IS_BORDER: "border (border score > 0.5 and own null, SI > own null)",
     IS_PLACE: "place (spatial info > own null, 1–3 fields)",
 }
 #: The population and class dims of :func:`class_fractions`.
@@ -95,6 +95,7 @@ ANALYSIS_OPTIONAL = {
     "node_rate": ((ENV, UNIT, WORLD_NODE), "f"),
     "gridness_60_null_q": (("quantile", ENV, UNIT), "f"),
     "spatial_info_null_q": (("quantile", ENV, UNIT), "f"),
+    "border_score_null_q": (("quantile", ENV, UNIT), "f"),
     "remap_corr": ((UNIT, "env_pair"), "f"),
     "pv_corr": ((POPULATION_DIM, "env_pair"), "f"),
     # plane_waves' lattice outputs (absent from analyses written before them)

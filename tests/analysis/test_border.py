@@ -15,6 +15,8 @@ import pytest
 import xarray as xr
 
 from hippo_rep.analysis import (
+    AnalysisError,
+    analyse,
     band_map,
     border_map,
     border_score,
@@ -28,7 +30,13 @@ from hippo_rep.analysis.border import (
     BORDER_WALL_DISTANCE,
     wall_distance_map,
 )
-from hippo_rep.analysis.classify import BORDER_MIN_SCORE
+from hippo_rep.analysis.classify import BORDER_MIN_SCORE, BORDER_QUANTILE, PLACE_QUANTILE
+from hippo_rep.analysis.sessions import session_from_spikes
+from hippo_rep.analysis.synthetic_session import (
+    boundary_cell_rate,
+    poisson_spike_times,
+    simulate_trajectory,
+)
 
 #: Agreement with opexebo on the same fields (float round-off only).
 OPEXEBO_ATOL = 1e-12
@@ -133,11 +141,13 @@ def test_agrees_with_opexebo_on_the_same_fields(name):
 
 
 # ------------------------------------------------------------------------------ classify
-def _scores(border, si, elongation=2.0):
+def _scores(border, si, elongation=2.0, border_null=(0.3, 0.4)):
     q = xr.DataArray([1.0, 2.0], dims="quantile", coords={"quantile": [0.95, 0.99]})
+    bq = xr.DataArray(list(border_null), dims="quantile", coords={"quantile": [0.95, 0.99]})
     n = len(border)
     return xr.Dataset({
         "border_score": ("unit", np.asarray(border, dtype=float)),
+        "border_score_null_q": bq.expand_dims(unit=n).transpose("quantile", "unit"),
         "spatial_info": ("unit", np.asarray(si, dtype=float)),
         "spatial_info_null_q": q.expand_dims(unit=n).transpose("quantile", "unit"),
         "n_fields": ("unit", np.ones(n, dtype=int)),
@@ -166,3 +176,70 @@ def test_synthetic_maps_classified_from_their_scores():
     cls = classify(_scores(b, [3.0, 3.0]))
     assert cls["is_border"].values.tolist() == [True, False]
     assert cls["is_place"].values.tolist() == [False, True]
+
+
+def test_a_border_score_below_its_own_null_is_no_border_cell():
+    """Above the 0.5 threshold and informative, but not above the 99th percentile of its own
+    null: not a border cell (a walk that hugs the walls gives such scores by itself)."""
+    scores = _scores([0.7, 0.7, 0.7], [3.0, 3.0, 3.0]).assign(
+        border_score_null_q=(("quantile", "unit"), [[0.3, 0.3, 0.6], [0.4, 0.69, 0.75]]))
+    cls = classify(scores)
+    assert cls["is_border"].values.tolist() == [True, True, False]
+    assert "quantile of its shuffle null, and spatial_info" in cls["is_border"].attrs[
+        "long_name"]
+    assert cls.attrs["border_quantile"] == BORDER_QUANTILE == PLACE_QUANTILE
+    # the quantile must have been computed, and the null given with the score
+    with pytest.raises(AnalysisError, match="0.9 was not computed"):
+        classify(_scores([0.7], [3.0]), border_quantile=0.9)
+    with pytest.raises(AnalysisError, match="border_score_null_q"):
+        classify(_scores([0.7], [3.0]).drop_vars("border_score_null_q"))
+
+
+# ------------------------------------------------------------------ the border score's null
+#: The session of the null's ground truth: minutes, bin side (cm), shuffles.
+NULL_MINUTES, NULL_BIN_CM, NULL_SHUFFLES = 5, 5.0, 100
+
+
+@pytest.fixture(scope="module")
+def border_null():
+    """A boundary cell along the west wall; the same cell driven by the trajectory's
+    positions scrambled in time; a uniform 3 Hz cell. Poisson spikes, one session."""
+    rng = np.random.default_rng(3)
+    t, x, y = simulate_trajectory(NULL_MINUTES, rng)
+    perm = rng.permutation(t.size)
+    cells = {"cells": [poisson_spike_times(t, boundary_cell_rate(x, y, "west"), rng),
+                       poisson_spike_times(t, boundary_cell_rate(x[perm], y[perm], "west"),
+                                           rng),
+                       poisson_spike_times(t, np.full(t.size, 3.0), rng)]}
+    session = session_from_spikes(x, y, t, cells, arena=(0, 100, 0, 100))
+    return analyse(session, shuffles=NULL_SHUFFLES, seed=0, bin_size_cm=NULL_BIN_CM,
+                   keep_null=True).isel(env=0)
+
+
+def test_a_boundary_cell_beats_its_border_null_and_scrambled_or_flat_cells_do_not(border_null):
+    an = border_null
+    q99 = an["border_score_null_q"].sel(quantile=BORDER_QUANTILE)
+    border, scrambled, flat = (an.isel(unit=k) for k in range(3))
+    assert float(border["border_score"]) > max(BORDER_MIN_SCORE, float(q99[0]))
+    assert bool(border["is_border"]) and str(border["border_wall"].values) == "x_min"
+    assert float(border["border_score_percentile"]) == 100.0
+    for cell in (scrambled, flat):
+        assert not bool(cell["is_border"])
+        assert float(cell["border_score_percentile"]) < 100 * BORDER_QUANTILE
+    assert float(scrambled["border_score"]) < float(q99[1])
+    assert "border_score" in an.attrs["null_method"]
+
+
+def test_the_border_null_is_per_cell_and_shuffle(border_null):
+    """``border_score_null`` (env, unit, shuffle) with ``keep_null``; its quantiles
+    (quantile, unit) and the observed score's percentile (unit)."""
+    an = border_null
+    assert an["border_score_null"].dims == ("unit", "shuffle")
+    assert an["border_score_null"].shape == (3, NULL_SHUFFLES)
+    assert an["border_score_null_q"].dims == ("quantile", "unit")
+    assert an["border_score_percentile"].attrs["units"] == "percent"
+    null = an["border_score_null"].values
+    assert np.isfinite(null).all() and (null >= -1).all() and (null <= 1).all()
+    # the quantiles are those of the kept null
+    np.testing.assert_allclose(an["border_score_null_q"].sel(quantile=BORDER_QUANTILE),
+                               np.nanquantile(null, BORDER_QUANTILE, axis=1))

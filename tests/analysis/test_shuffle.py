@@ -43,7 +43,8 @@ def test_circular_shifts_bad(n_time, frac, match):
 
 
 def _null(rec, variable, shifts,
-          names=("gridness_60", "spatial_info", "place_score", "plane_wave_share"), sigma=None):
+          names=("gridness_60", "spatial_info", "place_score", "plane_wave_share",
+                 "border_score"), sigma=None):
     maps = rate_maps(rec, variable, smooth_sigma=sigma)
     scorers = [SCORES[k] for k in names]
     sh = xr.DataArray(np.asarray(shifts), dims=("env", "shuffle"))
@@ -123,6 +124,23 @@ def test_shuffle_null_outputs(small_rec):
     # same seed, same result; chunked over units, same result
     again = shuffle_null(small_rec, ["gridness_60", "spatial_info"], n=12, rng=3, chunk_units=5)
     xr.testing.assert_allclose(ds, again)
+
+
+def test_border_score_null_of_a_recording(small_rec):
+    """The built-in "border_score": the observed score is border_score of the rate maps; its
+    null has dims (env, unit, shuffle), scores in [-1, 1] (NaN: a shuffled map without a
+    field)."""
+    from hippo_rep.analysis import border_score
+
+    ds = shuffle_null(small_rec, "border_score", n=8, rng=2)
+    maps = rate_maps(small_rec, "g")
+    want = border_score(maps.rate_map)["border_score"].transpose("env", "unit")
+    np.testing.assert_allclose(ds["border_score"].values, want.values)
+    assert ds["border_score_null"].dims == ("env", "unit", "shuffle")
+    assert ds["border_score_null"].sizes["shuffle"] == 8
+    null = ds["border_score_null"].values
+    assert ((null[np.isfinite(null)] >= -1) & (null[np.isfinite(null)] <= 1)).all()
+    assert ds["border_score_null_q"].dims == ("quantile", "env", "unit")
 
 
 def test_one_score_equals_the_same_score_beside_another(small_rec):
