@@ -118,6 +118,16 @@ SCRATCH["triad_readout_learn_iso"] = [*SCRATCH["triad_readout_1500"],
                                       "train.transition_lr_scale=1.0",
                                       "train.loss_isometry=1.0", "train.loss_loop=1.0",
                                       "train.loss_inverse=1.0"]
+#: The learned route: W_a a representation of the 2D moves whose every rotation plane's wave
+#: vector is learned from a random start (``model.transition_param=waves``: independent
+#: directions, wavelengths 5-18 nodes; no triad, no module structure), read-out cells with
+#: the energy cost on top; with the isometry loss (whose optimum on a hexagonal lattice is
+#: a triad per module) and without it (the task and the energy cost alone).
+SCRATCH["waves_readout"] = ["model.transition_param=waves", "train.loss_isometry=0",
+                            "model.cells=readout", "train.loss_cells_energy=0.3",
+                            "train.cells_ramp_start=300", "train.cells_ramp=300",
+                            "train.iterations=1500"]
+SCRATCH["waves_iso_readout"] = [*SCRATCH["waves_readout"], "train.loss_isometry=1.0"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

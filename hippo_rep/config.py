@@ -137,7 +137,12 @@ class ModelConfig(TypedConfig):
     # "orthogonal" W_a = exp(S - Sᵀ), or "free" W_a (the paper). Free matrices with the
     # landmark correction collapsed in 8x8 runs (W_a contracts all positions onto one;
     # memories fall to the number of distinct observations); orthogonal ones cannot contract.
-    transition_param: str = choice("orthogonal", ("free", "orthogonal"))
+    # "waves": W_a a representation of the lattice's 2D moves, learned only through each
+    # rotation plane's wave vector k_p (W_a turns plane p by k_p · u_a, u_a move a's known
+    # displacement; stay is the identity): the moves commute and undo each other by
+    # construction, so g is a function of the node; whether k's of a module form a hexagonal
+    # triad is learned, not set (issue 28's learned route; needs an even model.n_g).
+    transition_param: str = choice("orthogonal", ("free", "orthogonal", "waves"))
     # Grid modules: W_a block-diagonal in blocks of this many units (0 = one block of all n_g
     # units). A block is a module of waves that train.loss_isometry shapes on its own (Gao,
     # Xie, Zhu, Wu & Wu 2021; Xu, Gao, Zhang, Wei & Wu, ICLR 2025); 6 units hold three
@@ -273,11 +278,16 @@ class ModelConfig(TypedConfig):
         if self.memory != "full" and self.kind != "temt":
             raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
         if self.transition_init == "triad" and (self.g_module_size != 6
-                                                or self.transition_param != "orthogonal"):
+                                                or self.transition_param == "free"):
             raise ConfigError("model.transition_init = \"triad\" needs model.g_module_size = 6 "
                               "(three rotation planes a module) and model.transition_param = "
-                              f"\"orthogonal\"; got g_module_size = {self.g_module_size}, "
-                              f"transition_param = {self.transition_param!r}")
+                              f"\"orthogonal\" or \"waves\"; got g_module_size = "
+                              f"{self.g_module_size}, transition_param = "
+                              f"{self.transition_param!r}")
+        if self.transition_param == "waves" and (self.n_g % 2 or self.kind != "temt"):
+            raise ConfigError("model.transition_param = \"waves\" needs an even model.n_g "
+                              f"(rotation planes of two units) and model.kind = \"temt\"; got "
+                              f"n_g = {self.n_g}, kind = {self.kind!r}")
         self._check_tem()
 
     def _check_tem(self) -> None:

@@ -164,6 +164,8 @@ TRAIN_SETTINGS = {
     "modules_isometry": ["model.g_module_size=6", "train.loss_isometry=1"],
     "modules_isometry_walk": ["model.g_module_size=6", "train.loss_isometry=1",
                               "train.isometry_pairs=walk"],
+    # W_a from learned wave vectors (its gradient comes through the rotations' cos and sin)
+    "waves": ["model.transition_param=waves", "model.n_g=24", "model.g_module_size=6"],
 }
 
 

@@ -52,6 +52,10 @@ from hippo_rep.models.memory import (
 
 #: Scalar features appended to the gate's input (agreement, confidence).
 _N_GATE_FEATURES = 2
+#: Range of the random initial wavelengths (nodes) of ``transition_param = "waves"``: the
+#: triad control's span (5 to 17.6 nodes), every wave visible in a 16×16 recording and none
+#: aliased on the lattice.
+WAVE_INIT_WAVELENGTHS = (5.0, 18.0)
 #: Initial capacity of the memory buffer, in slots; it grows by doubling.
 _INITIAL_CAPACITY = 64
 
@@ -150,6 +154,10 @@ class TEMt(nn.Module):
                 n_actions, d, [config.triad_wavelength * config.triad_scale_ratio ** m
                                for m in range(n_mod)],
                 (torch.rand(n_mod) * math.pi / 3).tolist())
+        if config.transition_param == "waves":  # W_a holds each rotation plane's wave vector
+            w = self._initial_waves(n_actions, d, w)
+            self.register_buffer("move_disp", transitions.move_displacements(n_actions),
+                                 persistent=False)
         self.W_a = nn.Parameter(w)
         g_init = torch.randn(d)
         if config.transition_init == "triad":  # each wave of a triad equally strong
@@ -189,6 +197,20 @@ class TEMt(nn.Module):
                 self.register_buffer("cell_mask", mask.float(), persistent=False)
             with torch.no_grad():
                 self.cell_readout.bias.fill_(config.cells_bias_init)
+
+    def _initial_waves(self, n_actions: int, d: int, generators: torch.Tensor) -> torch.Tensor:
+        """(d / 2, 2) wave vectors of ``transition_param = "waves"``: the triad's (read off the
+        triad generators, ``transition_init = "triad"``) or, at random, a direction uniform
+        on the circle and a wavelength log-uniform in :data:`WAVE_INIT_WAVELENGTHS` nodes for
+        each plane independently (no triad, no module structure assumed)."""
+        if self.config.transition_init == "triad":
+            u = transitions.move_displacements(n_actions)[1:3]  # two independent moves
+            theta = generators[1:3, 0::2, 1::2].diagonal(dim1=1, dim2=2)  # (2, d / 2)
+            return torch.linalg.solve(u, theta).T.contiguous()
+        lo, hi = (math.log(v) for v in WAVE_INIT_WAVELENGTHS)
+        lam = torch.exp(lo + (hi - lo) * torch.rand(d // 2))
+        ang = 2 * math.pi * torch.rand(d // 2)
+        return (2 * math.pi / lam)[:, None] * torch.stack([ang.cos(), ang.sin()], 1)
 
     # ------------------------------------------------------------------ cells
     def cell_activity(self, g: torch.Tensor) -> torch.Tensor:
@@ -255,6 +277,8 @@ class TEMt(nn.Module):
     def transition_matrices(self) -> torch.Tensor:
         """The action matrices W_a, (n_actions, d, d); g_next = f(g @ W_a[a]). Block-diagonal
         with ``model.g_module_size`` (each module's units move among themselves only)."""
+        if self.config.transition_param == "waves":
+            return transitions.wave_rotations(self.W_a, self.move_disp)
         W = self.W_a
         if self.config.g_module_size:
             W = W * module_mask(self.config.n_g, self.config.g_module_size).to(W)

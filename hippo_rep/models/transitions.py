@@ -83,13 +83,57 @@ def triad_generators(n_actions: int, n_g: int, wavelengths, orientations) -> tor
     """
     u = _unit_vectors(lattice_kind(n_actions))
     S = torch.zeros(n_actions, n_g, n_g)
-    for m, (lam, phi) in enumerate(zip(wavelengths, orientations, strict=True)):
+    k = triad_wave_vectors(wavelengths, orientations).numpy()
+    for p in range(k.shape[0]):
+        S[1:, 2 * p, 2 * p + 1] = torch.as_tensor(u @ k[p], dtype=S.dtype)
+    return S
+
+
+def triad_wave_vectors(wavelengths, orientations) -> torch.Tensor:
+    """Wave vectors of hexagonal triads: module m's three rotation planes get waves of length
+    2π / ``wavelengths[m]`` (rad per node) at ``orientations[m]`` + 0°, 60°, 120°.
+
+    Returns
+    -------
+    Tensor, (3 · n_modules, 2)
+        Plane p = 3m + j's wave vector (x, y), float32.
+    """
+    k = []
+    for lam, phi in zip(wavelengths, orientations, strict=True):
         for j in range(3):
             ang = float(phi) + j * math.pi / 3
-            k = (2 * math.pi / float(lam)) * np.array([math.cos(ang), math.sin(ang)])
-            a = 6 * m + 2 * j
-            S[1:, a, a + 1] = torch.as_tensor(u @ k, dtype=S.dtype)
-    return S
+            k.append((2 * math.pi / float(lam)) * np.array([math.cos(ang), math.sin(ang)]))
+    return torch.as_tensor(np.array(k), dtype=torch.float32)
+
+
+def move_displacements(n_actions: int) -> torch.Tensor:
+    """(n_actions, 2) displacement of every action in lattice units (stay, action 0, is 0)."""
+    u = _unit_vectors(lattice_kind(n_actions))
+    return torch.as_tensor(np.vstack([np.zeros((1, 2)), u]), dtype=torch.float32)
+
+
+def wave_rotations(k: torch.Tensor, disp: torch.Tensor) -> torch.Tensor:
+    """W_a of ``transition_param = "waves"``: block-diagonal rotations, plane p of W_a turned
+    by θ_ap = k_p · u_a, in the convention of exp(S − Sᵀ) with S[a, 2p, 2p + 1] = θ_ap.
+
+    Parameters
+    ----------
+    k : Tensor, (n_planes, 2)
+        Each rotation plane's wave vector (rad per node).
+    disp : Tensor, (n_actions, 2)
+        Each action's displacement (nodes).
+
+    Returns
+    -------
+    Tensor, (n_actions, 2 n_planes, 2 n_planes)
+        Orthogonal, commuting matrices; differentiable in ``k``.
+    """
+    theta = disp @ k.T  # (A, P)
+    c, s = torch.cos(theta), torch.sin(theta)
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (A,P,2,2)
+    eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
+    A, P = theta.shape
+    return torch.einsum("apij,pq->apiqj", blocks, eye).reshape(A, 2 * P, 2 * P)
 
 
 def smallest_loop(kind: str) -> list[int]:

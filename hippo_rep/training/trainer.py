@@ -241,6 +241,7 @@ class Trainer:
     def _optimizer(self):
         tc = self.cfg.train
         named = dict(self.model.named_parameters())
+        # W_a's parameter (its generators, free matrices or, under "waves", wave vectors)
         trans = [p for n, p in named.items() if n == "W_a"]
         rest = [p for n, p in named.items() if n != "W_a"]
         if tc.transition_lr_scale == 0:
