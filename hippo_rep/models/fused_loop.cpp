@@ -1,0 +1,354 @@
+// The fused time loop's per-step work in C++ (hippo_rep.models.fused_cpp): the same aten
+// operations, in the same order, as fused._loop_forward's loop and FusedLoop.backward's loop
+// for model.memory = "full" (s0 = 0), so the results are those of the Python fused path bit
+// for bit; what is once per chunk (setup, weight gradients) stays in Python. Per-operator
+// headers only: they compile in a fraction of the time of <torch/extension.h>.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_softmax_backward_data.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/layer_norm.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/leaky_relu_backward.h>
+#include <ATen/ops/linalg_vecdot.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/rsub.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/tanh_backward.h>
+#include <ATen/ops/threshold_backward.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/library.h>
+
+#include <limits>
+#include <optional>
+#include <vector>
+
+using at::Tensor;
+
+namespace {
+
+constexpr double kLnEps = 1e-5;   // fused._LN_EPS
+constexpr double kLeaky = 0.1;    // fused._LEAKY
+// Per-step record layout (the fields of fused._Step that the backward reads).
+enum Rec {
+  G_PREV, H, U, R_PI, G_PI, MEAN_Q, RSTD_Q, ZQ, BSCALE, LOGITS, W, AMAX, X_RAW, HID_R,
+  G_RET, R_RET, ZR, MEAN_R, RSTD_R, FEATS, HID_G, SIG, HAS, GATE, DIFF, N_REC
+};
+// Per-step flags: [has g_prev, landmark, m].
+constexpr int64_t N_META = 3;
+
+Tensor activation(int64_t kind, const Tensor& h) {
+  if (kind == 1) return h.relu();
+  if (kind == 2) return h.tanh();
+  if (kind == 3) return at::leaky_relu(h, kLeaky);
+  return h;
+}
+
+Tensor act_backward(int64_t kind, const Tensor& du, const Tensor& h, const Tensor& u) {
+  if (kind == 1) return at::threshold_backward(du, u, 0);
+  if (kind == 2) return at::tanh_backward(du, u);
+  if (kind == 3) return at::leaky_relu_backward(du, h, kLeaky, false);
+  return du;
+}
+
+// fused._rms: returns u * r and r.
+std::pair<Tensor, Tensor> rms(const Tensor& u, const Tensor& k_d, const Tensor& k_eps) {
+  Tensor r = u.mul(u).sum(-1, true);
+  r.div_(k_d).add_(k_eps).rsqrt_();
+  return {u.mul(r), r};
+}
+
+// fused._rms_bw
+Tensor rms_bw(const Tensor& dy, const Tensor& y, const Tensor& r, double inv_d) {
+  Tensor c = dy.mul(y).sum(-1, true);
+  return dy.addcmul(y, c, -inv_d).mul(r);
+}
+
+Tensor longs(std::vector<int64_t> v, std::vector<int64_t> shape) {
+  v.push_back(0);  // never a null pointer
+  return at::from_blob(v.data(), shape, at::kLong).clone();
+}
+
+// fused._loop_forward's loop. Returns [g, g_pi, gate (B, L, d), written (B, L), slots
+// (B, L), count (B,), meta (L, N_META), then N_REC tensors per step when save].
+std::vector<Tensor> loop_forward(
+    const Tensor& Wcat, const Tensor& g_start, const Tensor& aidx, const Tensor& obs_t,
+    const Tensor& ctx_t, const Tensor& G, const Tensor& ZG, const Tensor& X, const Tensor& C,
+    const Tensor& count_in, const Tensor& flat, const Tensor& W1r, const Tensor& b1r,
+    const Tensor& W2r, const Tensor& b2r, const Tensor& W1g, const Tensor& b1g,
+    const Tensor& W2g, const Tensor& b2g, const Tensor& beta_tab, const Tensor& has_tab,
+    const Tensor& thr_d, const Tensor& k_d, const Tensor& k_eps, int64_t act_kind, bool use_rms,
+    bool multiplicative, bool landmark, bool use_c, bool fresh, bool save) {
+  const int64_t B = G.size(0), cap = G.size(1), d = G.size(2), L = obs_t.size(0);
+  const bool pow2 = (d & (d - 1)) == 0;
+  const std::vector<int64_t> nd{d};
+  Tensor count = count_in;
+  Tensor obs_k = obs_t.view({L, B, 1, 1}), ctx_k = ctx_t.view({L, B, 1, 1});
+  Tensor ZG3T = ZG.transpose(1, 2), X3 = X.view({B, 1, cap}), C3 = C.view({B, 1, cap});
+  Tensor Gf = G.view({B * cap, 1, d}), ZGf = ZG.view({B * cap, 1, d});
+  Tensor Xf = X.view({-1}), Cf = C.view({-1});
+  Tensor ones = at::ones({B}, G.options().dtype(at::kBool));
+  Tensor zero_gate = at::zeros({B, 1, d}, G.options());
+  Tensor none = G.new_empty({0});  // an unused record (Tensor[] holds no None)
+  Tensor g_prev = g_start.contiguous().view({B, 1, d});
+  std::vector<Tensor> gs, gpis, gates, news, fis, recs;
+  std::vector<int64_t> meta;
+  gs.reserve(L), gpis.reserve(L), gates.reserve(L), news.reserve(L), fis.reserve(L);
+  if (save) recs.reserve(L * N_REC);
+  bool all_has = false;
+  int64_t m_views = -1;
+  Tensor ZGt, Gs, Xs, Cs;
+  for (int64_t t = 0; t < L; ++t) {
+    std::vector<Tensor> rec(save ? N_REC : 0);
+    Tensor g_pi, eq, invalid;
+    const bool has_prev = !(fresh && t == 0);
+    if (!has_prev) {
+      g_pi = g_prev;
+    } else {
+      Tensor h = g_prev.matmul(Wcat).gather(2, aidx.select(0, t));
+      Tensor u = activation(act_kind, h), r_pi;
+      if (use_rms) {
+        std::tie(g_pi, r_pi) = rms(u, k_d, k_eps);
+      } else {
+        g_pi = u;
+      }
+      if (save) rec[G_PREV] = g_prev, rec[H] = h, rec[U] = u, rec[R_PI] = r_pi;
+    }
+    if (save) rec[G_PI] = g_pi;
+    const int64_t m = count.max().item<int64_t>();
+    if (m > 0) {
+      if (m != m_views) {
+        ZGt = ZG3T.slice(2, 0, m), Gs = G.slice(1, 0, m), Xs = X3.slice(2, 0, m);
+        if (use_c) Cs = C3.slice(2, 0, m);
+        m_views = m;
+      }
+      eq = Xs.eq(obs_k.select(0, t));
+      if (use_c) eq = eq.logical_and_(Cs.eq(ctx_k.select(0, t)));
+      invalid = Xs.lt(0);
+    }
+    Tensor g_t, gate;
+    const bool lm = landmark && m > 0;
+    if (lm) {
+      const Tensor& n_vis = count;
+      auto [zq, mean_q, rstd_q] = at::native_layer_norm(g_pi, nd, {}, {}, kLnEps);
+      Tensor s = zq.bmm(ZGt), bscale, logits;
+      if (multiplicative) {
+        bscale = beta_tab.index_select(0, n_vis).mul(eq);
+        logits = (pow2 ? s : s.div(k_d)).mul(bscale);
+      } else {
+        bscale = beta_tab.index_select(0, n_vis);
+        logits = bscale.mul(s.div(k_d).add(eq));
+      }
+      logits.masked_fill_(invalid, -1e30);
+      Tensor w = logits.softmax(-1);
+      Tensor x_raw = w.bmm(Gs);
+      auto [conf, amax] = w.max(-1, true);
+      Tensor hid_r = at::linear(x_raw, W1r, b1r).relu_();
+      Tensor v = x_raw.add(at::linear(hid_r, W2r, b2r));
+      Tensor g_ret, r_ret;
+      if (use_rms) {
+        std::tie(g_ret, r_ret) = rms(v, k_d, k_eps);
+      } else {
+        g_ret = v;
+      }
+      auto [zr, mean_r, rstd_r] = at::native_layer_norm(x_raw, nd, {}, {}, kLnEps);
+      Tensor agree = zr.mul(zq).sum(-1, true);
+      if (!pow2) agree = agree.div(k_d);
+      Tensor feats = at::cat({g_ret, g_pi, agree, conf}, -1);
+      Tensor hid_g = at::linear(feats, W1g, b1g).relu_();
+      Tensor sig = at::linear(hid_g, W2g, b2g).sigmoid();
+      if (!all_has) all_has = count.min().item<int64_t>() > 0;
+      Tensor has;
+      if (!all_has) has = has_tab.index_select(0, n_vis);
+      gate = has.defined() ? sig.mul(has) : sig;
+      Tensor diff = g_ret.sub(g_pi);
+      g_t = g_pi.add(gate.mul(diff));
+      if (save) {
+        rec[MEAN_Q] = mean_q, rec[RSTD_Q] = rstd_q, rec[ZQ] = zq, rec[BSCALE] = bscale;
+        rec[LOGITS] = logits, rec[W] = w, rec[AMAX] = amax, rec[X_RAW] = x_raw;
+        rec[HID_R] = hid_r, rec[G_RET] = g_ret, rec[R_RET] = r_ret, rec[ZR] = zr;
+        rec[MEAN_R] = mean_r, rec[RSTD_R] = rstd_r, rec[FEATS] = feats, rec[HID_G] = hid_g;
+        rec[SIG] = sig, rec[HAS] = has, rec[GATE] = gate, rec[DIFF] = diff;
+      }
+    } else {
+      g_t = g_pi;
+      gate = zero_gate;
+    }
+    // add-if-novel: the row goes into the next free slot unconditionally (fused.py)
+    Tensor zt = at::layer_norm(g_t, nd);
+    Tensor nw;
+    if (m > 0) {
+      Tensor s_t = zt.bmm(ZGt);
+      if (!pow2) s_t = s_t.div(k_d);
+      nw = at::where(eq, s_t, -std::numeric_limits<double>::infinity()).amax({1, 2}).le(thr_d);
+    } else {
+      nw = ones;
+    }
+    Tensor fi = flat.add(count);
+    Gf.index_copy_(0, fi, g_t);
+    ZGf.index_copy_(0, fi, zt);
+    Xf.index_copy_(0, fi, at::where(nw, obs_t.select(0, t), -1));
+    if (use_c) Cf.index_copy_(0, fi, ctx_t.select(0, t));
+    count.add_(nw);
+    news.push_back(nw);
+    fis.push_back(fi);
+    gs.push_back(g_t);
+    gpis.push_back(g_pi);
+    gates.push_back(gate);
+    meta.insert(meta.end(), {has_prev ? 1 : 0, lm ? 1 : 0, m});
+    if (save)
+      for (auto& r : rec) recs.push_back(r.defined() ? std::move(r) : none);
+    g_prev = g_t;
+  }
+  std::vector<Tensor> out{at::cat(gs, 1), at::cat(gpis, 1), at::cat(gates, 1),
+                          at::stack(news, 1), at::stack(fis, 1), count,
+                          longs(meta, {L, N_META})};
+  if (save) {
+    // has·σ'(s) of every landmark step, as fused._loop_forward makes it after the loop
+    std::vector<Tensor> sigs, hases;
+    bool any_has = false;
+    for (int64_t t = 0; t < L; ++t) {
+      if (!meta[t * N_META + 1]) continue;
+      sigs.push_back(recs[t * N_REC + SIG]);
+      any_has = any_has || recs[t * N_REC + HAS].numel() > 0;
+    }
+    if (!sigs.empty()) {
+      Tensor sig = at::stack(sigs);
+      Tensor dsig = sig.mul(at::rsub(sig, 1));
+      if (any_has) {
+        Tensor one = has_tab.select(0, 1).expand({B, 1, 1});
+        for (int64_t t = 0; t < L; ++t)
+          if (meta[t * N_META + 1]) {
+            const Tensor& h = recs[t * N_REC + HAS];
+            hases.push_back(h.numel() > 0 ? h : one);
+          }
+        dsig = dsig.mul(at::stack(hases));
+      }
+      auto ds = dsig.unbind(0);
+      int64_t k = 0;
+      for (int64_t t = 0; t < L; ++t)
+        if (meta[t * N_META + 1]) recs[t * N_REC + SIG] = ds[k++];  // SIG now holds dsig
+    }
+    out.insert(out.end(), recs.begin(), recs.end());
+  }
+  return out;
+}
+
+// Empty lists come back as 0-element tensors (Tensor[] holds no None).
+Tensor cat_or_empty(const std::vector<Tensor>& v, const Tensor& none) {
+  return v.empty() ? none : at::cat(v);
+}
+
+// FusedLoop.backward's loop over reverse time. ``recs``/``meta`` as loop_forward returns
+// them; grads (B, L, d) or None. Returns [d_start (B, 1, d) or None, transition inputs,
+// their output gradients, their steps (long), gate MLP (inputs, hidden, d out, d hidden),
+// retrieval MLP (the same), rbeta rows] with the per-step rows concatenated in reverse time.
+std::vector<Tensor> loop_backward(
+    at::TensorList recs, const Tensor& meta_t, const std::optional<Tensor>& grad_g,
+    const std::optional<Tensor>& grad_gpi, const std::optional<Tensor>& grad_gate,
+    const Tensor& WTcat, const Tensor& aidx, const Tensor& W2g, const Tensor& W1g_s,
+    const Tensor& W2r, const Tensor& W1r, const Tensor& G, const Tensor& ZG, const Tensor& k_d,
+    int64_t act_kind, bool use_rms, bool multiplicative) {
+  const int64_t d = G.size(2), L = meta_t.size(0);
+  const bool pow2 = (d & (d - 1)) == 0;
+  const double inv_d = 1.0 / static_cast<double>(d);
+  const std::vector<int64_t> nd{d};
+  const std::vector<int64_t> split{d, d, 1, 1};
+  const int64_t* meta = meta_t.data_ptr<int64_t>();
+  auto per_step = [](const std::optional<Tensor>& gr) {
+    return gr.has_value() && gr->defined() ? gr->unsqueeze(2).unbind(1) : std::vector<Tensor>();
+  };
+  auto gg = per_step(grad_g), ggpi = per_step(grad_gpi), ggate = per_step(grad_gate);
+  Tensor GT = G.transpose(1, 2);
+  Tensor carry, d_start, GsT, ZGs;
+  std::vector<Tensor> rb_rows, tr_in, tr_dh, gate_in, gate_hid, gate_ds, gate_dpre, ret_in,
+      ret_hid, ret_dv, ret_dpre;
+  std::vector<int64_t> tr_t;
+  int64_t m_views = -1;
+  bool have_start = false;
+  for (int64_t t = L - 1; t >= 0; --t) {
+    auto rec = [&](int i) -> const Tensor& { return recs[t * N_REC + i]; };
+    Tensor dg = gg.empty() ? carry : (carry.defined() ? gg[t].add(carry) : gg[t]);
+    Tensor dpi;
+    if (meta[t * N_META + 1]) {
+      if (!dg.defined()) dg = at::zeros_like(rec(G_PI));
+      Tensor dgate = dg.mul(rec(DIFF));
+      if (!ggate.empty()) dgate = dgate.add(ggate[t]);
+      Tensor dret = dg.mul(rec(GATE));
+      dpi = dg.sub(dret);
+      Tensor ds = dgate.mul(rec(SIG));  // SIG holds has·σ'
+      Tensor dpre_g = at::threshold_backward(ds.matmul(W2g), rec(HID_G), 0);
+      auto parts = dpre_g.matmul(W1g_s).split_with_sizes(split, -1);
+      const Tensor &df_ret = parts[0], &df_pi = parts[1], &dagree = parts[2],
+                   &dconf = parts[3];
+      gate_in.push_back(rec(FEATS));
+      gate_hid.push_back(rec(HID_G));
+      gate_ds.push_back(ds);
+      gate_dpre.push_back(dpre_g);
+      dret = dret.add(df_ret);
+      dpi = dpi.add(df_pi);
+      Tensor dv = use_rms ? rms_bw(dret, rec(G_RET), rec(R_RET), inv_d) : dret;
+      Tensor dpre_r = at::threshold_backward(dv.matmul(W2r), rec(HID_R), 0);
+      ret_in.push_back(rec(X_RAW));
+      ret_hid.push_back(rec(HID_R));
+      ret_dv.push_back(dv);
+      ret_dpre.push_back(dpre_r);
+      Tensor dx = dv.add(dpre_r.matmul(W1r));
+      Tensor dzr = pow2 ? dagree.mul(rec(ZQ)) : dagree.mul(rec(ZQ)).div(k_d);
+      dx = dx.add(std::get<0>(at::native_layer_norm_backward(
+          dzr, rec(X_RAW), nd, rec(MEAN_R), rec(RSTD_R), {}, {}, {true, false, false})));
+      const int64_t m = meta[t * N_META + 2];
+      if (m != m_views) GsT = GT.slice(2, 0, m), ZGs = ZG.slice(1, 0, m), m_views = m;
+      Tensor dw = dx.bmm(GsT);
+      dw.scatter_add_(2, rec(AMAX), dconf);
+      Tensor dlogit = at::_softmax_backward_data(dw, rec(W), -1, dw.scalar_type());
+      rb_rows.push_back(at::linalg_vecdot(dlogit, rec(LOGITS)));
+      Tensor dzq;
+      if (pow2) {
+        Tensor dsim = multiplicative ? dlogit.mul(rec(BSCALE))
+                                     : dlogit.mul(rec(BSCALE).mul(inv_d));
+        dzq = dagree.mul(rec(ZR)).baddbmm(dsim, ZGs);
+      } else {
+        dzq = dagree.mul(rec(ZR)).baddbmm(dlogit.mul(rec(BSCALE)), ZGs).div(k_d);
+      }
+      dpi = dpi.add(std::get<0>(at::native_layer_norm_backward(
+          dzq, rec(G_PI), nd, rec(MEAN_Q), rec(RSTD_Q), {}, {}, {true, false, false})));
+    } else {
+      dpi = dg;
+    }
+    if (!ggpi.empty()) dpi = dpi.defined() ? dpi.add(ggpi[t]) : ggpi[t];
+    if (!meta[t * N_META]) {  // step 0 of a fresh walk: g_pi is g_start
+      d_start = dpi;
+      have_start = true;
+      carry = Tensor();
+      continue;
+    }
+    if (!dpi.defined()) dpi = at::zeros_like(rec(G_PI));
+    Tensor du = use_rms ? rms_bw(dpi, rec(G_PI), rec(R_PI), inv_d) : dpi;
+    Tensor dh = act_backward(act_kind, du, rec(H), rec(U));
+    tr_in.push_back(rec(G_PREV));
+    tr_dh.push_back(dh);
+    tr_t.push_back(t);
+    carry = dh.matmul(WTcat).gather(2, aidx.select(0, t));
+  }
+  if (!have_start) d_start = carry;
+  Tensor none = G.new_empty({0});
+  auto c = [&](const std::vector<Tensor>& v) { return cat_or_empty(v, none); };
+  return {d_start.defined() ? d_start : none, c(tr_in), c(tr_dh),
+          longs(tr_t, {static_cast<int64_t>(tr_t.size())}), c(gate_in), c(gate_hid),
+          c(gate_ds), c(gate_dpre), c(ret_in), c(ret_hid), c(ret_dv), c(ret_dpre),
+          rb_rows.empty() ? none : at::stack(rb_rows)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(hippo_fused, m) {
+  m.def("loop_forward", &loop_forward);
+  m.def("loop_backward", &loop_backward);
+}
