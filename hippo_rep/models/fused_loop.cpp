@@ -4,6 +4,7 @@
 // for bit; what is once per chunk (setup, weight gradients) stays in Python. Per-operator
 // headers only: they compile in a fraction of the time of <torch/extension.h>.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_softmax_backward_data.h>
 #include <ATen/ops/cat.h>
@@ -25,6 +26,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -70,6 +72,15 @@ Tensor rms_bw(const Tensor& dy, const Tensor& y, const Tensor& r, double inv_d) 
   return dy.addcmul(y, c, -inv_d).mul(r);
 }
 
+// count.max() and count.min() (B,) long: read directly on the CPU (no reduction, no sync).
+std::pair<int64_t, int64_t> max_min(const Tensor& count) {
+  if (!count.is_cpu()) return {count.max().item<int64_t>(), count.min().item<int64_t>()};
+  const int64_t* c = count.const_data_ptr<int64_t>();
+  int64_t hi = c[0], lo = c[0];
+  for (int64_t i = 1; i < count.numel(); ++i) hi = std::max(hi, c[i]), lo = std::min(lo, c[i]);
+  return {hi, lo};
+}
+
 Tensor longs(std::vector<int64_t> v, std::vector<int64_t> shape) {
   v.push_back(0);  // never a null pointer
   return at::from_blob(v.data(), shape, at::kLong).clone();
@@ -85,11 +96,18 @@ std::vector<Tensor> loop_forward(
     const Tensor& W2g, const Tensor& b2g, const Tensor& beta_tab, const Tensor& has_tab,
     const Tensor& thr_d, const Tensor& k_d, const Tensor& k_eps, int64_t act_kind, bool use_rms,
     bool multiplicative, bool landmark, bool use_c, bool fresh, bool save) {
+  // Below autograd: it runs under no_grad (FusedLoop.forward, or without a graph), and each
+  // operation then skips the autograd and view/version-tracking kernels. The buffers it
+  // writes are fresh copies (MemoryState.grow) that no saved tensor holds.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
   const int64_t B = G.size(0), cap = G.size(1), d = G.size(2), L = obs_t.size(0);
   const bool pow2 = (d & (d - 1)) == 0;
   const std::vector<int64_t> nd{d};
   Tensor count = count_in;
-  Tensor obs_k = obs_t.view({L, B, 1, 1}), ctx_k = ctx_t.view({L, B, 1, 1});
+  auto obs_b = obs_t.unbind(0), obs_k = obs_t.view({L, B, 1, 1}).unbind(0);
+  auto aidx_t = aidx.unbind(0);
+  std::vector<Tensor> ctx_b, ctx_k;
+  if (use_c) ctx_b = ctx_t.unbind(0), ctx_k = ctx_t.view({L, B, 1, 1}).unbind(0);
   Tensor ZG3T = ZG.transpose(1, 2), X3 = X.view({B, 1, cap}), C3 = C.view({B, 1, cap});
   Tensor Gf = G.view({B * cap, 1, d}), ZGf = ZG.view({B * cap, 1, d});
   Tensor Xf = X.view({-1}), Cf = C.view({-1});
@@ -111,7 +129,7 @@ std::vector<Tensor> loop_forward(
     if (!has_prev) {
       g_pi = g_prev;
     } else {
-      Tensor h = g_prev.matmul(Wcat).gather(2, aidx.select(0, t));
+      Tensor h = g_prev.matmul(Wcat).gather(2, aidx_t[t]);
       Tensor u = activation(act_kind, h), r_pi;
       if (use_rms) {
         std::tie(g_pi, r_pi) = rms(u, k_d, k_eps);
@@ -121,15 +139,15 @@ std::vector<Tensor> loop_forward(
       if (save) rec[G_PREV] = g_prev, rec[H] = h, rec[U] = u, rec[R_PI] = r_pi;
     }
     if (save) rec[G_PI] = g_pi;
-    const int64_t m = count.max().item<int64_t>();
+    const auto [m, m_min] = max_min(count);
     if (m > 0) {
       if (m != m_views) {
         ZGt = ZG3T.slice(2, 0, m), Gs = G.slice(1, 0, m), Xs = X3.slice(2, 0, m);
         if (use_c) Cs = C3.slice(2, 0, m);
         m_views = m;
       }
-      eq = Xs.eq(obs_k.select(0, t));
-      if (use_c) eq = eq.logical_and_(Cs.eq(ctx_k.select(0, t)));
+      eq = Xs.eq(obs_k[t]);
+      if (use_c) eq = eq.logical_and_(Cs.eq(ctx_k[t]));
       invalid = Xs.lt(0);
     }
     Tensor g_t, gate;
@@ -163,7 +181,7 @@ std::vector<Tensor> loop_forward(
       Tensor feats = at::cat({g_ret, g_pi, agree, conf}, -1);
       Tensor hid_g = at::linear(feats, W1g, b1g).relu_();
       Tensor sig = at::linear(hid_g, W2g, b2g).sigmoid();
-      if (!all_has) all_has = count.min().item<int64_t>() > 0;
+      if (!all_has) all_has = m_min > 0;
       Tensor has;
       if (!all_has) has = has_tab.index_select(0, n_vis);
       gate = has.defined() ? sig.mul(has) : sig;
@@ -193,8 +211,8 @@ std::vector<Tensor> loop_forward(
     Tensor fi = flat.add(count);
     Gf.index_copy_(0, fi, g_t);
     ZGf.index_copy_(0, fi, zt);
-    Xf.index_copy_(0, fi, at::where(nw, obs_t.select(0, t), -1));
-    if (use_c) Cf.index_copy_(0, fi, ctx_t.select(0, t));
+    Xf.index_copy_(0, fi, at::where(nw, obs_b[t], -1));
+    if (use_c) Cf.index_copy_(0, fi, ctx_b[t]);
     count.add_(nw);
     news.push_back(nw);
     fis.push_back(fi);
@@ -255,6 +273,7 @@ std::vector<Tensor> loop_backward(
     const Tensor& WTcat, const Tensor& aidx, const Tensor& W2g, const Tensor& W1g_s,
     const Tensor& W2r, const Tensor& W1r, const Tensor& G, const Tensor& ZG, const Tensor& k_d,
     int64_t act_kind, bool use_rms, bool multiplicative) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;  // FusedLoop.backward: no graph
   const int64_t d = G.size(2), L = meta_t.size(0);
   const bool pow2 = (d & (d - 1)) == 0;
   const double inv_d = 1.0 / static_cast<double>(d);
@@ -266,6 +285,7 @@ std::vector<Tensor> loop_backward(
   };
   auto gg = per_step(grad_g), ggpi = per_step(grad_gpi), ggate = per_step(grad_gate);
   Tensor GT = G.transpose(1, 2);
+  auto aidx_t = aidx.unbind(0);
   Tensor carry, d_start, GsT, ZGs;
   std::vector<Tensor> rb_rows, tr_in, tr_dh, gate_in, gate_hid, gate_ds, gate_dpre, ret_in,
       ret_hid, ret_dv, ret_dpre;
@@ -335,7 +355,7 @@ std::vector<Tensor> loop_backward(
     tr_in.push_back(rec(G_PREV));
     tr_dh.push_back(dh);
     tr_t.push_back(t);
-    carry = dh.matmul(WTcat).gather(2, aidx.select(0, t));
+    carry = dh.matmul(WTcat).gather(2, aidx_t[t]);
   }
   if (!have_start) d_start = carry;
   Tensor none = G.new_empty({0});
