@@ -13,7 +13,6 @@
 #include <ATen/ops/leaky_relu.h>
 #include <ATen/ops/leaky_relu_backward.h>
 #include <ATen/ops/linalg_vecdot.h>
-#include <ATen/ops/linear.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/native_layer_norm_backward.h>
 #include <ATen/ops/ones.h>
@@ -57,6 +56,16 @@ Tensor act_backward(int64_t kind, const Tensor& du, const Tensor& h, const Tenso
   if (kind == 2) return at::tanh_backward(du, u);
   if (kind == 3) return at::leaky_relu_backward(du, h, kLeaky, false);
   return du;
+}
+
+// x (B, 1, k) @ W (k, n) as at::matmul computes it (folded to one mm), without its checks.
+Tensor mm3(const Tensor& x, const Tensor& W) {
+  return x.reshape({x.size(0), x.size(2)}).mm(W).view({x.size(0), 1, W.size(1)});
+}
+
+// at::linear(x, W, b) for contiguous x (B, 1, k), given Wt = W.t(): the addmm it issues.
+Tensor lin(const Tensor& x, const Tensor& Wt, const Tensor& b) {
+  return b.addmm(x.view({x.size(0), x.size(2)}), Wt).view({x.size(0), 1, Wt.size(1)});
 }
 
 // fused._rms: returns u * r and r.
@@ -115,6 +124,7 @@ std::vector<Tensor> loop_forward(
   Tensor zero_gate = at::zeros({B, 1, d}, G.options());
   Tensor none = G.new_empty({0});  // an unused record (Tensor[] holds no None)
   Tensor g_prev = g_start.contiguous().view({B, 1, d});
+  Tensor W1rT = W1r.t(), W2rT = W2r.t(), W1gT = W1g.t(), W2gT = W2g.t();
   std::vector<Tensor> gs, gpis, gates, news, fis, recs;
   std::vector<int64_t> meta;
   gs.reserve(L), gpis.reserve(L), gates.reserve(L), news.reserve(L), fis.reserve(L);
@@ -129,7 +139,7 @@ std::vector<Tensor> loop_forward(
     if (!has_prev) {
       g_pi = g_prev;
     } else {
-      Tensor h = g_prev.matmul(Wcat).gather(2, aidx_t[t]);
+      Tensor h = mm3(g_prev, Wcat).gather(2, aidx_t[t]);
       Tensor u = activation(act_kind, h), r_pi;
       if (use_rms) {
         std::tie(g_pi, r_pi) = rms(u, k_d, k_eps);
@@ -167,8 +177,8 @@ std::vector<Tensor> loop_forward(
       Tensor w = logits.softmax(-1);
       Tensor x_raw = w.bmm(Gs);
       auto [conf, amax] = w.max(-1, true);
-      Tensor hid_r = at::linear(x_raw, W1r, b1r).relu_();
-      Tensor v = x_raw.add(at::linear(hid_r, W2r, b2r));
+      Tensor hid_r = lin(x_raw, W1rT, b1r).relu_();
+      Tensor v = x_raw.add(lin(hid_r, W2rT, b2r));
       Tensor g_ret, r_ret;
       if (use_rms) {
         std::tie(g_ret, r_ret) = rms(v, k_d, k_eps);
@@ -179,8 +189,8 @@ std::vector<Tensor> loop_forward(
       Tensor agree = zr.mul(zq).sum(-1, true);
       if (!pow2) agree = agree.div(k_d);
       Tensor feats = at::cat({g_ret, g_pi, agree, conf}, -1);
-      Tensor hid_g = at::linear(feats, W1g, b1g).relu_();
-      Tensor sig = at::linear(hid_g, W2g, b2g).sigmoid();
+      Tensor hid_g = lin(feats, W1gT, b1g).relu_();
+      Tensor sig = lin(hid_g, W2gT, b2g).sigmoid();
       if (!all_has) all_has = m_min > 0;
       Tensor has;
       if (!all_has) has = has_tab.index_select(0, n_vis);
@@ -303,8 +313,8 @@ std::vector<Tensor> loop_backward(
       Tensor dret = dg.mul(rec(GATE));
       dpi = dg.sub(dret);
       Tensor ds = dgate.mul(rec(SIG));  // SIG holds has·σ'
-      Tensor dpre_g = at::threshold_backward(ds.matmul(W2g), rec(HID_G), 0);
-      auto parts = dpre_g.matmul(W1g_s).split_with_sizes(split, -1);
+      Tensor dpre_g = at::threshold_backward(mm3(ds, W2g), rec(HID_G), 0);
+      auto parts = mm3(dpre_g, W1g_s).split_with_sizes(split, -1);
       const Tensor &df_ret = parts[0], &df_pi = parts[1], &dagree = parts[2],
                    &dconf = parts[3];
       gate_in.push_back(rec(FEATS));
@@ -314,12 +324,12 @@ std::vector<Tensor> loop_backward(
       dret = dret.add(df_ret);
       dpi = dpi.add(df_pi);
       Tensor dv = use_rms ? rms_bw(dret, rec(G_RET), rec(R_RET), inv_d) : dret;
-      Tensor dpre_r = at::threshold_backward(dv.matmul(W2r), rec(HID_R), 0);
+      Tensor dpre_r = at::threshold_backward(mm3(dv, W2r), rec(HID_R), 0);
       ret_in.push_back(rec(X_RAW));
       ret_hid.push_back(rec(HID_R));
       ret_dv.push_back(dv);
       ret_dpre.push_back(dpre_r);
-      Tensor dx = dv.add(dpre_r.matmul(W1r));
+      Tensor dx = dv.add(mm3(dpre_r, W1r));
       Tensor dzr = pow2 ? dagree.mul(rec(ZQ)) : dagree.mul(rec(ZQ)).div(k_d);
       dx = dx.add(std::get<0>(at::native_layer_norm_backward(
           dzr, rec(X_RAW), nd, rec(MEAN_R), rec(RSTD_R), {}, {}, {true, false, false})));
@@ -355,7 +365,7 @@ std::vector<Tensor> loop_backward(
     tr_in.push_back(rec(G_PREV));
     tr_dh.push_back(dh);
     tr_t.push_back(t);
-    carry = dh.matmul(WTcat).gather(2, aidx_t[t]);
+    carry = mm3(dh, WTcat).gather(2, aidx_t[t]);
   }
   if (!have_start) d_start = carry;
   Tensor none = G.new_empty({0});
