@@ -54,7 +54,7 @@ def ops():
     try:
         from torch.utils.cpp_extension import load
 
-        load(name="hippo_fused_loop", sources=[str(SOURCE)], extra_cflags=["-O2"],
+        load(name="hippo_fused_loop", sources=[str(SOURCE)], extra_cflags=["-O2", "-ffp-contract=off"],
              is_python_module=False, verbose=False)
         _ops = torch.ops.hippo_fused
     except Exception as e:  # noqa: BLE001 - any build or load failure means: fall back

@@ -15,6 +15,8 @@
 #include <ATen/ops/linalg_vecdot.h>
 #include <ATen/ops/native_layer_norm.h>
 #include <ATen/ops/native_layer_norm_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/rsub.h>
 #include <ATen/ops/stack.h>
@@ -26,6 +28,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -132,6 +136,23 @@ std::vector<Tensor> loop_forward(
   bool all_has = false;
   int64_t m_views = -1;
   Tensor ZGt, Gs, Xs, Cs;
+  // "hand": the float32 CPU case of the presets (multiplicative conjunction). Integer
+  // comparisons, copies, maxima and single float products, sums and differences are done
+  // by hand in place of the aten operations that issue them one by one; every value is the
+  // same float operation on the same operands (no reduction is reordered; built with
+  // -ffp-contract=off), so the results are bit for bit those of the aten path.
+  const bool hand = G.is_cpu() && G.scalar_type() == at::kFloat && multiplicative &&
+                    G.is_contiguous() && ZG.is_contiguous() && X.is_contiguous() &&
+                    C.is_contiguous() && obs_t.is_contiguous() && ctx_t.is_contiguous() &&
+                    count.is_contiguous() && (!landmark || beta_tab.is_contiguous());
+  Tensor written_all, fis_all;
+  std::vector<uint8_t> eqv, inv;
+  float thr = 0;
+  if (hand) {
+    written_all = at::empty({B, L}, G.options().dtype(at::kBool));
+    fis_all = at::empty({B, L}, G.options().dtype(at::kLong));
+    thr = thr_d.item<float>();
+  }
   for (int64_t t = 0; t < L; ++t) {
     std::vector<Tensor> rec(save ? N_REC : 0);
     Tensor g_pi, eq, invalid;
@@ -156,9 +177,21 @@ std::vector<Tensor> loop_forward(
         if (use_c) Cs = C3.slice(2, 0, m);
         m_views = m;
       }
-      eq = Xs.eq(obs_k[t]);
-      if (use_c) eq = eq.logical_and_(Cs.eq(ctx_k[t]));
-      invalid = Xs.lt(0);
+      if (hand) {  // eq: same observation (and context); inv: no memory (X < 0)
+        eqv.resize(B * m), inv.resize(B * m);
+        const int64_t *x = X.const_data_ptr<int64_t>(), *o = obs_t.const_data_ptr<int64_t>() + t * B;
+        const int64_t *c = C.const_data_ptr<int64_t>(), *k = ctx_t.const_data_ptr<int64_t>() + t * B;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < m; ++j) {
+            const int64_t xv = x[b * cap + j];
+            eqv[b * m + j] = xv == o[b] && (!use_c || c[b * cap + j] == k[b]);
+            inv[b * m + j] = xv < 0;
+          }
+      } else {
+        eq = Xs.eq(obs_k[t]);
+        if (use_c) eq = eq.logical_and_(Cs.eq(ctx_k[t]));
+        invalid = Xs.lt(0);
+      }
     }
     Tensor g_t, gate;
     const bool lm = landmark && m > 0;
@@ -166,14 +199,31 @@ std::vector<Tensor> loop_forward(
       const Tensor& n_vis = count;
       auto [zq, mean_q, rstd_q] = at::native_layer_norm(g_pi, nd, {}, {}, kLnEps);
       Tensor s = zq.bmm(ZGt), bscale, logits;
-      if (multiplicative) {
+      if (hand) {  // index_select, mul by eq, mul by the similarity, masked_fill_
+        Tensor sd = (pow2 ? s : s.div(k_d)).contiguous();
+        bscale = at::empty({B, 1, m}, s.options()), logits = at::empty({B, 1, m}, s.options());
+        const float *sp = sd.const_data_ptr<float>(), *bt = beta_tab.const_data_ptr<float>();
+        const int64_t* cn = count.const_data_ptr<int64_t>();
+        float *bp = bscale.mutable_data_ptr<float>(), *lp = logits.mutable_data_ptr<float>();
+        const float fill = static_cast<float>(-1e30);
+        for (int64_t b = 0; b < B; ++b) {
+          const float beta = bt[cn[b]];
+          for (int64_t j = 0; j < m; ++j) {
+            const int64_t i = b * m + j;
+            const float bs = beta * (eqv[i] ? 1.0f : 0.0f);
+            const float l = sp[i] * bs;
+            bp[i] = bs;
+            lp[i] = inv[i] ? fill : l;
+          }
+        }
+      } else if (multiplicative) {
         bscale = beta_tab.index_select(0, n_vis).mul(eq);
         logits = (pow2 ? s : s.div(k_d)).mul(bscale);
       } else {
         bscale = beta_tab.index_select(0, n_vis);
         logits = bscale.mul(s.div(k_d).add(eq));
       }
-      logits.masked_fill_(invalid, -1e30);
+      if (!hand) logits.masked_fill_(invalid, -1e30);
       Tensor w = logits.softmax(-1);
       Tensor x_raw = w.bmm(Gs);
       auto [conf, amax] = w.max(-1, true);
@@ -195,8 +245,23 @@ std::vector<Tensor> loop_forward(
       Tensor has;
       if (!all_has) has = has_tab.index_select(0, n_vis);
       gate = has.defined() ? sig.mul(has) : sig;
-      Tensor diff = g_ret.sub(g_pi);
-      g_t = g_pi.add(gate.mul(diff));
+      Tensor diff;
+      if (hand) {  // diff = g_ret - g_pi; g_t = g_pi + gate * diff
+        Tensor gr = g_ret.contiguous(), gp = g_pi.contiguous(), ga = gate.contiguous();
+        diff = at::empty_like(gp), g_t = at::empty_like(gp);
+        const float *a = gr.const_data_ptr<float>(), *p = gp.const_data_ptr<float>(),
+                    *q = ga.const_data_ptr<float>();
+        float *df = diff.mutable_data_ptr<float>(), *o = g_t.mutable_data_ptr<float>();
+        for (int64_t i = 0, n = gp.numel(); i < n; ++i) {
+          const float dv = a[i] - p[i];
+          const float gd = q[i] * dv;
+          df[i] = dv;
+          o[i] = p[i] + gd;
+        }
+      } else {
+        diff = g_ret.sub(g_pi);
+        g_t = g_pi.add(gate.mul(diff));
+      }
       if (save) {
         rec[MEAN_Q] = mean_q, rec[RSTD_Q] = rstd_q, rec[ZQ] = zq, rec[BSCALE] = bscale;
         rec[LOGITS] = logits, rec[W] = w, rec[AMAX] = amax, rec[X_RAW] = x_raw;
@@ -210,6 +275,54 @@ std::vector<Tensor> loop_forward(
     }
     // add-if-novel: the row goes into the next free slot unconditionally (fused.py)
     Tensor zt = at::layer_norm(g_t, nd);
+    if (hand) {  // the write decision (amax of the same-x similarities <= threshold), writes
+      const float* st = nullptr;
+      Tensor s_t;
+      if (m > 0) {
+        s_t = zt.bmm(ZGt);
+        if (!pow2) s_t = s_t.div(k_d);
+        s_t = s_t.contiguous();
+        st = s_t.const_data_ptr<float>();
+      }
+      Tensor gc = g_t.contiguous(), zc = zt.contiguous();
+      const float *gv = gc.const_data_ptr<float>(), *zv = zc.const_data_ptr<float>();
+      float *Gp = G.mutable_data_ptr<float>(), *Zp = ZG.mutable_data_ptr<float>();
+      int64_t *Xp = X.mutable_data_ptr<int64_t>(), *Cp = C.mutable_data_ptr<int64_t>();
+      int64_t* cn = count.mutable_data_ptr<int64_t>();
+      const int64_t *o = obs_t.const_data_ptr<int64_t>() + t * B;
+      const int64_t *k = ctx_t.const_data_ptr<int64_t>() + t * B;
+      bool* wr = written_all.mutable_data_ptr<bool>();
+      int64_t* fp = fis_all.mutable_data_ptr<int64_t>();
+      for (int64_t b = 0; b < B; ++b) {
+        bool nwb = true;
+        if (m > 0) {
+          float mx = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < m; ++j) {
+            if (!eqv[b * m + j]) continue;
+            const float v = st[b * m + j];
+            if (std::isnan(v)) { mx = v; break; }
+            mx = std::max(mx, v);
+          }
+          nwb = mx <= thr;
+        }
+        const int64_t fi = b * cap + cn[b];
+        std::copy(gv + b * d, gv + (b + 1) * d, Gp + fi * d);
+        std::copy(zv + b * d, zv + (b + 1) * d, Zp + fi * d);
+        Xp[fi] = nwb ? o[b] : -1;
+        if (use_c) Cp[fi] = k[b];
+        wr[b * L + t] = nwb;
+        fp[b * L + t] = fi;
+        cn[b] += nwb;
+      }
+      gs.push_back(g_t);
+      gpis.push_back(g_pi);
+      gates.push_back(gate);
+      meta.insert(meta.end(), {has_prev ? 1 : 0, lm ? 1 : 0, m});
+      if (save)
+        for (auto& r : rec) recs.push_back(r.defined() ? std::move(r) : none);
+      g_prev = g_t;
+      continue;
+    }
     Tensor nw;
     if (m > 0) {
       Tensor s_t = zt.bmm(ZGt);
@@ -235,7 +348,8 @@ std::vector<Tensor> loop_forward(
     g_prev = g_t;
   }
   std::vector<Tensor> out{at::cat(gs, 1), at::cat(gpis, 1), at::cat(gates, 1),
-                          at::stack(news, 1), at::stack(fis, 1), count,
+                          hand ? written_all : at::stack(news, 1),
+                          hand ? fis_all : at::stack(fis, 1), count,
                           longs(meta, {L, N_META})};
   if (save) {
     // has·σ'(s) of every landmark step, as fused._loop_forward makes it after the loop
