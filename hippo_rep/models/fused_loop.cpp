@@ -72,6 +72,19 @@ Tensor lin(const Tensor& x, const Tensor& Wt, const Tensor& b) {
   return b.addmm(x.view({x.size(0), x.size(2)}), Wt).view({x.size(0), 1, Wt.size(1)});
 }
 
+// Rows of a float (B, 1, n) tensor whose last dimension is contiguous (views included).
+struct Rows {
+  const float* p = nullptr;
+  int64_t stride = 0;
+  explicit Rows(const Tensor& x) : p(x.const_data_ptr<float>()), stride(x.stride(0)) {}
+  Rows() = default;
+  float at(int64_t b, int64_t i) const { return p[b * stride + i]; }
+};
+
+bool rows_ok(const Tensor& x) {
+  return x.dim() == 3 && x.size(1) == 1 && (x.size(2) <= 1 || x.stride(2) == 1);
+}
+
 // fused._rms: returns u * r and r.
 std::pair<Tensor, Tensor> rms(const Tensor& u, const Tensor& k_d, const Tensor& k_eps) {
   Tensor r = u.mul(u).sum(-1, true);
@@ -416,17 +429,57 @@ std::vector<Tensor> loop_backward(
   std::vector<int64_t> tr_t;
   int64_t m_views = -1;
   bool have_start = false;
+  // "hand" (float32 on the CPU): the gate's elementwise gradients by hand, the same float
+  // operations in the same order as the aten calls they replace (see loop_forward).
+  const bool hand = G.is_cpu() && G.scalar_type() == at::kFloat;
   for (int64_t t = L - 1; t >= 0; --t) {
     auto rec = [&](int i) -> const Tensor& { return recs[t * N_REC + i]; };
-    Tensor dg = gg.empty() ? carry : (carry.defined() ? gg[t].add(carry) : gg[t]);
+    const bool lm = meta[t * N_META + 1];
+    const bool hand_t = hand && lm && rows_ok(rec(DIFF)) && rows_ok(rec(GATE)) &&
+                        rows_ok(rec(SIG)) && (gg.empty() || rows_ok(gg[t])) &&
+                        (!carry.defined() || rows_ok(carry)) &&
+                        (ggate.empty() || rows_ok(ggate[t]));
+    Tensor dg;
+    if (!hand_t) dg = gg.empty() ? carry : (carry.defined() ? gg[t].add(carry) : gg[t]);
     Tensor dpi;
-    if (meta[t * N_META + 1]) {
-      if (!dg.defined()) dg = at::zeros_like(rec(G_PI));
-      Tensor dgate = dg.mul(rec(DIFF));
-      if (!ggate.empty()) dgate = dgate.add(ggate[t]);
-      Tensor dret = dg.mul(rec(GATE));
-      dpi = dg.sub(dret);
-      Tensor ds = dgate.mul(rec(SIG));  // SIG holds has·σ'
+    if (lm) {
+      Tensor dret, ds;
+      if (hand_t) {
+        // dg = gg + carry; dgate = dg * diff (+ ggate); dret = dg * gate; dpi = dg - dret;
+        // ds = dgate * dsig
+        const int64_t B = rec(G_PI).size(0);
+        dret = at::empty({B, 1, d}, G.options()), dpi = at::empty({B, 1, d}, G.options());
+        ds = at::empty({B, 1, d}, G.options());
+        Rows r_gg, r_ca, r_ggate;
+        const bool has_gg = !gg.empty(), has_ca = carry.defined(), has_ggate = !ggate.empty();
+        if (has_gg) r_gg = Rows(gg[t]);
+        if (has_ca) r_ca = Rows(carry);
+        if (has_ggate) r_ggate = Rows(ggate[t]);
+        Rows r_diff(rec(DIFF)), r_gate(rec(GATE)), r_sig(rec(SIG));
+        float *o_ret = dret.mutable_data_ptr<float>(), *o_pi = dpi.mutable_data_ptr<float>(),
+              *o_ds = ds.mutable_data_ptr<float>();
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < d; ++i) {
+            float a = 0.0f;
+            if (has_gg && has_ca) a = r_gg.at(b, i) + r_ca.at(b, i);
+            else if (has_gg) a = r_gg.at(b, i);
+            else if (has_ca) a = r_ca.at(b, i);
+            float dgt = a * r_diff.at(b, i);
+            if (has_ggate) dgt = dgt + r_ggate.at(b, i);
+            const float dr = a * r_gate.at(b, i);
+            const float dp = a - dr;
+            o_ret[b * d + i] = dr;
+            o_pi[b * d + i] = dp;
+            o_ds[b * d + i] = dgt * r_sig.at(b, i);
+          }
+      } else {
+        if (!dg.defined()) dg = at::zeros_like(rec(G_PI));
+        Tensor dgate = dg.mul(rec(DIFF));
+        if (!ggate.empty()) dgate = dgate.add(ggate[t]);
+        dret = dg.mul(rec(GATE));
+        dpi = dg.sub(dret);
+        ds = dgate.mul(rec(SIG));  // SIG holds has·σ'
+      }
       Tensor dpre_g = at::threshold_backward(mm3(ds, W2g), rec(HID_G), 0);
       auto parts = mm3(dpre_g, W1g_s).split_with_sizes(split, -1);
       const Tensor &df_ret = parts[0], &df_pi = parts[1], &dagree = parts[2],
@@ -435,8 +488,18 @@ std::vector<Tensor> loop_backward(
       gate_hid.push_back(rec(HID_G));
       gate_ds.push_back(ds);
       gate_dpre.push_back(dpre_g);
-      dret = dret.add(df_ret);
-      dpi = dpi.add(df_pi);
+      if (hand_t) {  // dret += df_ret; dpi += df_pi (both fresh: in place is the same add)
+        Rows r_fr(df_ret), r_fp(df_pi);
+        float *o_ret = dret.mutable_data_ptr<float>(), *o_pi = dpi.mutable_data_ptr<float>();
+        for (int64_t b = 0, B = dret.size(0); b < B; ++b)
+          for (int64_t i = 0; i < d; ++i) {
+            o_ret[b * d + i] = o_ret[b * d + i] + r_fr.at(b, i);
+            o_pi[b * d + i] = o_pi[b * d + i] + r_fp.at(b, i);
+          }
+      } else {
+        dret = dret.add(df_ret);
+        dpi = dpi.add(df_pi);
+      }
       Tensor dv = use_rms ? rms_bw(dret, rec(G_RET), rec(R_RET), inv_d) : dret;
       Tensor dpre_r = at::threshold_backward(mm3(dv, W2r), rec(HID_R), 0);
       ret_in.push_back(rec(X_RAW));
