@@ -54,8 +54,10 @@ def ops():
     try:
         from torch.utils.cpp_extension import load
 
-        load(name="hippo_fused_loop", sources=[str(SOURCE)], extra_cflags=["-O2", "-ffp-contract=off"],
-             is_python_module=False, verbose=False)
+        # -ffp-contract=off: no a * b + c fused into one rounding (fused_loop.cpp's hand
+        # loops repeat aten's separate products and sums)
+        load(name="hippo_fused_loop", sources=[str(SOURCE)],
+             extra_cflags=["-O2", "-ffp-contract=off"], is_python_module=False, verbose=False)
         _ops = torch.ops.hippo_fused
     except Exception as e:  # noqa: BLE001 - any build or load failure means: fall back
         first = (str(e).strip().splitlines() or [""])[0][:200]
