@@ -12,12 +12,14 @@ loop closure first reaches ``--target``, and the final held-out accuracies.
 comparison) instead of the plain preset, beside the baseline.
 
 ``--compare-fast`` measures the fused step (``train.fast_step``, hippo_rep.models.fused)
-against the eager step instead: both trainers run the same iterations, interleaved (eager
-then fast per iteration, so that load on the machine hits both alike), on one thread, at
-each batch size of ``--batches``; it prints iterations/s, environment-steps/s, their ratio
-the largest relative difference of the two losses (they compute the same function), and
-the time loop's GEMM floor (:func:`loop_gemm_floor`: only its unavoidable matrix products, at
-the real shapes) as a fraction of the fast iteration:
+against the eager step instead: the trainers run the same iterations, interleaved (eager,
+then the fused step with its Python loop, "fast", then with its loop in C++, "cpp"
+(hippo_rep.models.fused_cpp, where it builds), per iteration, so that load on the machine
+hits all alike), on one thread, at each batch size of ``--batches``; it prints iterations/s,
+their ratios, environment-steps/s of cpp, the largest relative difference of the losses to
+eager's (they compute the same function), and the time loop's GEMM floor
+(:func:`loop_gemm_floor`: only its unavoidable matrix products, at the real shapes) as a
+fraction of the cpp iteration; and the seconds the C++ loop took to build or load:
 
     python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
 
@@ -191,8 +193,10 @@ def compare_fast(preset: str, batches: list[int], iterations: int, overrides: li
 
 
 def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
-    """aten operations per walk step, eager vs fast (see the module docstring): the forward
-    pass of the model (of it the time loop), backward, and the whole iteration."""
+    """aten operations per walk step, eager vs fast (Python loop) vs cpp (the loop in C++:
+    the aten calls it makes, not counting its own work by hand; see the module docstring):
+    the forward pass of the model (of it the time loop), backward, and the whole
+    iteration."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     torch.set_num_threads(1)
@@ -202,12 +206,14 @@ def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[
           f"{'iteration':>11s}")
     for batch in batches:
         with tempfile.TemporaryDirectory() as tmp:
-            for fast in (False, True):
+            for variant in ("eager", "fast", "cpp"):
+                fast = variant != "eager"
                 cfg = load_config(preset, [f"train.batch_size={batch}", "train.eval_every=0",
                                            "train.threads=1",
                                            f"train.fast_step={str(fast).lower()}", *overrides])
-                tr = Trainer(cfg, f"{tmp}/{fast}", progress=False)
+                tr = Trainer(cfg, f"{tmp}/{variant}", progress=False)
                 model = tr.model
+                model.cpp_loop = variant == "cpp"
                 fwd, loop, bwd = model.forward, model._loop, torch.Tensor.backward
 
                 def forward(*a, _f=fwd, **kw):
@@ -235,7 +241,7 @@ def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[
                     del model.forward, model._loop
                 counts = _ops_by_section(prof.events())
                 steps = iterations * cfg.world.walk_steps
-                print(f"{batch:6d}{'fast' if fast else 'eager':>7s}"
+                print(f"{batch:6d}{variant:>7s}"
                       f"{counts['## forward'] / steps:10.1f}"
                       f"{counts.get('## loop', 0) / steps:12.1f}"
                       f"{counts['## backward'] / steps:10.1f}"

@@ -26,6 +26,14 @@ a context stream, one retrieval iteration or more (retrieval iterations concern 
 prediction, which stays eager). :func:`unsupported` names what is not; the model then runs
 its eager loop.
 
+The loop over steps, forward and backward, runs in C++ where :mod:`hippo_rep.models.fused_cpp`
+covers the model (a full memory, every other covered option) and builds (``fused_loop.cpp``,
+compiled once per machine): the same aten operations in the same order, and for float32 on
+the CPU some elementwise chains by hand with the same float operations, so every output,
+buffer and gradient is ``torch.equal`` to this module's Python loop (tests/test_fused.py).
+Where it cannot build, this Python loop runs, said once (``fused_cpp.CppLoopFallback``);
+``TEMt.cpp_loop = False`` or ``HIPPO_REP_CPP_LOOP=0`` chooses the Python loop.
+
 Shapes: B environments, L steps of the chunk, d = n_g, A actions, H hidden units, M slots.
 """
 
