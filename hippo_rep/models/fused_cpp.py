@@ -6,7 +6,7 @@ issues the same aten operations in the same order from C++ (one call per chunk f
 one backward), so g, g_pi, the gate, the buffers and the gradients are those of the Python
 loop bit for bit. It covers ``model.memory = "full"`` (the presets' memory: every setting
 of :func:`fused.unsupported`'s covered list but the window, whose visibility is a Python
-method); other variants keep the Python loop.
+method), on the CPU; other variants and devices keep the Python loop.
 
 It is compiled with :func:`torch.utils.cpp_extension.load` (g++ and ninja, about a minute
 once per machine and source, cached under ``~/.cache/torch_extensions`` or
@@ -69,8 +69,9 @@ def ops():
 
 
 def covers(model) -> bool:
-    """Whether the C++ loop covers ``model`` (the fused step's variants with a full memory)."""
-    return model.config.memory == "full"
+    """Whether the C++ loop covers ``model``: the fused step's variants with a full memory,
+    on the CPU (the only device it was measured and tested on)."""
+    return model.config.memory == "full" and model.W_a.device.type == "cpu"
 
 
 #: ``transition_activation`` → the C++ code.
