@@ -12,12 +12,14 @@ loop closure first reaches ``--target``, and the final held-out accuracies.
 comparison) instead of the plain preset, beside the baseline.
 
 ``--compare-fast`` measures the fused step (``train.fast_step``, hippo_rep.models.fused)
-against the eager step instead: both trainers run the same iterations, interleaved (eager
-then fast per iteration, so that load on the machine hits both alike), on one thread, at
-each batch size of ``--batches``; it prints iterations/s, environment-steps/s, their ratio
-the largest relative difference of the two losses (they compute the same function), and
-the time loop's GEMM floor (:func:`loop_gemm_floor`: only its unavoidable matrix products, at
-the real shapes) as a fraction of the fast iteration:
+against the eager step instead: the trainers run the same iterations, interleaved (eager,
+then the fused step with its Python loop, "fast", then with its loop in C++, "cpp"
+(hippo_rep.models.fused_cpp, where it builds), per iteration, so that load on the machine
+hits all alike), on one thread, at each batch size of ``--batches``; it prints iterations/s,
+their ratios, environment-steps/s of cpp, the largest relative difference of the losses to
+eager's (they compute the same function), and the time loop's GEMM floor
+(:func:`loop_gemm_floor`: only its unavoidable matrix products, at the real shapes) as a
+fraction of the cpp iteration; and the seconds the C++ loop took to build or load:
 
     python benchmarks/bench_training.py --compare-fast --preset small --batches 16,64,256
 
@@ -139,42 +141,62 @@ def loop_gemm_floor(trainer: Trainer, iteration: int, repeats: int = 3) -> float
 
 
 def compare_fast(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
-    """Eager vs fused step, interleaved per iteration, one thread (see the module docstring).
-    The first iteration of each is a warm-up and not timed; there is no compilation."""
+    """Eager vs fused step, interleaved per iteration, one thread (see the module docstring):
+    the fused step with its Python loop ("fast") and, where it builds and covers the model,
+    with the loop in C++ ("cpp", :mod:`hippo_rep.models.fused_cpp`). The first iteration of
+    each is a warm-up and not timed."""
+    from hippo_rep.models import fused_cpp
+
     torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    have_cpp = fused_cpp.ops() is not None
+    build_s = time.perf_counter() - t0
     print(f"preset {preset}; one thread; {iterations} timed iterations per batch size "
-          "(after one warm-up), eager and fast interleaved; no compilation (0 s)")
-    print(f"{'batch':>6s}{'eager it/s':>12s}{'fast it/s':>11s}{'eager env-steps/s':>19s}"
-          f"{'fast env-steps/s':>18s}{'fast/eager':>12s}{'max loss rel diff':>19s}"
-          f"{'loop GEMM floor ms':>20s}{'floor/fast':>12s}")
+          "(after one warm-up), eager, fast (Python loop) and cpp (C++ loop) interleaved; "
+          f"C++ loop {'built or loaded' if have_cpp else 'unavailable'} in {build_s:.1f} s "
+          "(cached after the first build)")
+    print(f"{'batch':>6s}{'eager it/s':>12s}{'fast it/s':>11s}{'cpp it/s':>10s}"
+          f"{'fast/eager':>12s}{'cpp/eager':>11s}{'cpp/fast':>10s}{'cpp env-steps/s':>17s}"
+          f"{'max loss rel diff':>19s}{'loop GEMM floor ms':>20s}{'floor/cpp':>11s}")
+    variants = ["eager", "fast", "cpp"] if have_cpp else ["eager", "fast"]
     for batch in batches:
-        times = {False: [], True: []}
-        loss = {False: [], True: []}
+        times = {k: [] for k in variants}
+        loss = {k: [] for k in variants}
         with tempfile.TemporaryDirectory() as tmp:
             trainers = {}
-            for fast in (False, True):
+            for k in variants:
+                fast = k != "eager"
                 cfg = load_config(preset, [f"train.batch_size={batch}", "train.eval_every=0",
                                            "train.threads=1",
                                            f"train.fast_step={str(fast).lower()}", *overrides])
-                trainers[fast] = Trainer(cfg, f"{tmp}/{fast}", progress=False)
+                trainers[k] = Trainer(cfg, f"{tmp}/{k}", progress=False)
+                trainers[k].model.cpp_loop = k == "cpp"
+            if have_cpp and not fused_cpp.covers(trainers["cpp"].model):
+                print("  (the C++ loop does not cover this model: cpp runs the Python loop)")
             for it in range(iterations + 1):
-                for fast, tr in trainers.items():
+                for k, tr in trainers.items():
                     t0 = time.perf_counter()
                     row = tr.step(it)
                     if it > 0:
-                        times[fast].append(time.perf_counter() - t0)
-                    loss[fast].append(row["loss"])
-            floor = loop_gemm_floor(trainers[True], iterations + 1)
+                        times[k].append(time.perf_counter() - t0)
+                    loss[k].append(row["loss"])
+            floor = loop_gemm_floor(trainers["fast"], iterations + 1)
         steps = cfg.world.walk_steps * batch
-        e, f = (statistics.median(times[k]) for k in (False, True))
-        diff = max(abs(a - b) / abs(a) for a, b in zip(loss[False], loss[True], strict=True))
-        print(f"{batch:6d}{1 / e:12.2f}{1 / f:11.2f}{steps / e:19.0f}{steps / f:18.0f}"
-              f"{e / f:12.2f}{diff:19.1e}{floor * 1e3:20.0f}{floor / f:12.2f}", flush=True)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        e, f = med["eager"], med["fast"]
+        c = med.get("cpp", float("nan"))
+        diff = max(abs(a - b) / abs(a) for k in variants[1:]
+                   for a, b in zip(loss["eager"], loss[k], strict=True))
+        print(f"{batch:6d}{1 / e:12.2f}{1 / f:11.2f}{1 / c:10.2f}{e / f:12.2f}{e / c:11.2f}"
+              f"{f / c:10.2f}{steps / c:17.0f}{diff:19.1e}{floor * 1e3:20.0f}{floor / c:11.2f}",
+              flush=True)
 
 
 def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[str]) -> None:
-    """aten operations per walk step, eager vs fast (see the module docstring): the forward
-    pass of the model (of it the time loop), backward, and the whole iteration."""
+    """aten operations per walk step, eager vs fast (Python loop) vs cpp (the loop in C++:
+    the aten calls it makes, not counting its own work by hand; see the module docstring):
+    the forward pass of the model (of it the time loop), backward, and the whole
+    iteration."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     torch.set_num_threads(1)
@@ -184,12 +206,14 @@ def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[
           f"{'iteration':>11s}")
     for batch in batches:
         with tempfile.TemporaryDirectory() as tmp:
-            for fast in (False, True):
+            for variant in ("eager", "fast", "cpp"):
+                fast = variant != "eager"
                 cfg = load_config(preset, [f"train.batch_size={batch}", "train.eval_every=0",
                                            "train.threads=1",
                                            f"train.fast_step={str(fast).lower()}", *overrides])
-                tr = Trainer(cfg, f"{tmp}/{fast}", progress=False)
+                tr = Trainer(cfg, f"{tmp}/{variant}", progress=False)
                 model = tr.model
+                model.cpp_loop = variant == "cpp"
                 fwd, loop, bwd = model.forward, model._loop, torch.Tensor.backward
 
                 def forward(*a, _f=fwd, **kw):
@@ -217,7 +241,7 @@ def count_ops(preset: str, batches: list[int], iterations: int, overrides: list[
                     del model.forward, model._loop
                 counts = _ops_by_section(prof.events())
                 steps = iterations * cfg.world.walk_steps
-                print(f"{batch:6d}{'fast' if fast else 'eager':>7s}"
+                print(f"{batch:6d}{variant:>7s}"
                       f"{counts['## forward'] / steps:10.1f}"
                       f"{counts.get('## loop', 0) / steps:12.1f}"
                       f"{counts['## backward'] / steps:10.1f}"

@@ -431,7 +431,9 @@ class TrainConfig(TypedConfig):
     # autograd graph and a hand-written backward with weight gradients batched over steps;
     # the same losses, gradients and weights as false (the eager step, kept as its oracle).
     # Not covered: model.memory "fam"/"hebbian", model.kind "tem"; they train eagerly and
-    # the trainer says so once.
+    # the trainer says so once. With a full memory the fused loop runs in C++ (built once per
+    # machine with g++ and ninja, ~1 minute; hippo_rep.models.fused_cpp), the same numbers;
+    # where it cannot build, the fused Python loop runs and says so once.
     fast_step: bool = True
     # --- model.kind = "tem": loss weights and annealing (torch_tem parameters.py defaults;
     # see hippo_rep.models.tem.tem_schedule). Weights of the p losses (p_g, p_x), the three

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hippo_rep.config import ModelConfig, load_config
-from hippo_rep.models import fused
+from hippo_rep.models import fused, fused_cpp
 from hippo_rep.models.registry import build_model
 from hippo_rep.models.temt_losses import losses
 from hippo_rep.training import trainer as T
@@ -256,3 +256,88 @@ def test_fast_step_may_change_on_resume_and_old_checkpoints_load(tmp_path):
     torch.save(payload, tmp_path / "old.pt")
     _, old_cfg, _ = load_checkpoint(tmp_path / "old.pt")
     assert old_cfg.train.fast_step is True
+
+
+# --------------------------------------------------------------- the loop in C++ (fused_cpp)
+
+def _cpp_ops():
+    ops = fused_cpp.ops()
+    if ops is None:
+        pytest.skip("the C++ loop did not build here (fused_cpp.CppLoopFallback says why)")
+    return ops
+
+
+#: The settings the C++ loop covers (a full memory): all of SETTINGS but the window, and a
+#: width that is not a power of two (the similarity is then divided by d, not folded into β).
+CPP_SETTINGS = {**{n: s for n, s in SETTINGS.items() if fused_cpp.covers(model_for(s))},
+                "n_g_24": dict(n_g=24), "n_g_24_additive": dict(n_g=24, conjunction="additive")}
+
+
+def test_cpp_covers_the_presets():
+    for preset in ("small", "paper"):
+        mc = load_config(preset).model
+        assert fused.unsupported(build_model(mc, 5, N_OBS)) is None
+        assert fused_cpp.covers(build_model(mc, 5, N_OBS)), preset
+    assert "window" not in CPP_SETTINGS and len(CPP_SETTINGS) == len(SETTINGS) + 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("context", [False, True], ids=["no_context", "context"])
+@pytest.mark.parametrize("name", list(CPP_SETTINGS))
+def test_cpp_loop_equals_python_fused(name, context, dtype, monkeypatch):
+    """The C++ loop issues the Python fused loop's operations in the same order: the same
+    outputs, buffers and gradients, bit for bit (torch.equal), forward and backward."""
+    ops = _cpp_ops()
+    calls = []
+    monkeypatch.setattr(fused_cpp, "ops", lambda: calls.append(1) or ops)
+    before = _dtype(dtype)
+    try:
+        m = model_for({**CPP_SETTINGS[name], "readout": "mlp"}, dtype)
+        obs, act, ctx = walks(context=context)
+        runs = {}
+        for cpp in (False, True):
+            m.cpp_loop = cpp
+            runs[cpp] = run_chunks(m, obs, act, ctx, True)
+    finally:
+        torch.set_default_dtype(before)
+    assert calls  # the C++ loop ran
+    (po, ps, pg), (co, cs, cg) = runs[False], runs[True]
+    for a, b in zip(po, co, strict=True):
+        for key in ("g", "g_pi", "gate", "written", "slot", "logits_pi", "logits_g"):
+            assert torch.equal(getattr(a, key), getattr(b, key)), key
+    for a, b in zip(ps, cs, strict=True):
+        for key in ("g", "G", "ZG", "X", "C", "T", "count"):
+            assert torch.equal(getattr(a, key), getattr(b, key)), key
+    for n, g in pg.items():
+        assert (g is None) == (cg[n] is None), n
+        assert g is None or torch.equal(cg[n], g), n
+
+
+def test_cpp_loop_not_built_falls_back_once(monkeypatch, tmp_path):
+    """A C++ loop that does not build: one CppLoopFallback warning, then the Python loop
+    (the same numbers)."""
+    bad = tmp_path / "broken.cpp"
+    bad.write_text("this is not C++\n")
+    monkeypatch.setattr(fused_cpp, "SOURCE", bad)
+    monkeypatch.setattr(fused_cpp, "_tried", False)
+    monkeypatch.setattr(fused_cpp, "_ops", None)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    m = model_for({})
+    obs, act, ctx = walks()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out_bad = run_chunks(m, obs, act, ctx, True, grad=False)[0]
+        run_chunks(m, obs, act, ctx, True, grad=False)
+    said = [w for w in seen if issubclass(w.category, fused_cpp.CppLoopFallback)]
+    assert len(said) == 1 and "Python loop" in str(said[0].message)
+    m.cpp_loop = False
+    out_py = run_chunks(m, obs, act, ctx, True, grad=False)[0]
+    for a, b in zip(out_bad, out_py, strict=True):
+        assert torch.equal(a.g, b.g) and torch.equal(a.gate, b.gate)
+
+
+def test_cpp_loop_off_by_environment(monkeypatch):
+    monkeypatch.setenv("HIPPO_REP_CPP_LOOP", "0")
+    monkeypatch.setattr(fused_cpp, "_tried", False)
+    monkeypatch.setattr(fused_cpp, "_ops", None)
+    assert fused_cpp.ops() is None

@@ -26,6 +26,14 @@ a context stream, one retrieval iteration or more (retrieval iterations concern 
 prediction, which stays eager). :func:`unsupported` names what is not; the model then runs
 its eager loop.
 
+The loop over steps, forward and backward, runs in C++ where :mod:`hippo_rep.models.fused_cpp`
+covers the model (a full memory, every other covered option) and builds (``fused_loop.cpp``,
+compiled once per machine): the same aten operations in the same order, and for float32 on
+the CPU some elementwise chains by hand with the same float operations, so every output,
+buffer and gradient is ``torch.equal`` to this module's Python loop (tests/test_fused.py).
+Where it cannot build, this Python loop runs, said once (``fused_cpp.CppLoopFallback``);
+``TEMt.cpp_loop = False`` or ``HIPPO_REP_CPP_LOOP=0`` chooses the Python loop.
+
 Shapes: B environments, L steps of the chunk, d = n_g, A actions, H hidden units, M slots.
 """
 
@@ -33,6 +41,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from hippo_rep.models import fused_cpp
 
 #: Added to denominators of the unit-RMS normalisation (the value of ``memory._EPS``).
 _EPS = 1e-6
@@ -137,7 +147,7 @@ def _agree_over_d(W1g, d: int):
 
 
 def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context,
-                  fresh: bool, s0: int, save: bool):
+                  fresh: bool, s0: int, save: bool, cpp=None):
     """The time loop's forward (``TEMt._loop`` for the covered variants), writing into
     ``state``'s buffers in place. ``wr``/``wg``: (W1, b1, W2, b2) of the retrieval and gate
     MLPs. Returns g, g_pi, gate (B, L, d), written (B, L) bool and, with ``save``, the
@@ -148,7 +158,10 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     memory size, β·log(#memories) and has-a-memory are gathered from per-count tables, the
     observation buffer holds -1 on every slot that is not a memory (so that "same
     observation" is also "a valid memory"), and the time stamps of a full memory are written
-    once after the loop."""
+    once after the loop.
+
+    ``cpp``: :func:`fused_cpp.ops` (the loop in C++, the same operations; a full memory
+    only), or None. The records for backward are then its flat list and per-step table."""
     cfg = model.config
     B, L = obs.shape
     d = cfg.n_g
@@ -174,7 +187,8 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     if use_c:
         ctx_b, ctx_k = ctx_t.unbind(0), ctx_t.view(L, B, 1, 1).unbind(0)
     Wcat = W.transpose(0, 1).reshape(d, -1)
-    aidx = _action_columns(actions, d).unbind(0)
+    aidx_all = _action_columns(actions, d)
+    aidx = aidx_all.unbind(0)
     count = state.count.clone()
     flat = torch.arange(B, device=dev) * cap  # row offsets into the flattened buffers
     G3, ZG3, X3 = state.G, state.ZG, state.X.view(B, 1, cap)
@@ -199,6 +213,17 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     gs, gpis, gates, steps, news, fis = [], [], [], [], [], []
     zero_gate = torch.zeros(B, 1, d, dtype=dt, device=dev)
     views, m_views = None, -1
+    if cpp is not None:
+        nil = W.new_empty(0)
+        lw = (W1r, b1r, W2r, b2r, W1g, b1g, W2g, b2g, beta_tab, has_tab) if landmark \
+            else (nil,) * 10
+        out = cpp.loop_forward(Wcat, g_start, aidx_all, obs_t, ctx_t, state.G,
+                               state.ZG, state.X, state.C, count, flat, *lw, thr_d, k_d, k_eps,
+                               fused_cpp.ACTIVATIONS[act_kind], rms, multiplicative, landmark,
+                               use_c, fresh, save)
+        g, g_pi, gate, written, fis, count, meta = out[:7]
+        steps = (out[7:], meta) if save else []
+        return _after_loop(state, count, flat, written, fis, window, g, g_pi, gate, steps)
     for t in range(L):
         tg = state.t + t
         rec = _Step() if save else None
@@ -318,9 +343,6 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             steps.append(rec)
         g_prev = g_t
     written = torch.stack(news, 1)  # (B, L)
-    if not window:
-        Tf.index_copy_(0, torch.stack(fis, 1)[written],
-                       (state.t + torch.arange(L, device=dev)).expand(B, L)[written])
     if save:
         lm = [rec for rec in steps if rec.landmark]
         if lm:
@@ -331,6 +353,21 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
                 dsig = dsig * torch.stack([one if rec.has is None else rec.has for rec in lm])
             for rec, ds in zip(lm, dsig.unbind(0), strict=True):
                 rec.dsig = ds
+    return _after_loop(state, count, flat, written, torch.stack(fis, 1), window,
+                       torch.cat(gs, 1), torch.cat(gpis, 1), torch.cat(gates, 1), steps)
+
+
+def _after_loop(state, count, flat, written, fis, window, g, g_pi, gate, steps):
+    """The loop's end (Python or C++): a full memory's time stamps, the free slots reset,
+    the count. ``fis`` (B, L): the flat slot each step wrote into."""
+    B, L = written.shape
+    cap = state.capacity
+    d = state.G.shape[-1]
+    Gf, ZGf = state.G.view(B * cap, 1, d), state.ZG.view(B * cap, 1, d)
+    Cf, Tf = state.C.view(-1), state.T.view(-1)
+    if not window:
+        Tf.index_copy_(0, fis[written],
+                       (state.t + torch.arange(L, device=written.device)).expand(B, L)[written])
     # Reset the free slot each environment may have left a non-new row in (its X is -1).
     free = count < cap
     if bool(free.any()):
@@ -340,7 +377,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         Cf.index_fill_(0, fi, 0)
         Tf.index_fill_(0, fi, -1)
     state.count = count
-    return (torch.cat(gs, 1), torch.cat(gpis, 1), torch.cat(gates, 1), written, steps)
+    return g, g_pi, gate, written, steps
 
 
 def _linear_grads(dout, x):
@@ -367,10 +404,11 @@ class FusedLoop(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, W, g_start, rbeta, W1r, b1r, W2r, b2r, W1g, b1g, W2g, b2g, args):
-        model, obs, actions, state, context, fresh, s0 = args
+        model, obs, actions, state, context, fresh, s0, cpp = args
         g, g_pi, gate, written, steps = _loop_forward(
             model, W, g_start, rbeta, (W1r, b1r, W2r, b2r), (W1g, b1g, W2g, b2g), obs,
-            actions, state, context, fresh, s0, save=True)
+            actions, state, context, fresh, s0, save=True, cpp=cpp)
+        ctx.cpp = cpp
         ctx.save_for_backward(W, rbeta, W1r, W2r, W1g, W2g)
         ctx.steps, ctx.actions, ctx.fresh, ctx.s0 = steps, actions, fresh, s0
         ctx.B = obs.shape[0]
@@ -387,10 +425,12 @@ class FusedLoop(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_g, grad_gpi, grad_gate, _grad_written):
         W, rbeta, W1r, W2r, W1g, W2g = ctx.saved_tensors
+        if ctx.cpp is not None:
+            return _backward_cpp(ctx, W, rbeta, W1r, W2r, W1g, W2g, grad_g, grad_gpi,
+                                 grad_gate)
         steps = ctx.steps
-        A, d = W.shape[0], W.shape[-1]
+        d = W.shape[-1]
         L = len(steps)
-        B = ctx.B
         inv_d = 1.0 / d
         pow2 = _pow2(d)
 
@@ -486,39 +526,70 @@ class FusedLoop(torch.autograd.Function):
             carry = torch.matmul(dh, WTcat).gather(2, aidx[t])
         if d_start is None:
             d_start = carry
-        if d_start is not None:
-            d_start = d_start.reshape(B, d)
-        dW = torch.zeros_like(W) if ctx.needs_input_grad[0] else None
-        if tr_in and dW is not None:
-            gp = torch.cat(tr_in).reshape(-1, d)
-            dh = torch.cat(tr_dh).reshape(-1, d)
-            acts = ctx.actions.t()[torch.tensor(tr_t, device=gp.device)].reshape(-1)
-            order = torch.argsort(acts, stable=True)
-            sizes = torch.bincount(acts, minlength=A).tolist()
-            gp, dh = gp[order], dh[order]
-            start = 0
-            for a, n in enumerate(sizes):
-                if n:
-                    dW[a] = gp[start:start + n].t() @ dh[start:start + n]
-                start += n
-        grads_r = grads_g = (None, None, None, None)
-        rbeta_grad = None
-        if gate_in:
-            H = W1g.shape[0]
-            dW2g, db2g = _linear_grads(torch.cat(gate_ds).view(-1, d),
-                                       torch.cat(gate_hid).view(-1, H))
-            dW1g, db1g = _linear_grads(torch.cat(gate_dpre).view(-1, H),
-                                       torch.cat(gate_in).view(-1, W1g.shape[1]))
-            if pow2:  # the stored agreement is d times the mean
-                dW1g[:, 2 * d].div_(d)
-            grads_g = (dW1g, db1g, dW2g, db2g)
-            dW2r, db2r = _linear_grads(torch.cat(ret_dv).view(-1, d),
-                                       torch.cat(ret_hid).view(-1, H))
-            dW1r, db1r = _linear_grads(torch.cat(ret_dpre).view(-1, H),
-                                       torch.cat(ret_in).view(-1, d))
-            grads_r = (dW1r, db1r, dW2r, db2r)
-            rbeta_grad = torch.stack(rb_rows).sum() / rbeta
-        return (dW, d_start, rbeta_grad, *grads_r, *grads_g, None)
+
+        def cat(rows):
+            return torch.cat(rows) if rows else None
+
+        return _weight_grads(
+            ctx, W, rbeta, W1g, d_start, cat(tr_in), cat(tr_dh),
+            torch.tensor(tr_t, device=W.device) if tr_in else None,
+            *[cat(x) for x in (gate_in, gate_hid, gate_ds, gate_dpre, ret_in, ret_hid, ret_dv,
+                               ret_dpre)],
+            torch.stack(rb_rows) if rb_rows else None)
+
+
+def _backward_cpp(ctx, W, rbeta, W1r, W2r, W1g, W2g, grad_g, grad_gpi, grad_gate):
+    """FusedLoop.backward with its loop over steps in C++ (``fused_loop.cpp``: the same
+    operations in the same order)."""
+    d = W.shape[-1]
+    recs, meta = ctx.steps
+    WTcat = W.transpose(1, 2).transpose(0, 1).reshape(d, -1)
+    k_d = torch.tensor(float(d), dtype=W.dtype, device=W.device)
+    out = ctx.cpp.loop_backward(
+        recs, meta, grad_g, grad_gpi, grad_gate, WTcat, _action_columns(ctx.actions, d),
+        W2g, _agree_over_d(W1g, d), W2r, W1r, ctx.G, ctx.ZG, k_d,
+        fused_cpp.ACTIVATIONS[ctx.act_kind], ctx.rms, ctx.multiplicative)
+    # empty lists come back as 0-element tensors
+    d_start, *rest = [x if x.numel() else None for x in out]
+    return _weight_grads(ctx, W, rbeta, W1g, d_start, *rest)
+
+
+def _weight_grads(ctx, W, rbeta, W1g, d_start, tr_in, tr_dh, tr_t, gate_in, gate_hid, gate_ds,
+                  gate_dpre, ret_in, ret_hid, ret_dv, ret_dpre, rb_rows):
+    """Every weight gradient from the per-step rows (concatenated in reverse time), after
+    the loop over steps; FusedLoop.backward's return value."""
+    A, d = W.shape[0], W.shape[-1]
+    B = ctx.B
+    pow2 = _pow2(d)
+    if d_start is not None:
+        d_start = d_start.reshape(B, d)
+    dW = torch.zeros_like(W) if ctx.needs_input_grad[0] else None
+    if tr_in is not None and dW is not None:
+        gp = tr_in.reshape(-1, d)
+        dh = tr_dh.reshape(-1, d)
+        acts = ctx.actions.t()[tr_t].reshape(-1)
+        order = torch.argsort(acts, stable=True)
+        sizes = torch.bincount(acts, minlength=A).tolist()
+        gp, dh = gp[order], dh[order]
+        start = 0
+        for a, n in enumerate(sizes):
+            if n:
+                dW[a] = gp[start:start + n].t() @ dh[start:start + n]
+            start += n
+    grads_r = grads_g = (None, None, None, None)
+    rbeta_grad = None
+    if gate_in is not None:
+        H = W1g.shape[0]
+        dW2g, db2g = _linear_grads(gate_ds.view(-1, d), gate_hid.view(-1, H))
+        dW1g, db1g = _linear_grads(gate_dpre.view(-1, H), gate_in.view(-1, W1g.shape[1]))
+        if pow2:  # the stored agreement is d times the mean
+            dW1g[:, 2 * d].div_(d)
+        grads_g = (dW1g, db1g, dW2g, db2g)
+        dW2r, db2r = _linear_grads(ret_dv.view(-1, d), ret_hid.view(-1, H))
+        dW1r, db1r = _linear_grads(ret_dpre.view(-1, H), ret_in.view(-1, d))
+        grads_r = (dW1r, db1r, dW2r, db2r)
+        rbeta_grad = rb_rows.sum() / rbeta
+    return (dW, d_start, rbeta_grad, *grads_r, *grads_g, None)
 
 
 def fused_loop(model, obs, actions, state, context, fresh: bool, s0: int):
@@ -532,11 +603,12 @@ def fused_loop(model, obs, actions, state, context, fresh: bool, s0: int):
     q1, q2 = model.gate_mlp[0], model.gate_mlp[2]
     tensors = (W, g_start, rbeta, r1.weight, r1.bias, r2.weight, r2.bias,
                q1.weight, q1.bias, q2.weight, q2.bias)
-    args = (model, obs, actions, state, context, fresh, s0)
+    cpp = fused_cpp.ops() if model.cpp_loop and fused_cpp.covers(model) else None
+    args = (model, obs, actions, state, context, fresh, s0, cpp)
     if torch.is_grad_enabled() and any(x.requires_grad for x in tensors):
         g, g_pi, gate, written = FusedLoop.apply(*tensors, args)
     else:
         g, g_pi, gate, written, _ = _loop_forward(
             model, W, g_start, rbeta, tensors[3:7], tensors[7:11], obs, actions, state,
-            context, fresh, s0, save=False)
+            context, fresh, s0, save=False, cpp=cpp)
     return g, g_pi, gate, written, None

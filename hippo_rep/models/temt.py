@@ -137,6 +137,9 @@ class TEMt(nn.Module):
 
     #: Default for models built outside the trainer (evaluation, recording, calibration).
     fast_step = True
+    #: The fused loop's per-step work in C++ where :mod:`hippo_rep.models.fused_cpp` covers
+    #: the model and builds (the same numbers as its Python loop); False: the Python loop.
+    cpp_loop = True
 
     def __init__(self, config: ModelConfig, n_actions: int, n_obs: int):
         super().__init__()
