@@ -1111,13 +1111,22 @@ def memory_delay_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         axes = fig.subplots(3 if cost else 1, 1, squeeze=False,
                             height_ratios=[1.3, 1, 1] if cost else None).T
     else:
-        fig = new_figure(FULL_WIDTH + 1.2 if cost else HALF_WIDTH + 1.2, 2.6)
-        axes = fig.subplots(1, 3 if cost else 1, squeeze=False)
+        # with the cost panels: the three in the double column, one legend below them
+        fig = new_figure(FULL_WIDTH if cost else HALF_WIDTH + 1.2, 2.9 if cost else 2.6)
+        axes = fig.subplots(1, 3 if cost else 1, squeeze=False,
+                            width_ratios=[1.15, 1, 1] if cost else None)  # a's long title
     ax = axes[0, 0]
     plot_delay(ds, ax=ax)
+    if cost and width != "single":  # the variants' colours are those of every panel
+        handles, labels = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels),
+                   fontsize=SMALL_FONT_SIZE, frameon=False)
     if cost:
         for a, key in zip(axes[0, 1:], ("ms_per_step", "kb_per_step"), strict=True):
             plot_delay_cost(cost, key, ax=a)
+            if width != "single":  # a third of the column: the x label wider than the axes
+                a.set_xlabel(a.get_xlabel().replace(" (", "\n(", 1))
         axes[0, 1].set_title("per-step cost (benchmark)", fontsize=MEDIUM_FONT_SIZE)
         _label_panels(axes[0])
     window = ds.attrs.get("window_steps", "?")
