@@ -453,6 +453,24 @@ def _panel_row(width: str, n: int, height: float, single_height: float,
     return fig, fig.subplots(1, n, width_ratios=width_ratios)
 
 
+#: An axis label longer than this (characters) is wrapped by :func:`_three_lines`.
+THREE_LINES_FROM = 30
+
+
+def _three_lines(label: str) -> str:
+    """A long axis label (of one line or two; over :data:`THREE_LINES_FROM` characters)
+    on at most three lines of about equal length, for a low axes; a shorter one as it is."""
+    import textwrap
+
+    words = label.replace("\n", " ")
+    if len(words) <= THREE_LINES_FROM:
+        return label
+    width = len(words) // 3
+    while len(textwrap.wrap(words, width)) > 3:
+        width += 1
+    return "\n".join(textwrap.wrap(words, width))
+
+
 def _two_lines(label: str, width: str) -> str:
     """An axis label on one line, or at ``width="single"`` on two (broken at the space
     nearest its middle), for a short axes."""
@@ -809,10 +827,11 @@ def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
     single = width == "single"
-    if single:  # three maps a population; the distributions, classes and remapping stacked
+    if single:  # three maps a population; the distributions side by side (legends below
+        # them), the classes and remapping stacked
         n = MAPS_PER_ROW_SINGLE
-        fig = new_figure(column_width(width), 11.0)
-        grid = fig.add_gridspec(6, n, height_ratios=[1.0, 1.0, 1.6, 1.6, 2.4, 1.6])
+        fig = new_figure(column_width(width), 9.5)
+        grid = fig.add_gridspec(5, n, height_ratios=[1.0, 1.0, 1.9, 2.1, 1.4])
     else:
         n = N_FAM_SHOWN
         fig = new_figure(FULL_WIDTH, 8.4)
@@ -835,13 +854,22 @@ def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                       title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
                             f"SI {float(info.sel(unit=u)):.2f}, "
                             f"place {float(score.sel(unit=u)):.2f}")
-    dist = grid[2:4, :].subgridspec(2, 1) if single else grid[2, :].subgridspec(1, 2)
-    place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))
+    dist = grid[2, :].subgridspec(1, 2)
+    dists = [place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))]
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
-    field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
+    dists.append(field_count_by_population(both["n_fields"].where(exists),
+                                           ax=fig.add_subplot(dist[1])))
+    if single:  # half a column each: labels on two lines, the legend below the panel
+        for ax in dists:
+            ax.set_xlabel(_two_lines(ax.get_xlabel(), width))
+            ax.set_ylabel(_two_lines(ax.get_ylabel(), width))
+            handles, labels = ax.get_legend_handles_labels()
+            legend_below(ax, LEGEND_DROP_PT + 8, handles=handles, ncol=1, frameon=False,
+                         labels=[lab.replace(": ", ":\n", 1) for lab in labels],
+                         fontsize=TINY_FONT_SIZE)
     shown = {POPULATION_LABELS[p].replace("\n", " "): p for p in (*pops, G)}
-    _classes_and_remapping(fig, grid[4:, :] if single else grid[3, :],
+    _classes_and_remapping(fig, grid[3:, :] if single else grid[3, :],
                            {k: (full, p) for k, p in shown.items()},
                            {k: POPULATION_COLORS[p] for k, p in shown.items()}, width,
                            height_ratios=(2.4, 1.6))
@@ -938,6 +966,14 @@ def _null_of(ds, score: str, quantile: float):
     return q, f"null {quantile:.0%} quantile per unit"
 
 
+#: Height of a panel of the ``scores`` figure in a single column (its title, notes and
+#: legend below it included), inches: two populations' four panels fit a page
+#: (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`).
+SCORE_PANEL_HEIGHT_SINGLE = 2.25
+#: Height of a panel that only says why it is empty, as a fraction of a full one.
+EMPTY_PANEL_HEIGHT = 0.75
+
+
 @register("scores")
 def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
@@ -958,9 +994,12 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    if width == "single":  # each population's two panels one above the other
-        fig = new_figure(column_width(width), 2.5 * 2 * len(pops) + 0.5)
-        axes = fig.subplots(2 * len(pops), 1).reshape(len(pops), 2)
+    if width == "single":  # each population's two panels one above the other; a spatial
+        # information panel without a finite score (it says why) short
+        heights = [h for sub, _, _ in pops for h in (
+            1.0, 1.0 if np.isfinite(sub["spatial_info"].values).any() else EMPTY_PANEL_HEIGHT)]
+        fig = new_figure(column_width(width), SCORE_PANEL_HEIGHT_SINGLE * sum(heights) + 0.5)
+        axes = fig.subplots(2 * len(pops), 1, height_ratios=heights).reshape(len(pops), 2)
     else:
         fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
         axes = fig.subplots(len(pops), 2, squeeze=False)
@@ -1041,10 +1080,11 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", MEMORY_ACTIVITY))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
     if width == "single":
-        # one panel a row, in the same order: half a column is narrower than the three
-        # populations' tick labels of a, b, d and e
-        fig = new_figure(column_width(width), 12.5)
-        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1, 1.2, 1, 1]).reshape(2, 3)
+        # one panel a row, in the same order (half a column is narrower than the three
+        # populations' tick labels of a, b, d and e), short enough for a page: the panels
+        # low, long y labels on three lines, the caption a step smaller
+        fig = new_figure(column_width(width), 9.6)
+        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1.15, 1.25, 1, 1]).reshape(2, 3)
     else:
         fig = new_figure(FULL_WIDTH, 6.0)
         axes = fig.subplots(2, 3)
@@ -1071,11 +1111,22 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     axes[1, 1].set_title("population vectors\n(secondary)", fontsize=MEDIUM_FONT_SIZE)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
     axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
+    if width == "single":  # low panels: long y labels on three lines; the legends of b
+        # and f on one row, clear of their points (b: between the observed values and the
+        # null, f: under the correlations near 0)
+        for ax in axes.ravel():
+            ax.set_ylabel(_three_lines(ax.get_ylabel()))
+        for ax, loc in ((axes[0, 1], "center right"), (axes[1, 2], "lower right")):
+            legend = ax.get_legend()
+            if legend is not None:
+                handles, labels = ax.get_legend_handles_labels()
+                ax.legend(handles, labels, loc=loc, ncols=len(labels),
+                          fontsize=legend.get_texts()[0].get_fontsize(), columnspacing=1.0)
     title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
              f"Note on d: {PER_UNIT_NOTE}.")
-    figure_title(fig, title, FIGURE_TITLE_FONT_SIZE)
+    figure_title(fig, title, _size(FIGURE_TITLE_FONT_SIZE, width))
     _label_panels(axes.ravel())
     return fig
 
