@@ -321,9 +321,13 @@ def _resumed(data: dict) -> str:
 
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.
 N_COMPARE_SHOWN = 5
+#: Rate maps per population of the ``tem_vs_temt`` figure in a single column, two
+#: populations a row (four rows of maps above the four distribution panels are taller than a
+#: page, :data:`~hippo_rep.plotting.style.MAX_HEIGHT`).
+N_COMPARE_SHOWN_SINGLE = 2
 #: Rate maps per row of a single-column figure (``width="single"``): a figure of more maps
-#: per row wraps them onto more rows, or (``tem_vs_temt``, ``fam_slots``, ``controls``:
-#: maps above distribution panels) shows this many.
+#: per row wraps them onto more rows, or (``fam_slots``, ``controls``: maps above
+#: distribution panels) shows this many (``tem_vs_temt``: :data:`N_COMPARE_SHOWN_SINGLE`).
 MAPS_PER_ROW_SINGLE = 3
 #: Short names of the scores in map titles.
 SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
@@ -502,14 +506,18 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
     single = width == "single"
-    if single:  # three maps a row; the grid and place panels, classes and remapping stacked
-        n = MAPS_PER_ROW_SINGLE
-        fig = new_figure(column_width(width), 13.0)
-        grid = fig.add_gridspec(8, n, height_ratios=[1, 1, 1, 1, 1.7, 1.7, 2.4, 1.7])
+    if single:  # two populations a row of maps, N_COMPARE_SHOWN_SINGLE maps each (a page
+        # high); the grid and place panels, classes and remapping stacked
+        n = N_COMPARE_SHOWN_SINGLE
+        map_rows = 2
+        fig = new_figure(column_width(width), 9.6)
+        grid = fig.add_gridspec(map_rows + 4, 2 * n,
+                                height_ratios=[0.8, 0.8, 1.3, 1.3, 1.9, 1.2])
     else:
         n = N_COMPARE_SHOWN
-        fig = new_figure(FULL_WIDTH, 11.5)
-        grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
+        map_rows = 4
+        fig = new_figure(FULL_WIDTH, 9.6)
+        grid = fig.add_gridspec(map_rows + 2, n, height_ratios=[1, 1, 1, 1, 1.6, 1.9])
     rows = []
     env = tem_g["env"].values[0]
     best = []  # one unit per module: its best by gridness, else its first (saying so)
@@ -536,8 +544,9 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                                               "spatial_info", MIN_PEAK_FRACTION)],
                  "place_score", PLACE_CMAP, True))
     for i, (name, ds, e, units, score, cmap, outline) in enumerate(rows):
+        r, c0 = divmod(i, 2) if single else (i, 0)
         for j in range(n):
-            ax = fig.add_subplot(grid[i, j])
+            ax = fig.add_subplot(grid[r, c0 * n + j])
             if j >= len(units):
                 if j == len(units):
                     _fewer_units_note(ax, len(units), n, f"has a finite {SCORE_SHORT[score]}"
@@ -549,7 +558,7 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
             value = f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}"
-            title = (f"{name} {idx}\n{extra + ', ' if extra else ''}{value}" if single
+            title = (f"{name}\n{idx}{', ' + extra if extra else ''}\n{value}" if single
                      else f"{name} {idx}{', ' + extra if extra else ''}\n{value}")
             if outline:
                 place_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, title=title)
@@ -559,8 +568,8 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
            for m in np.unique(module)}
     g60["TEM-t g"] = temt_g["gridness_60"].values
-    bottom = (grid[4:6, :].subgridspec(2, 1) if single
-              else grid[4, :].subgridspec(1, 2, width_ratios=[1.6, 1]))
+    bottom = (grid[map_rows:map_rows + 2, :].subgridspec(2, 1) if single
+              else grid[map_rows, :].subgridspec(1, 2, width_ratios=[1.6, 1]))
     score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
                         ylabel=_two_lines("gridness-60 (unitless)", width), title="grid scores")
     place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
@@ -568,11 +577,12 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
              "TEM-t memory": temt_m["place_score"].values}
     place, colors = _narrow_groups(place, COMPARE_COLORS, width)
     score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=colors,
-                        ylabel=_two_lines("place metric (largest-field share)", width),
+                        ylabel=_two_lines("place metric (largest-field share)", "single"),
                         title="place metric")
     named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
-    _classes_and_remapping(fig, grid[6:, :] if single else grid[5, :], named, COMPARE_COLORS,
+    _classes_and_remapping(fig, grid[map_rows + 2:, :] if single else grid[map_rows + 1, :],
+                           named, COMPARE_COLORS,
                            width, height_ratios=(2.4, 1.5))
     units = temt["rate_map"].attrs.get("units", "")
     modules = (f"; TEM g: the {n} of {len(np.unique(module))} modules with the most grid-like "
@@ -583,7 +593,7 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                    "p units and memory neurons (place = place metric; ties by spatial information; "
                    f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
                    f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}; every "
-                   "unit x environment in the distributions")
+                   "unit x environment in the distributions", _size(FIGURE_TITLE_FONT_SIZE, width))
     return fig
 
 
