@@ -295,10 +295,13 @@ def learning_speed_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     for x, ax in zip(xs, axes, strict=True):
         learning_speed(data, x, ax=ax)
         ax.get_legend().remove()
-    # one legend for all panels, below them (it would hide the curves inside a panel)
+    # one legend for all panels, below them (it would hide the curves inside a panel); at
+    # double width in the small size, its three columns clear of the figure's edges (at
+    # 7 pt they were as wide as the column, and wider where drawn at 110 dpi)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=1 if single else 3,
-               fontsize=_size(MEDIUM_FONT_SIZE, width), frameon=False)
+               fontsize=_size(MEDIUM_FONT_SIZE, width) if single else SMALL_FONT_SIZE,
+               frameon=False)
     worlds = ", ".join(data.get("worlds", []))
     figure_title(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                    f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
@@ -558,7 +561,10 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
             value = f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}"
-            title = (f"{name}\n{idx}{', ' + extra if extra else ''}\n{value}" if single
+            # in a single column no line wider than the small map (its first would run past
+            # the figure's left edge): the unit on its own line, or beside a short name
+            title = ((f"{name} {idx}\n{extra.replace(', ', chr(10))}" if extra
+                      else f"{name}\n{idx}") + f"\n{value}" if single
                      else f"{name} {idx}{', ' + extra if extra else ''}\n{value}")
             if outline:
                 place_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, title=title)
@@ -1120,7 +1126,8 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
     axes[1, 1].set_title("population vectors\n(secondary)", fontsize=MEDIUM_FONT_SIZE)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
-    axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
+    # its longest line no wider than the panel (the panel is at the figure's right edge)
+    axes[1, 2].set_title(f"TEM test ({grid_var} at\n{mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
     if width == "single":  # low panels: long y labels on three lines; the legends of b
         # and f on one row, clear of their points (b: between the observed values and the
         # null, f: under the correlations near 0)
