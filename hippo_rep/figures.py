@@ -295,10 +295,13 @@ def learning_speed_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     for x, ax in zip(xs, axes, strict=True):
         learning_speed(data, x, ax=ax)
         ax.get_legend().remove()
-    # one legend for all panels, below them (it would hide the curves inside a panel)
+    # one legend for all panels, below them (it would hide the curves inside a panel); at
+    # double width in the small size, its three columns clear of the figure's edges (at
+    # 7 pt they were as wide as the column, and wider where drawn at 110 dpi)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=1 if single else 3,
-               fontsize=_size(MEDIUM_FONT_SIZE, width), frameon=False)
+               fontsize=_size(MEDIUM_FONT_SIZE, width) if single else SMALL_FONT_SIZE,
+               frameon=False)
     worlds = ", ".join(data.get("worlds", []))
     figure_title(fig, f"zero-shot accuracy on {data.get('eval_envs', '?')} held-out walks of "
                    f"{worlds} (same worlds, seed, batch {data.get('batch_size', '?')}; "
@@ -321,9 +324,13 @@ def _resumed(data: dict) -> str:
 
 #: Columns of rate maps per row of the ``tem_vs_temt`` figure.
 N_COMPARE_SHOWN = 5
+#: Rate maps per population of the ``tem_vs_temt`` figure in a single column, two
+#: populations a row (four rows of maps above the four distribution panels are taller than a
+#: page, :data:`~hippo_rep.plotting.style.MAX_HEIGHT`).
+N_COMPARE_SHOWN_SINGLE = 2
 #: Rate maps per row of a single-column figure (``width="single"``): a figure of more maps
-#: per row wraps them onto more rows, or (``tem_vs_temt``, ``fam_slots``, ``controls``:
-#: maps above distribution panels) shows this many.
+#: per row wraps them onto more rows, or (``fam_slots``, ``controls``: maps above
+#: distribution panels) shows this many (``tem_vs_temt``: :data:`N_COMPARE_SHOWN_SINGLE`).
 MAPS_PER_ROW_SINGLE = 3
 #: Short names of the scores in map titles.
 SCORE_SHORT = {"gridness_60": "g60", "place_score": "place"}
@@ -453,6 +460,24 @@ def _panel_row(width: str, n: int, height: float, single_height: float,
     return fig, fig.subplots(1, n, width_ratios=width_ratios)
 
 
+#: An axis label longer than this (characters) is wrapped by :func:`_three_lines`.
+THREE_LINES_FROM = 30
+
+
+def _three_lines(label: str) -> str:
+    """A long axis label (of one line or two; over :data:`THREE_LINES_FROM` characters)
+    on at most three lines of about equal length, for a low axes; a shorter one as it is."""
+    import textwrap
+
+    words = label.replace("\n", " ")
+    if len(words) <= THREE_LINES_FROM:
+        return label
+    width = len(words) // 3
+    while len(textwrap.wrap(words, width)) > 3:
+        width += 1
+    return "\n".join(textwrap.wrap(words, width))
+
+
 def _two_lines(label: str, width: str) -> str:
     """An axis label on one line, or at ``width="single"`` on two (broken at the space
     nearest its middle), for a short axes."""
@@ -484,14 +509,18 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     temt_g, temt_m = temt.hippo.population(G), temt.hippo.population(MEMORY_ACTIVITY)
     module = _tem_modules(tem)[tem_g["unit_index"].values]
     single = width == "single"
-    if single:  # three maps a row; the grid and place panels, classes and remapping stacked
-        n = MAPS_PER_ROW_SINGLE
-        fig = new_figure(column_width(width), 13.0)
-        grid = fig.add_gridspec(8, n, height_ratios=[1, 1, 1, 1, 1.7, 1.7, 2.4, 1.7])
+    if single:  # two populations a row of maps, N_COMPARE_SHOWN_SINGLE maps each (a page
+        # high); the grid and place panels, classes and remapping stacked
+        n = N_COMPARE_SHOWN_SINGLE
+        map_rows = 2
+        fig = new_figure(column_width(width), 9.6)
+        grid = fig.add_gridspec(map_rows + 4, 2 * n,
+                                height_ratios=[0.8, 0.8, 1.3, 1.3, 1.9, 1.2])
     else:
         n = N_COMPARE_SHOWN
-        fig = new_figure(FULL_WIDTH, 11.5)
-        grid = fig.add_gridspec(6, n, height_ratios=[1, 1, 1, 1, 1.6, 2.4])
+        map_rows = 4
+        fig = new_figure(FULL_WIDTH, 9.6)
+        grid = fig.add_gridspec(map_rows + 2, n, height_ratios=[1, 1, 1, 1, 1.6, 1.9])
     rows = []
     env = tem_g["env"].values[0]
     best = []  # one unit per module: its best by gridness, else its first (saying so)
@@ -518,8 +547,9 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                                               "spatial_info", MIN_PEAK_FRACTION)],
                  "place_score", PLACE_CMAP, True))
     for i, (name, ds, e, units, score, cmap, outline) in enumerate(rows):
+        r, c0 = divmod(i, 2) if single else (i, 0)
         for j in range(n):
-            ax = fig.add_subplot(grid[i, j])
+            ax = fig.add_subplot(grid[r, c0 * n + j])
             if j >= len(units):
                 if j == len(units):
                     _fewer_units_note(ax, len(units), n, f"has a finite {SCORE_SHORT[score]}"
@@ -531,7 +561,10 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
             u, extra = units[j]
             idx = int(ds["unit_index"].sel(unit=u))
             value = f"{SCORE_SHORT[score]} {float(ds[score].sel(env=e, unit=u)):.2f}"
-            title = (f"{name} {idx}\n{extra + ', ' if extra else ''}{value}" if single
+            # in a single column no line wider than the small map (its first would run past
+            # the figure's left edge): the unit on its own line, or beside a short name
+            title = ((f"{name} {idx}\n{extra.replace(', ', chr(10))}" if extra
+                      else f"{name}\n{idx}") + f"\n{value}" if single
                      else f"{name} {idx}{', ' + extra if extra else ''}\n{value}")
             if outline:
                 place_map(ds["rate_map"].sel(env=e, unit=u), ax=ax, title=title)
@@ -541,8 +574,8 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     g60 = {f"TEM g m{m}": tem_g["gridness_60"].isel(unit=module == m).values
            for m in np.unique(module)}
     g60["TEM-t g"] = temt_g["gridness_60"].values
-    bottom = (grid[4:6, :].subgridspec(2, 1) if single
-              else grid[4, :].subgridspec(1, 2, width_ratios=[1.6, 1]))
+    bottom = (grid[map_rows:map_rows + 2, :].subgridspec(2, 1) if single
+              else grid[map_rows, :].subgridspec(1, 2, width_ratios=[1.6, 1]))
     score_distributions(g60, ax=fig.add_subplot(bottom[0]), colors=COMPARE_COLORS,
                         ylabel=_two_lines("gridness-60 (unitless)", width), title="grid scores")
     place = {"TEM g": tem_g["place_score"].values, "TEM p": tem_p["place_score"].values,
@@ -550,11 +583,12 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
              "TEM-t memory": temt_m["place_score"].values}
     place, colors = _narrow_groups(place, COMPARE_COLORS, width)
     score_distributions(place, ax=fig.add_subplot(bottom[1]), colors=colors,
-                        ylabel=_two_lines("place metric (largest-field share)", width),
+                        ylabel=_two_lines("place metric (largest-field share)", "single"),
                         title="place metric")
     named = {"TEM g": (tem, G), "TEM p": (tem, P), "TEM-t g": (temt, G),
              "TEM-t memory": (temt, MEMORY_ACTIVITY)}
-    _classes_and_remapping(fig, grid[6:, :] if single else grid[5, :], named, COMPARE_COLORS,
+    _classes_and_remapping(fig, grid[map_rows + 2:, :] if single else grid[map_rows + 1, :],
+                           named, COMPARE_COLORS,
                            width, height_ratios=(2.4, 1.5))
     units = temt["rate_map"].attrs.get("units", "")
     modules = (f"; TEM g: the {n} of {len(np.unique(module))} modules with the most grid-like "
@@ -565,7 +599,7 @@ def tem_vs_temt_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                    "p units and memory neurons (place = place metric; ties by spatial information; "
                    f"peak at least {MIN_PEAK_FRACTION:.0%} of the population's largest); "
                    f"{map_caption(units, outline=True, unvisited=UNVISITED_GREY_NAME)}; every "
-                   "unit x environment in the distributions")
+                   "unit x environment in the distributions", _size(FIGURE_TITLE_FONT_SIZE, width))
     return fig
 
 
@@ -809,10 +843,11 @@ def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     both = full.isel(unit=np.isin(np.asarray(full["variable"].values).astype(str), pops))
     env = full["env"].values[0]
     single = width == "single"
-    if single:  # three maps a population; the distributions, classes and remapping stacked
+    if single:  # three maps a population; the distributions side by side (legends below
+        # them), the classes and remapping stacked
         n = MAPS_PER_ROW_SINGLE
-        fig = new_figure(column_width(width), 11.0)
-        grid = fig.add_gridspec(6, n, height_ratios=[1.0, 1.0, 1.6, 1.6, 2.4, 1.6])
+        fig = new_figure(column_width(width), 9.5)
+        grid = fig.add_gridspec(5, n, height_ratios=[1.0, 1.0, 1.9, 2.1, 1.4])
     else:
         n = N_FAM_SHOWN
         fig = new_figure(FULL_WIDTH, 8.4)
@@ -835,13 +870,22 @@ def fam_slots_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                       title=f"{name} {int(ds['unit_index'].sel(unit=u))}\n"
                             f"SI {float(info.sel(unit=u)):.2f}, "
                             f"place {float(score.sel(unit=u)):.2f}")
-    dist = grid[2:4, :].subgridspec(2, 1) if single else grid[2, :].subgridspec(1, 2)
-    place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))
+    dist = grid[2, :].subgridspec(1, 2)
+    dists = [place_score_by_population(both["place_score"], ax=fig.add_subplot(dist[0]))]
     # field counts of the (env, unit) pairs in which the unit exists (schema.DENOMINATOR)
     exists = both["rate_map"].notnull().any(("y", "x"))
-    field_count_by_population(both["n_fields"].where(exists), ax=fig.add_subplot(dist[1]))
+    dists.append(field_count_by_population(both["n_fields"].where(exists),
+                                           ax=fig.add_subplot(dist[1])))
+    if single:  # half a column each: labels on two lines, the legend below the panel
+        for ax in dists:
+            ax.set_xlabel(_two_lines(ax.get_xlabel(), width))
+            ax.set_ylabel(_two_lines(ax.get_ylabel(), width))
+            handles, labels = ax.get_legend_handles_labels()
+            legend_below(ax, LEGEND_DROP_PT + 8, handles=handles, ncol=1, frameon=False,
+                         labels=[lab.replace(": ", ":\n", 1) for lab in labels],
+                         fontsize=TINY_FONT_SIZE)
     shown = {POPULATION_LABELS[p].replace("\n", " "): p for p in (*pops, G)}
-    _classes_and_remapping(fig, grid[4:, :] if single else grid[3, :],
+    _classes_and_remapping(fig, grid[3:, :] if single else grid[3, :],
                            {k: (full, p) for k, p in shown.items()},
                            {k: POPULATION_COLORS[p] for k, p in shown.items()}, width,
                            height_ratios=(2.4, 1.6))
@@ -938,6 +982,14 @@ def _null_of(ds, score: str, quantile: float):
     return q, f"null {quantile:.0%} quantile per unit"
 
 
+#: Height of a panel of the ``scores`` figure in a single column (its title, notes and
+#: legend below it included), inches: two populations' four panels fit a page
+#: (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`).
+SCORE_PANEL_HEIGHT_SINGLE = 2.25
+#: Height of a panel that only says why it is empty, as a fraction of a full one.
+EMPTY_PANEL_HEIGHT = 0.75
+
+
 @register("scores")
 def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
@@ -958,9 +1010,12 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    if width == "single":  # each population's two panels one above the other
-        fig = new_figure(column_width(width), 2.5 * 2 * len(pops) + 0.5)
-        axes = fig.subplots(2 * len(pops), 1).reshape(len(pops), 2)
+    if width == "single":  # each population's two panels one above the other; a spatial
+        # information panel without a finite score (it says why) short
+        heights = [h for sub, _, _ in pops for h in (
+            1.0, 1.0 if np.isfinite(sub["spatial_info"].values).any() else EMPTY_PANEL_HEIGHT)]
+        fig = new_figure(column_width(width), SCORE_PANEL_HEIGHT_SINGLE * sum(heights) + 0.5)
+        axes = fig.subplots(2 * len(pops), 1, height_ratios=heights).reshape(len(pops), 2)
     else:
         fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
         axes = fig.subplots(len(pops), 2, squeeze=False)
@@ -1041,10 +1096,11 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     mem_var = str(ds.attrs.get("remap_tem_memory_variable", MEMORY_ACTIVITY))
     a, b = ds["env_a"].values[0], ds["env_b"].values[0]
     if width == "single":
-        # one panel a row, in the same order: half a column is narrower than the three
-        # populations' tick labels of a, b, d and e
-        fig = new_figure(column_width(width), 12.5)
-        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1, 1.2, 1, 1]).reshape(2, 3)
+        # one panel a row, in the same order (half a column is narrower than the three
+        # populations' tick labels of a, b, d and e), short enough for a page: the panels
+        # low, long y labels on three lines, the caption a step smaller
+        fig = new_figure(column_width(width), 9.6)
+        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1.15, 1.25, 1, 1]).reshape(2, 3)
     else:
         fig = new_figure(FULL_WIDTH, 6.0)
         axes = fig.subplots(2, 3)
@@ -1070,12 +1126,24 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
     axes[1, 1].set_title("population vectors\n(secondary)", fontsize=MEDIUM_FONT_SIZE)
     tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
-    axes[1, 2].set_title(f"TEM test\n({grid_var} at {mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
+    # its longest line no wider than the panel (the panel is at the figure's right edge)
+    axes[1, 2].set_title(f"TEM test ({grid_var} at\n{mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
+    if width == "single":  # low panels: long y labels on three lines; the legends of b
+        # and f on one row, clear of their points (b: between the observed values and the
+        # null, f: under the correlations near 0)
+        for ax in axes.ravel():
+            ax.set_ylabel(_three_lines(ax.get_ylabel()))
+        for ax, loc in ((axes[0, 1], "center right"), (axes[1, 2], "lower right")):
+            legend = ax.get_legend()
+            if legend is not None:
+                handles, labels = ax.get_legend_handles_labels()
+                ax.legend(handles, labels, loc=loc, ncols=len(labels),
+                          fontsize=legend.get_texts()[0].get_fontsize(), columnspacing=1.0)
     title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "
              f"Note on d: {PER_UNIT_NOTE}.")
-    figure_title(fig, title, FIGURE_TITLE_FONT_SIZE)
+    figure_title(fig, title, _size(FIGURE_TITLE_FONT_SIZE, width))
     _label_panels(axes.ravel())
     return fig
 
@@ -1111,13 +1179,22 @@ def memory_delay_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         axes = fig.subplots(3 if cost else 1, 1, squeeze=False,
                             height_ratios=[1.3, 1, 1] if cost else None).T
     else:
-        fig = new_figure(FULL_WIDTH + 1.2 if cost else HALF_WIDTH + 1.2, 2.6)
-        axes = fig.subplots(1, 3 if cost else 1, squeeze=False)
+        # with the cost panels: the three in the double column, one legend below them
+        fig = new_figure(FULL_WIDTH if cost else HALF_WIDTH + 1.2, 2.9 if cost else 2.6)
+        axes = fig.subplots(1, 3 if cost else 1, squeeze=False,
+                            width_ratios=[1.15, 1, 1] if cost else None)  # a's long title
     ax = axes[0, 0]
     plot_delay(ds, ax=ax)
+    if cost and width != "single":  # the variants' colours are those of every panel
+        handles, labels = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels),
+                   fontsize=SMALL_FONT_SIZE, frameon=False)
     if cost:
         for a, key in zip(axes[0, 1:], ("ms_per_step", "kb_per_step"), strict=True):
             plot_delay_cost(cost, key, ax=a)
+            if width != "single":  # a third of the column: the x label wider than the axes
+                a.set_xlabel(a.get_xlabel().replace(" (", "\n(", 1))
         axes[0, 1].set_title("per-step cost (benchmark)", fontsize=MEDIUM_FONT_SIZE)
         _label_panels(axes[0])
     window = ds.attrs.get("window_steps", "?")

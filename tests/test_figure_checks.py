@@ -1,6 +1,7 @@
 """The figure checker (hippo_rep.plotting.checks) finds planted defects and passes a clean
 figure; every registered figure, rendered from the shipped data (or, where the shipped data
-lacks its input, from small synthetic inputs), passes it."""
+lacks its input, from small synthetic inputs) at a single and a double column's width, passes
+it, and fits its column and a journal page (checks.oversized)."""
 
 import matplotlib
 
@@ -17,6 +18,7 @@ from hippo_rep.plotting.checks import (  # noqa: E402
     images_without_colorbar,
     legends_over_data,
     overlapping_texts,
+    oversized,
     report,
     texts_outside_figure,
     texts_over_panels,
@@ -398,9 +400,23 @@ def build(name, inputs, width):
     return fig
 
 
-def render(name, inputs, width="double"):
-    """The problems of the figure ``name`` at ``width`` (:func:`build`)."""
-    return check_figure(build(name, inputs, width))
+@pytest.fixture(scope="module")
+def built():
+    """The registered figures built once per module, by (name, width): the checks and the
+    size test share them (each figure takes seconds to draw)."""
+    figures = {}
+    yield figures
+    figures.clear()
+
+
+def built_figure(built, request, name, width):
+    """The figure ``name`` at ``width`` from the shipped data (or the synthetic inputs where
+    the shipped data lacks its input; that fixture is made only when needed), built once."""
+    if (name, width) not in built:
+        inputs = request.getfixturevalue("synthetic")[name] if name in FROM_SYNTHETIC \
+            else request.getfixturevalue("shipped")
+        built[name, width] = build(name, inputs, width)
+    return built[name, width]
 
 
 def test_every_figure_is_drawn_by_this_test():
@@ -418,16 +434,52 @@ FROM_SYNTHETIC = ("fam_slots", "controls", "sweep", "session_cells")
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", FROM_SHIPPED)
-def test_figure_from_the_shipped_data_passes_the_checks(shipped, name, width):
-    problems = render(name, shipped, width)
+def test_figure_from_the_shipped_data_passes_the_checks(built, request, name, width):
+    problems = check_figure(built_figure(built, request, name, width))
     assert problems == [], f"{name} ({width} column):\n{report(problems)}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", FROM_SYNTHETIC)
-def test_figure_the_shipped_data_lacks_passes_the_checks(synthetic, name, width):
-    problems = render(name, synthetic[name], width)
+def test_figure_the_shipped_data_lacks_passes_the_checks(built, request, name, width):
+    problems = check_figure(built_figure(built, request, name, width))
     assert problems == [], f"{name} ({width} column):\n{report(problems)}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", FROM_SHIPPED + FROM_SYNTHETIC)
+def test_figure_fits_its_column_and_a_page(built, request, name, width):
+    """Every registered figure, at either width, is no wider than the column it was drawn
+    for and no taller than a journal page (MAX_HEIGHT), as set and as saved."""
+    problems = oversized(built_figure(built, request, name, width), width)
+    assert problems == [], f"{name} ({width} column):\n{report(problems)}"
+
+
+def test_an_oversized_figure_is_found():
+    """The size test would fail: a figure wider than its column or taller than a page, by
+    its set size or by a text past its edge that widens the saved figure, is found; one
+    that fits passes."""
+    from matplotlib.figure import Figure
+
+    from hippo_rep.plotting.style import DOUBLE_COLUMN_WIDTH, MAX_HEIGHT, SINGLE_COLUMN_WIDTH
+
+    def plain(width, height):
+        f = Figure(figsize=(width, height), layout="constrained")
+        f.subplots().plot([0, 1], [0, 1])
+        return f
+
+    assert oversized(plain(SINGLE_COLUMN_WIDTH, MAX_HEIGHT), "single") == []
+    assert oversized(plain(DOUBLE_COLUMN_WIDTH, 3.0), "double") == []
+    (p,) = oversized(plain(DOUBLE_COLUMN_WIDTH, 3.0), "single")
+    assert p.rule == "size" and "wider than the single column (3.5 in)" in p.detail
+    too_tall = oversized(plain(SINGLE_COLUMN_WIDTH, MAX_HEIGHT + 0.5), "single")
+    assert [p.detail.split(": ")[1][:11] for p in too_tall] == ["taller than"]
+    both = oversized(plain(DOUBLE_COLUMN_WIDTH + 1.2, MAX_HEIGHT + 1), "double")
+    assert len(both) == 2 and "8.20 in wide as set" in both[0].detail
+    wide_text = Figure(figsize=(SINGLE_COLUMN_WIDTH, 3.0))  # set to the column, saved wider
+    wide_text.subplots().text(0.9, 0.5, "a note running past the right edge", fontsize=8)
+    (p,) = oversized(wide_text, "single")
+    assert "3.50 in wide as set" in p.detail and "as saved" in p.detail
 
 
 def test_a_planted_overlap_in_a_single_column_figure_is_found(shipped):

@@ -32,6 +32,13 @@ and shares that drawing (the renderer, the texts drawn and their measured boxes:
   or that of another map on the same colour map and limits: a shared bar).
 
 :func:`check_figure` runs all six; :func:`report` writes the problems one per line.
+
+A seventh check needs the column width the figure was drawn for, so :func:`check_figure`
+does not run it: :func:`oversized` (rule "size") finds a figure wider than its column
+(:data:`~hippo_rep.plotting.style.COLUMN_WIDTHS`) or taller than a journal page
+(:data:`~hippo_rep.plotting.style.MAX_HEIGHT`), by its set size and by the size it is saved
+at (:func:`saved_size`: the tight save box, which grows with anything drawn past the
+figure's edges).
 Nothing is saved and the figure is not changed (other than being drawn; a bare ``Figure``
 without a canvas that renders gets an Agg one). Not checked: texts other than legends over
 data (lines, bars), font sizes.
@@ -55,7 +62,8 @@ MIN_GAP_PT = 4.0
 class Problem:
     """One defect found: its ``rule`` ("overlap": texts over each other, run together or
     into another panel; "outside": a text past the figure's edge; "empty"; "colorbar";
-    "legend": over data) and what, in words."""
+    "legend": over data; "size": wider than its column or taller than a page,
+    :func:`oversized`) and what, in words."""
 
     rule: str
     detail: str
@@ -522,3 +530,50 @@ def check_figure(fig) -> list[Problem]:
 def report(problems) -> str:
     """The problems one per line (for an assertion message)."""
     return "\n".join(str(p) for p in problems) or "no problem"
+
+
+#: Resolution at which :func:`saved_size` saves a figure to measure it, dots per inch (the
+#: saved size is a whole number of pixels: it is known to within one pixel).
+SIZE_DPI = 100
+
+
+def saved_size(fig, width: str) -> tuple[float, float]:
+    """(width, height) in inches of ``fig`` as :func:`hippo_rep.figures.build_figures`
+    writes it: saved in :func:`~hippo_rep.plotting.style.paper_style` at the column
+    ``width`` ("single" or "double"), whose tight save box is everything the figure draws
+    (also past its edges) plus :data:`~hippo_rep.plotting.style.SAVE_PAD_INCHES` around it.
+    The figure is laid out once more, as saving it does; nothing is written."""
+    import io
+    import struct
+
+    from hippo_rep.plotting.style import paper_style
+
+    _renderer(fig)  # a canvas that renders, for a bare Figure
+    buf = io.BytesIO()
+    with paper_style(width):
+        fig.savefig(buf, format="png", dpi=SIZE_DPI)
+    w, h = struct.unpack(">II", buf.getvalue()[16:24])  # the PNG header's IHDR
+    return w / SIZE_DPI, h / SIZE_DPI
+
+
+def oversized(fig, width: str) -> list[Problem]:
+    """Problems (rule "size") of a figure drawn for the column ``width`` ("single" or
+    "double") that is wider than that column
+    (:func:`~hippo_rep.plotting.style.column_width`) or taller than a journal page
+    (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`): by the size it is set to and by the size
+    it is saved at (:func:`saved_size`, to within a pixel at :data:`SIZE_DPI`)."""
+    from hippo_rep.plotting.style import MAX_HEIGHT, column_width
+
+    limit = column_width(width)
+    set_w, set_h = (float(v) for v in fig.get_size_inches())
+    saved_w, saved_h = saved_size(fig, width)
+    pixel = 1.0 / SIZE_DPI
+    problems = []
+    if set_w > limit + 1e-9 or saved_w > limit + pixel:
+        problems.append(Problem("size", f"{set_w:.2f} in wide as set, {saved_w:.2f} in as "
+                                        f"saved: wider than the {width} column ({limit:g} in)"))
+    if set_h > MAX_HEIGHT + 1e-9 or saved_h > MAX_HEIGHT + pixel:
+        problems.append(Problem("size", f"{set_h:.2f} in tall as set, {saved_h:.2f} in as "
+                                        f"saved: taller than a page ({MAX_HEIGHT:g} in, "
+                                        "MAX_HEIGHT)"))
+    return problems

@@ -37,6 +37,12 @@ PANEL_SIZE = (SINGLE_COLUMN_WIDTH, 2.8)
 COLUMN_WIDTHS = {"single": SINGLE_COLUMN_WIDTH, "double": DOUBLE_COLUMN_WIDTH}
 #: The width a registered figure is drawn at by default.
 DEFAULT_COLUMN = "double"
+#: Tallest figure, inches: the usable height of a journal page (about 247 mm, Nature's
+#: maximum figure height, with room for a short caption line). Every registered figure, at
+#: either width, is at most this tall as saved (``tests/test_figure_checks.py``,
+#: :func:`hippo_rep.plotting.checks.oversized`); a taller one is split into columns or
+#: shows fewer example maps, never cut.
+MAX_HEIGHT = 9.7
 
 
 def column_width(width: str) -> float:
@@ -103,6 +109,10 @@ AUTOCORR_CMAP = "RdBu_r"
 
 #: Resolution of saved raster figures, dots per inch.
 SAVE_DPI = 300
+#: Margin a saved figure keeps around what it draws (the tight save box), inches: small,
+#: so a figure laid out at a column's width is saved no wider than the column (matplotlib's
+#: 0.1 in on each side made a 3.5 in single-column figure 3.6 in wide).
+SAVE_PAD_INCHES = 0.02
 
 
 def _cycle():
@@ -116,6 +126,7 @@ def _paper_style() -> dict:
         "figure.dpi": 100,
         "savefig.dpi": SAVE_DPI,
         "savefig.bbox": "tight",
+        "savefig.pad_inches": SAVE_PAD_INCHES,
         "font.size": FONT_SIZE,
         "axes.titlesize": FONT_SIZE,
         "axes.labelsize": FONT_SIZE,
