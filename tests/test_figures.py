@@ -68,11 +68,27 @@ def synthetic_analysis():
     return analyse(rec, shuffles=2, seed=0)
 
 
+@pytest.fixture(scope="module")
+def every_figure(tmp_path_factory, synthetic_analysis):
+    """Every figure of the synthetic analysis (and an evaluation) built once, in every
+    format, as a session's plain build_figures call does: (report, pyplot's figure numbers
+    and matplotlib.rcParams before and after). Shared by the tests below that each built
+    some of these figures themselves (the same inputs, a subset of the formats)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    style = dict(matplotlib.rcParams)
+    report = build_figures(FigureInputs(analysis=synthetic_analysis,
+                                        evals={"TEM-t": fake_eval()}),
+                           tmp_path_factory.mktemp("every_figure"),
+                           formats=("pdf", "svg", "png"))
+    return report, plt.get_fignums(), style, dict(matplotlib.rcParams)
+
+
 @pytest.mark.parametrize("name", ["grid_cells", "place_cells"])
-def test_map_figures_from_synthetic_analysis(tmp_path, synthetic_analysis, name):
-    report = build_figures(FigureInputs(analysis=synthetic_analysis), tmp_path, only=[name],
-                           formats=("png", "svg"))
-    assert all(p.stat().st_size > 1000 for p in report[name])
+def test_map_figures_from_synthetic_analysis(every_figure, name):
+    check_written(every_figure[0][name])  # each file > 1000 bytes, of its format
 
 
 def test_map_figure_skipped_when_variable_missing(tmp_path, synthetic_analysis):
@@ -110,10 +126,8 @@ def fake_sweep_rows(variants=("bswa_m1", "fm1", "sum", "fam_f4"),
 
 
 @pytest.mark.parametrize("name", ["scores", "remapping"])
-def test_score_and_remapping_figures_from_synthetic_analysis(tmp_path, synthetic_analysis,
-                                                             name):
-    report = build_figures(FigureInputs(analysis=synthetic_analysis), tmp_path, only=[name])
-    check_written(report[name])
+def test_score_and_remapping_figures_from_synthetic_analysis(every_figure, name):
+    check_written(every_figure[0][name])
 
 
 def test_scores_figure_uses_the_full_null_when_kept(tmp_path, synthetic_analysis):
@@ -457,21 +471,14 @@ def test_unit_figure_is_a_pure_plotting_function(synthetic_analysis):
     assert len(host.axes) == 3  # nothing drawn for a unit that does not exist
 
 
-def test_building_the_figures_leaves_rcparams_and_pyplot_alone(tmp_path, synthetic_analysis):
+def test_building_the_figures_leaves_rcparams_and_pyplot_alone(every_figure):
     """build_figures draws every figure on a bare Figure in the paper style applied locally:
     afterwards matplotlib.rcParams is unchanged and pyplot manages no figure."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    style = dict(matplotlib.rcParams)
-    report = build_figures(FigureInputs(analysis=synthetic_analysis,
-                                        evals={"TEM-t": fake_eval()}),
-                           tmp_path, formats=("png", "pdf"))
+    report, fignums, style_before, style_after = every_figure
     written = [name for name, files in report.items() if not isinstance(files, str)]
     assert {"learning", "scores", "grid_cells", "place_cells", "remapping"} <= set(written)
-    assert plt.get_fignums() == []
-    assert dict(matplotlib.rcParams) == style
+    assert fignums == []
+    assert style_after == style_before
 
 
 def test_the_package_draws_without_pyplot():

@@ -1,6 +1,7 @@
 import dataclasses
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -62,10 +63,26 @@ def test_run_folder_contents(trained):
     assert payload["step"] == load_config("tiny").train.iterations
 
 
-def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The weights of ``tiny()`` (20 iterations) trained without a stop: the reference of the
+    resume tests (training is deterministic: test_same_seed_same_weights_...)."""
+    out = tmp_path_factory.mktemp("uninterrupted")
+    T.train(tiny(), out, progress=False)
+    return torch.load(out / "checkpoint.pt", weights_only=True)["model_state"]
+
+
+@pytest.fixture(scope="module")
+def stopped_at_8(tmp_path_factory):
+    """A run of ``tiny()`` stopped after iteration 8 (``stop_at=8``); tests copy it."""
+    out = tmp_path_factory.mktemp("stopped") / "a"
+    T.train(tiny(), out, progress=False, stop_at=8)
+    return out
+
+
+def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch, uninterrupted):
     cfg = tiny()
-    T.train(cfg, tmp_path / "a", progress=False)
-    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
+    ref = uninterrupted
 
     real_step = T.Trainer.step
 
@@ -327,17 +344,15 @@ def test_init_continue_equals_resume_with_fresh_adam(tmp_path, tem):
     (["train.lr=0.01"], r"train\.lr differ"),
     (["train.iterations=8"], r"iteration 8, not before train\.iterations = 8"),
 ])
-def test_init_continue_refuses_another_run(tmp_path, extra, match):
-    T.train(tiny(), tmp_path / "a", progress=False, stop_at=8)
+def test_init_continue_refuses_another_run(tmp_path, extra, match, stopped_at_8):
     with pytest.raises(T.TrainingError, match=match):
-        _continue_from(tmp_path / "a" / "checkpoint.pt", tmp_path / "b", *extra)
+        _continue_from(stopped_at_8 / "checkpoint.pt", tmp_path / "b", *extra)
     assert not (tmp_path / "b").exists()
 
 
-def test_continue_from_cli_takes_the_checkpoints_run(tmp_path, capsys):
-    T.train(tiny(), tmp_path / "a", progress=False, stop_at=8)
-    weights_only_copy(tmp_path / "a" / "checkpoint.pt", tmp_path / "w.pt")
-    cfg = tmp_path / "a" / "config.toml"
+def test_continue_from_cli_takes_the_checkpoints_run(tmp_path, capsys, stopped_at_8):
+    weights_only_copy(stopped_at_8 / "checkpoint.pt", tmp_path / "w.pt")
+    cfg = stopped_at_8 / "config.toml"
     for argv, match in ((["--resume"], "without --resume or --config"),
                         (["--config", cfg], "without --resume or --config"),
                         (["--set", "train.lr=0.01"], r"train\.lr differ"),
@@ -362,13 +377,12 @@ def test_init_continue_needs_init_from():
         tiny("train.init_continue=true")
 
 
-def test_stop_at_then_resume_equals_uninterrupted(tmp_path):
+def test_stop_at_then_resume_equals_uninterrupted(tmp_path, uninterrupted, stopped_at_8):
     cfg = tiny()
-    T.train(cfg, tmp_path / "a", progress=False)
-    T.train(cfg, tmp_path / "b", progress=False, stop_at=8)
+    shutil.copytree(stopped_at_8, tmp_path / "b")  # T.train(cfg, b, stop_at=8)
     assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["step"] == 8
     T.train(cfg, tmp_path / "b", resume=True, progress=False)
-    ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
+    ref = uninterrupted
     got = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model_state"]
     for k in ref:
         torch.testing.assert_close(got[k], ref[k], rtol=0, atol=0)

@@ -76,18 +76,21 @@ def novelty_similarities(g: torch.Tensor, written: np.ndarray, nodes: np.ndarray
     z = torch.nn.functional.layer_norm(g.detach().float(), g.shape[-1:]).cpu().numpy()
     d = z.shape[-1]
     revisit, distinct = [], []
-    T = z.shape[1]
-    earlier = np.tril(np.ones((T, T), dtype=bool), -1)  # [t, s]: s < t
-    if window_start is not None:
-        earlier &= np.arange(T)[None, :] >= np.asarray(window_start)[:, None]
+    steps = np.arange(z.shape[1])
     for b in range(z.shape[0]):
-        sim = z[b] @ z[b].T / d
+        # only the written steps (columns s) can hold a stored memory: the masks are built
+        # on those, T x n_written instead of T x T; the similarities are the same products
+        cols = np.flatnonzero(written[b])
+        sim = (z[b] @ z[b].T)[:, cols] / d
+        earlier = steps[:, None] > cols[None, :]  # [t, s]: s < t
+        if window_start is not None:
+            earlier &= cols[None, :] >= np.asarray(window_start)[:, None]
         x = observations[b]
-        seen = earlier & written[b][None, :] & (x[:, None] == x[None, :])
-        same = nodes[b][:, None] == nodes[b][None, :]
+        seen = earlier & (x[:, None] == x[cols][None, :])
+        same = nodes[b][:, None] == nodes[b][cols][None, :]
         for mask, out in ((seen & same, revisit), (seen & ~same, distinct)):
             has = mask.any(1)
-            out.append(np.where(mask, sim, -np.inf).max(1)[has])
+            out.append(np.where(mask, sim, -np.inf).max(1, initial=-np.inf)[has])
     return {"revisit": np.concatenate(revisit), "distinct": np.concatenate(distinct)}
 
 
