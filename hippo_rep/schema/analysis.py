@@ -59,7 +59,7 @@ CLASS_LABELS: dict[str, str] = {
     IS_BAND: "band (one plane wave)",
     IS_TWO_WAVE: "two-wave (oblique plane waves)",
     IS_SQUARE: "square (two waves at 90°)",
-    IS_BORDER: "border (border score > 0.5 and own null, SI > own null)",
+    IS_BORDER: "border (score > 0.5, > own null; SI > null)",
     IS_PLACE: "place (spatial info > own null, 1–3 fields)",
 }
 #: The population and class dims of :func:`class_fractions`.
