@@ -222,25 +222,20 @@ def _cell_modules(ckpt: Path) -> dict:
     return {"cell_purity": float(np.median(share)), "cells_pure": float(np.mean(share > PURE))}
 
 
-#: Two cells' lattices belong to different spacing modules when their wavelengths differ by
-#: more than this fraction (grid modules step by ~1.4 in rodents; the triad control's modules
-#: by 1.15, so 0.07 separates them).
-MODULE_GAP = 0.07
-
-
 def _hex_spacings(cells) -> dict:
-    """The lattices' spacings of the cells hexagonal in every environment: their median
-    wavelength (nodes; the mean of the three waves' lengths over environments) and how many
-    spacing modules they form (sorted wavelengths split where consecutive ones differ by more
-    than MODULE_GAP). Does the model make grid modules of distinct spacing?"""
+    """The lattices of the cells hexagonal in every environment: their median wavelength
+    (nodes; the mean of the three waves' lengths over environments) and how many spacing
+    modules they form (:func:`hippo_rep.analysis.grid_modules`). Does the model make grid
+    modules of distinct spacing?"""
+    from hippo_rep.analysis import grid_modules
+
     every = cells["is_grid"].all("env").values
     if not every.any():
         return {"hex_wavelength": np.nan, "hex_spacing_modules": 0}
     bin_size = float(np.diff(cells["x"].values[:2])[0])  # map bin in nodes
-    wl = np.sort(cells["wave_length"].mean(("wave", "env")).values[every] * bin_size)
-    gaps = np.diff(wl) / wl[:-1] > MODULE_GAP
+    wl = cells["wave_length"].mean(("wave", "env")).values[every] * bin_size
     return {"hex_wavelength": float(np.median(wl)),
-            "hex_spacing_modules": int(gaps.sum()) + 1}
+            "hex_spacing_modules": grid_modules(cells).attrs["n_modules"]}
 
 
 def _row(run_dir: Path) -> dict:

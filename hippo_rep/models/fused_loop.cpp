@@ -146,6 +146,17 @@ std::vector<Tensor> loop_forward(
   std::vector<int64_t> meta;
   gs.reserve(L), gpis.reserve(L), gates.reserve(L), news.reserve(L), fis.reserve(L);
   if (save) recs.reserve(L * N_REC);
+  // What every step keeps, whichever way it wrote its memory row.
+  auto end_step = [&](const Tensor& g_t, const Tensor& g_pi, const Tensor& gate,
+                      std::vector<Tensor>& rec, bool has_prev, bool lm, int64_t m) {
+    gs.push_back(g_t);
+    gpis.push_back(g_pi);
+    gates.push_back(gate);
+    meta.insert(meta.end(), {has_prev ? 1 : 0, lm ? 1 : 0, m});
+    if (save)
+      for (auto& r : rec) recs.push_back(r.defined() ? std::move(r) : none);
+    g_prev = g_t;
+  };
   bool all_has = false;
   int64_t m_views = -1;
   Tensor ZGt, Gs, Xs, Cs;
@@ -327,13 +338,7 @@ std::vector<Tensor> loop_forward(
         fp[b * L + t] = fi;
         cn[b] += nwb;
       }
-      gs.push_back(g_t);
-      gpis.push_back(g_pi);
-      gates.push_back(gate);
-      meta.insert(meta.end(), {has_prev ? 1 : 0, lm ? 1 : 0, m});
-      if (save)
-        for (auto& r : rec) recs.push_back(r.defined() ? std::move(r) : none);
-      g_prev = g_t;
+      end_step(g_t, g_pi, gate, rec, has_prev, lm, m);
       continue;
     }
     Tensor nw;
@@ -352,13 +357,7 @@ std::vector<Tensor> loop_forward(
     count.add_(nw);
     news.push_back(nw);
     fis.push_back(fi);
-    gs.push_back(g_t);
-    gpis.push_back(g_pi);
-    gates.push_back(gate);
-    meta.insert(meta.end(), {has_prev ? 1 : 0, lm ? 1 : 0, m});
-    if (save)
-      for (auto& r : rec) recs.push_back(r.defined() ? std::move(r) : none);
-    g_prev = g_t;
+    end_step(g_t, g_pi, gate, rec, has_prev, lm, m);
   }
   std::vector<Tensor> out{at::cat(gs, 1), at::cat(gpis, 1), at::cat(gates, 1),
                           hand ? written_all : at::stack(news, 1),
