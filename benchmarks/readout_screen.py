@@ -128,6 +128,18 @@ SCRATCH["waves_readout"] = ["model.transition_param=waves", "train.loss_isometry
                             "train.cells_ramp_start=300", "train.cells_ramp=300",
                             "train.iterations=1500"]
 SCRATCH["waves_iso_readout"] = [*SCRATCH["waves_readout"], "train.loss_isometry=1.0"]
+#: The same two with W_a's wave vectors at 10× the learning rate (1e-2): in the no-model toy
+#: (benchmarks/isometry_waves_toy.py) the isometry loss alone turns random waves into exact
+#: triads within 1,500 steps at 1e-2 but not at 1e-3, where these runs' waves turned < 10°.
+SCRATCH["waves_readout_fast"] = [*SCRATCH["waves_readout"], "train.transition_lr_scale=10"]
+SCRATCH["waves_iso_readout_fast"] = [*SCRATCH["waves_iso_readout"],
+                                     "train.transition_lr_scale=10"]
+#: ... and with every rotation plane of g at unit RMS (``model.g_norm=plane``: each wave an
+#: equal share of g's power, the toy's condition for a triad to be the isometry's optimum;
+#: the fast runs' planes held shares of 0.01-0.84 of their modules).
+SCRATCH["waves_plane_readout_fast"] = [*SCRATCH["waves_readout_fast"], "model.g_norm=plane"]
+SCRATCH["waves_iso_plane_readout_fast"] = [*SCRATCH["waves_iso_readout_fast"],
+                                           "model.g_norm=plane"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

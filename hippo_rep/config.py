@@ -181,8 +181,12 @@ class ModelConfig(TypedConfig):
     loss2_through_landmark: bool = False
     # Scale of g after each transition: "rms" rescales g to unit RMS after every step (keeps
     # repeated products with a free W_a bounded; makes the L2 loss on g, loss 5, nominal);
-    # "none" is the paper's e_{t+1} = σ(e_t W_a), kept bounded by loss 5 (train.loss_l2_g).
-    g_norm: str = choice("rms", ("rms", "none"))
+    # "none" is the paper's e_{t+1} = σ(e_t W_a), kept bounded by loss 5 (train.loss_l2_g);
+    # "plane" rescales each rotation plane (units 2p, 2p + 1 of transition_param = "waves") to
+    # unit RMS, so every wave keeps an equal share of g's power and g is a point on a torus of
+    # phases (a structural assumption: with unequal shares the isometry loss's optimum is no
+    # triad; benchmarks/isometry_waves_toy.py).
+    g_norm: str = choice("rms", ("rms", "none", "plane"))
     # Initial bias of the gate's last layer: sigmoid(-2) ≈ 0.12, a mostly-open path integrator.
     gate_bias_init: float = setting(-2.0, _ANY)
     # Memory variant: "full" (every memory stays), "window" (block sliding window over the
@@ -288,6 +292,10 @@ class ModelConfig(TypedConfig):
             raise ConfigError("model.transition_param = \"waves\" needs an even model.n_g "
                               f"(rotation planes of two units) and model.kind = \"temt\"; got "
                               f"n_g = {self.n_g}, kind = {self.kind!r}")
+        if self.g_norm == "plane" and self.transition_param != "waves":
+            raise ConfigError("model.g_norm = \"plane\" needs model.transition_param = "
+                              "\"waves\" (rotation planes of two units); got "
+                              f"transition_param = {self.transition_param!r}")
         self._check_tem()
 
     def _check_tem(self) -> None:

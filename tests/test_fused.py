@@ -215,8 +215,9 @@ def test_evaluation_and_activity_equal_eager():
 
 
 @pytest.mark.parametrize("extra", [["model.memory=fam", "model.fam_slots=2",
-                                    "model.memory_block=8"], ["model.memory=hebbian"]],
-                         ids=["fam", "hebbian"])
+                                    "model.memory_block=8"], ["model.memory=hebbian"],
+                                   ["model.g_norm=plane", "model.transition_param=waves"]],
+                         ids=["fam", "hebbian", "plane"])
 def test_uncovered_variants_fall_back_to_eager_saying_so_once(tmp_path, extra):
     runs = {}
     for fast in (False, True):

@@ -78,13 +78,13 @@ def test_add_if_novel_holds_exactly_when_moves_invert(scale, one_per_node):
         assert per_node > 1.5
 
 
-def _waves_model(init: str = "random", seed: int = 0, world: str = "hex"):
+def _waves_model(init: str = "random", seed: int = 0, world: str = "hex", extra=()):
     from hippo_rep.config import load_config
     from hippo_rep.models.registry import build_model
 
     cfg = load_config("small", ["model.n_g=60", "model.g_module_size=6",
                                 "model.transition_param=waves",
-                                f"model.transition_init={init}"])
+                                f"model.transition_init={init}", *extra])
     return build_model(cfg.model, 7 if world == "hex" else 5, 45, seed=seed)
 
 
@@ -141,3 +141,32 @@ def test_wave_transitions_need_an_even_width():
     with pytest.raises(ConfigError, match="transition_param"):
         load_config("small", ["model.n_g=60", "model.g_module_size=6",
                               "model.transition_param=free", "model.transition_init=triad"])
+
+
+def test_plane_norm_gives_every_wave_an_equal_share():
+    """model.g_norm = "plane": every rotation plane of g has unit RMS (norm √2) at the start
+    and after each move, where unit RMS over all units (the same seed) leaves the planes'
+    shares unequal; both keep g's overall RMS at 1."""
+    plane = _waves_model(extra=["model.g_norm=plane"])
+    rms = _waves_model()
+    torch.testing.assert_close(plane.W_a, rms.W_a)  # the same weights: only the norm differs
+    for m, equal in ((plane, True), (rms, False)):
+        with torch.no_grad():
+            states = [m._g0(3)]
+            for a in (1, 2, 4):
+                states.append(m.transition(states[-1], torch.full((3,), a)))
+        for h in states:
+            norms = h.unflatten(-1, (-1, 2)).norm(dim=-1)  # (3, 30) per plane
+            torch.testing.assert_close(h.pow(2).mean(-1), torch.ones(3), atol=1e-4, rtol=0)
+            if equal:
+                torch.testing.assert_close(norms, torch.full_like(norms, math.sqrt(2)),
+                                           atol=1e-4, rtol=0)
+            else:
+                assert float(norms.max() / norms.min()) > 3
+
+
+def test_plane_norm_needs_wave_transitions():
+    from hippo_rep.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="g_norm"):
+        load_config("small", ["model.g_norm=plane"])

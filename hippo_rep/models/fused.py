@@ -65,6 +65,8 @@ def unsupported(model) -> str | None:
         return "model.kind = \"tem\" (TEM) has no fused step"
     if cfg.kind == "temt" and cfg.memory not in ("full", "window"):
         return f"model.memory = {cfg.memory!r} is not covered by the fused step"
+    if cfg.kind == "temt" and cfg.g_norm == "plane":
+        return "model.g_norm = \"plane\" is not covered by the fused step"
     return None
 
 

@@ -3,7 +3,7 @@
 Per environment, at step t with action a_t (taken from the previous node) and observation x_t:
 
 1. path integration   g_pi_t = norm(f(g_{t-1} W_{a_t}))            (recurrent positional encoding;
-                      norm = unit RMS, or none: ``config.g_norm``)
+                      norm = unit RMS, per plane, or none: ``config.g_norm``)
 2. prediction         softmax(β_t z(g_pi_t) W_e (z(G) W_e)^T) X W_x → MLP → logits over x_t,
                       β_t = β · log(#memories)                      (the memory neurons)
 3. landmark           g_ret = MLP(softmax(β'_t (x_t X^T ⊙ z(g_pi) z(G)^T)) G)     (app. A.2)
@@ -264,7 +264,10 @@ class TEMt(nn.Module):
         return self._norm(self._activation(self.g_init)).expand(batch_size, -1)
 
     def _norm(self, g: torch.Tensor) -> torch.Tensor:
-        """``config.g_norm``: unit RMS after every step ("rms"), or as is ("none", the paper)."""
+        """``config.g_norm``: unit RMS after every step ("rms"), unit RMS per rotation plane
+        ("plane": every wave an equal share of the power), or as is ("none", the paper)."""
+        if self.config.g_norm == "plane":
+            return _rescale(g.unflatten(-1, (-1, 2))).flatten(-2)
         return _rescale(g) if self.config.g_norm == "rms" else g
 
     def _activation(self, g: torch.Tensor) -> torch.Tensor:
