@@ -41,6 +41,8 @@ SETTINGS = {
     "window": dict(memory="window", memory_block=4, memory_blocks=1),
     "loss2_through_landmark": dict(loss2_through_landmark=True),
     "mlp_readout": dict(readout="mlp"),
+    # W_a from wave vectors, g at unit RMS per rotation plane
+    "waves_plane": dict(transition_param="waves", g_norm="plane"),
 }
 
 
@@ -166,6 +168,9 @@ TRAIN_SETTINGS = {
                               "train.isometry_pairs=walk"],
     # W_a from learned wave vectors (its gradient comes through the rotations' cos and sin)
     "waves": ["model.transition_param=waves", "model.n_g=24", "model.g_module_size=6"],
+    "waves_plane_isometry": ["model.transition_param=waves", "model.n_g=24",
+                             "model.g_module_size=6", "model.g_norm=plane",
+                             "train.loss_isometry=1"],
 }
 
 
@@ -215,9 +220,8 @@ def test_evaluation_and_activity_equal_eager():
 
 
 @pytest.mark.parametrize("extra", [["model.memory=fam", "model.fam_slots=2",
-                                    "model.memory_block=8"], ["model.memory=hebbian"],
-                                   ["model.g_norm=plane", "model.transition_param=waves"]],
-                         ids=["fam", "hebbian", "plane"])
+                                    "model.memory_block=8"], ["model.memory=hebbian"]],
+                         ids=["fam", "hebbian"])
 def test_uncovered_variants_fall_back_to_eager_saying_so_once(tmp_path, extra):
     runs = {}
     for fast in (False, True):

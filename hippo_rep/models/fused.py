@@ -20,7 +20,7 @@ append-only within a chunk and a step only reads slots that were already written
 (the others are masked, with zero weight and zero gradient), as in ``_ConstBmm``.
 
 Covered: ``model.kind = "temt"`` with memory "full" or "window", every transition activation,
-``g_norm`` rms/none, ``transition_param`` free/orthogonal (the matrices come in through
+``g_norm`` rms/plane/none, ``transition_param`` free/orthogonal/waves (the matrices come in through
 autograd, so matrix_exp's backward stays torch's), both conjunctions, the landmark on or off,
 a context stream, one retrieval iteration or more (retrieval iterations concern only the
 prediction, which stays eager). :func:`unsupported` names what is not; the model then runs
@@ -65,8 +65,6 @@ def unsupported(model) -> str | None:
         return "model.kind = \"tem\" (TEM) has no fused step"
     if cfg.kind == "temt" and cfg.memory not in ("full", "window"):
         return f"model.memory = {cfg.memory!r} is not covered by the fused step"
-    if cfg.kind == "temt" and cfg.g_norm == "plane":
-        return "model.g_norm = \"plane\" is not covered by the fused step"
     return None
 
 
@@ -129,11 +127,18 @@ def _tables(rbeta, cap: int, d: int, dtype, dev, multiplicative: bool):
     return beta.view(-1, 1, 1), n.clamp(max=1).to(dtype).view(-1, 1, 1)
 
 
-def _rms(u, k_d, eps):
+def _rms(u, k_d, eps, norm: int = 1):
     """Unit-RMS rescaling, bit-for-bit ``memory._rescale`` (pow(2) is u·u, and mean is sum / d
     on the CPU), in place on its temporaries; ``k_d``, ``eps`` 0-dim tensors of u's dtype
-    (no conversion of a Python scalar per operation). Returns (u * r, r), r (B, 1, 1).
-    Cheaper here than ``aten._fused_rms_norm`` (the same bits, more conversions inside)."""
+    (no conversion of a Python scalar per operation). Returns (u * r, r), r (B, 1, 1); for
+    ``norm`` 2 (``g_norm = "plane"``) per rotation plane of two units, r (B, 1, d / 2, 1)
+    (the mean of two is an exact halving). Cheaper here than ``aten._fused_rms_norm`` (the
+    same bits, more conversions inside)."""
+    if norm == 2:
+        u2 = u.unflatten(-1, (-1, 2))
+        r = (u2 * u2).sum(-1, keepdim=True)
+        r.div_(2.0).add_(eps).rsqrt_()
+        return (u2 * r).flatten(-2), r
     r = (u * u).sum(-1, keepdim=True)
     r.div_(k_d).add_(eps).rsqrt_()
     return u * r, r
@@ -169,7 +174,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
     d = cfg.n_g
     dev = obs.device
     dt = state.G.dtype
-    act_kind, rms = cfg.transition_activation, cfg.g_norm == "rms"
+    act_kind, norm = cfg.transition_activation, fused_cpp.NORMS[cfg.g_norm]
     window = cfg.memory == "window"
     multiplicative = cfg.conjunction == "multiplicative"
     # The eager loop compares sim / d with the threshold cast to the buffers' dtype; for d a
@@ -221,7 +226,7 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             else (nil,) * 10
         out = cpp.loop_forward(Wcat, g_start, aidx_all, obs_t, ctx_t, state.G,
                                state.ZG, state.X, state.C, count, flat, *lw, thr_d, k_d, k_eps,
-                               fused_cpp.ACTIVATIONS[act_kind], rms, multiplicative, landmark,
+                               fused_cpp.ACTIVATIONS[act_kind], norm, multiplicative, landmark,
                                use_c, fresh, save)
         g, g_pi, gate, written, fis, count, meta = out[:7]
         steps = (out[7:], meta) if save else []
@@ -236,8 +241,8 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
         else:
             h = torch.matmul(g_prev, Wcat).gather(2, aidx[t])
             u = _activation(act_kind, h)
-            if rms:
-                g_pi, r_pi = _rms(u, k_d, k_eps)
+            if norm:
+                g_pi, r_pi = _rms(u, k_d, k_eps, norm)
             else:
                 g_pi, r_pi = u, None
             if save:
@@ -282,8 +287,8 @@ def _loop_forward(model, W, g_start, rbeta, wr, wg, obs, actions, state, context
             # TEMt._correct
             hid_r = torch.relu_(F.linear(x_raw, W1r, b1r))
             v = x_raw + F.linear(hid_r, W2r, b2r)
-            if rms:
-                g_ret, r_ret = _rms(v, k_d, k_eps)
+            if norm:
+                g_ret, r_ret = _rms(v, k_d, k_eps, norm)
             else:
                 g_ret, r_ret = v, None
             zr, mean_r, rstd_r = torch.native_layer_norm(x_raw, (d,), None, None, _LN_EPS)
@@ -387,9 +392,13 @@ def _linear_grads(dout, x):
     return dout.t() @ x, dout.sum(0)
 
 
-def _rms_bw(dy, y, r, inv_d: float):
+def _rms_bw(dy, y, r, inv_d: float, norm: int = 1):
     """Gradient through y = u * r, r = rsqrt(mean(u²) + eps) (dy, y (B, 1, d); r (B, 1, 1)):
-    r (dy − y mean(dy y))."""
+    r (dy − y mean(dy y)); the mean per rotation plane for ``norm`` 2 (see :func:`_rms`)."""
+    if norm == 2:
+        dy2, y2 = dy.unflatten(-1, (-1, 2)), y.unflatten(-1, (-1, 2))
+        c = (dy2 * y2).sum(-1, keepdim=True)
+        return (torch.addcmul(dy2, y2, c, value=-0.5) * r).flatten(-2)
     c = (dy * y).sum(-1, keepdim=True)
     return torch.addcmul(dy, y, c, value=-inv_d) * r
 
@@ -417,7 +426,7 @@ class FusedLoop(torch.autograd.Function):
         # Outputs the loss does not use (the gate) come back as None, not as zeros.
         ctx.set_materialize_grads(False)
         ctx.act_kind = model.config.transition_activation
-        ctx.rms = model.config.g_norm == "rms"
+        ctx.norm = fused_cpp.NORMS[model.config.g_norm]
         ctx.multiplicative = model.config.conjunction == "multiplicative"
         # The buffers as they end the chunk (append-only within it, see the module docstring).
         ctx.G, ctx.ZG = state.G, state.ZG
@@ -480,7 +489,7 @@ class FusedLoop(torch.autograd.Function):
                 gate_dpre.append(dpre_g)
                 dret = dret + df_ret
                 dpi = dpi + df_pi
-                dv = _rms_bw(dret, s.g_ret, s.r_ret, inv_d) if ctx.rms else dret
+                dv = _rms_bw(dret, s.g_ret, s.r_ret, inv_d, ctx.norm) if ctx.norm else dret
                 dpre_r = _relu_bw(torch.matmul(dv, W2r), s.hid_r, 0)
                 ret_in.append(s.x_raw)
                 ret_hid.append(s.hid_r)
@@ -520,7 +529,7 @@ class FusedLoop(torch.autograd.Function):
                 continue
             if dpi is None:
                 dpi = torch.zeros_like(s.g_pi)
-            du = _rms_bw(dpi, s.g_pi, s.r_pi, inv_d) if ctx.rms else dpi
+            du = _rms_bw(dpi, s.g_pi, s.r_pi, inv_d, ctx.norm) if ctx.norm else dpi
             dh = _act_backward(ctx.act_kind, du, s.h, s.u)
             tr_in.append(s.g_prev)
             tr_dh.append(dh)
@@ -550,7 +559,7 @@ def _backward_cpp(ctx, W, rbeta, W1r, W2r, W1g, W2g, grad_g, grad_gpi, grad_gate
     out = ctx.cpp.loop_backward(
         recs, meta, grad_g, grad_gpi, grad_gate, WTcat, _action_columns(ctx.actions, d),
         W2g, _agree_over_d(W1g, d), W2r, W1r, ctx.G, ctx.ZG, k_d,
-        fused_cpp.ACTIVATIONS[ctx.act_kind], ctx.rms, ctx.multiplicative)
+        fused_cpp.ACTIVATIONS[ctx.act_kind], ctx.norm, ctx.multiplicative)
     # empty lists come back as 0-element tensors
     d_start, *rest = [x if x.numel() else None for x in out]
     return _weight_grads(ctx, W, rbeta, W1g, d_start, *rest)

@@ -76,3 +76,5 @@ def covers(model) -> bool:
 
 #: ``transition_activation`` → the C++ code.
 ACTIVATIONS = {"linear": 0, "relu": 1, "tanh": 2, "leaky_relu": 3}
+#: ``g_norm`` → the C++ code (0: none; 1: unit RMS over g; 2: unit RMS per rotation plane).
+NORMS = {"none": 0, "rms": 1, "plane": 2}

@@ -85,15 +85,27 @@ bool rows_ok(const Tensor& x) {
   return x.dim() == 3 && x.size(1) == 1 && (x.size(2) <= 1 || x.stride(2) == 1);
 }
 
-// fused._rms: returns u * r and r.
-std::pair<Tensor, Tensor> rms(const Tensor& u, const Tensor& k_d, const Tensor& k_eps) {
+// fused._rms: returns u * r and r (norm 2: per rotation plane of two units).
+std::pair<Tensor, Tensor> rms(const Tensor& u, const Tensor& k_d, const Tensor& k_eps,
+                              int64_t norm) {
+  if (norm == 2) {
+    Tensor u2 = u.unflatten(-1, {-1, 2});
+    Tensor r = u2.mul(u2).sum(-1, true);
+    r.div_(2.0).add_(k_eps).rsqrt_();
+    return {u2.mul(r).flatten(-2), r};
+  }
   Tensor r = u.mul(u).sum(-1, true);
   r.div_(k_d).add_(k_eps).rsqrt_();
   return {u.mul(r), r};
 }
 
 // fused._rms_bw
-Tensor rms_bw(const Tensor& dy, const Tensor& y, const Tensor& r, double inv_d) {
+Tensor rms_bw(const Tensor& dy, const Tensor& y, const Tensor& r, double inv_d, int64_t norm) {
+  if (norm == 2) {
+    Tensor dy2 = dy.unflatten(-1, {-1, 2}), y2 = y.unflatten(-1, {-1, 2});
+    Tensor c = dy2.mul(y2).sum(-1, true);
+    return dy2.addcmul(y2, c, -0.5).mul(r).flatten(-2);
+  }
   Tensor c = dy.mul(y).sum(-1, true);
   return dy.addcmul(y, c, -inv_d).mul(r);
 }
@@ -120,7 +132,7 @@ std::vector<Tensor> loop_forward(
     const Tensor& count_in, const Tensor& flat, const Tensor& W1r, const Tensor& b1r,
     const Tensor& W2r, const Tensor& b2r, const Tensor& W1g, const Tensor& b1g,
     const Tensor& W2g, const Tensor& b2g, const Tensor& beta_tab, const Tensor& has_tab,
-    const Tensor& thr_d, const Tensor& k_d, const Tensor& k_eps, int64_t act_kind, bool use_rms,
+    const Tensor& thr_d, const Tensor& k_d, const Tensor& k_eps, int64_t act_kind, int64_t norm,
     bool multiplicative, bool landmark, bool use_c, bool fresh, bool save) {
   // Below autograd: it runs under no_grad (FusedLoop.forward, or without a graph), and each
   // operation then skips the autograd and view/version-tracking kernels. The buffers it
@@ -186,8 +198,8 @@ std::vector<Tensor> loop_forward(
     } else {
       Tensor h = mm3(g_prev, Wcat).gather(2, aidx_t[t]);
       Tensor u = activation(act_kind, h), r_pi;
-      if (use_rms) {
-        std::tie(g_pi, r_pi) = rms(u, k_d, k_eps);
+      if (norm) {
+        std::tie(g_pi, r_pi) = rms(u, k_d, k_eps, norm);
       } else {
         g_pi = u;
       }
@@ -254,8 +266,8 @@ std::vector<Tensor> loop_forward(
       Tensor hid_r = lin(x_raw, W1rT, b1r).relu_();
       Tensor v = x_raw.add(lin(hid_r, W2rT, b2r));
       Tensor g_ret, r_ret;
-      if (use_rms) {
-        std::tie(g_ret, r_ret) = rms(v, k_d, k_eps);
+      if (norm) {
+        std::tie(g_ret, r_ret) = rms(v, k_d, k_eps, norm);
       } else {
         g_ret = v;
       }
@@ -408,7 +420,7 @@ std::vector<Tensor> loop_backward(
     const std::optional<Tensor>& grad_gpi, const std::optional<Tensor>& grad_gate,
     const Tensor& WTcat, const Tensor& aidx, const Tensor& W2g, const Tensor& W1g_s,
     const Tensor& W2r, const Tensor& W1r, const Tensor& G, const Tensor& ZG, const Tensor& k_d,
-    int64_t act_kind, bool use_rms, bool multiplicative) {
+    int64_t act_kind, int64_t norm, bool multiplicative) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;  // FusedLoop.backward: no graph
   const int64_t d = G.size(2), L = meta_t.size(0);
   const bool pow2 = (d & (d - 1)) == 0;
@@ -499,7 +511,7 @@ std::vector<Tensor> loop_backward(
         dret = dret.add(df_ret);
         dpi = dpi.add(df_pi);
       }
-      Tensor dv = use_rms ? rms_bw(dret, rec(G_RET), rec(R_RET), inv_d) : dret;
+      Tensor dv = norm ? rms_bw(dret, rec(G_RET), rec(R_RET), inv_d, norm) : dret;
       Tensor dpre_r = at::threshold_backward(mm3(dv, W2r), rec(HID_R), 0);
       ret_in.push_back(rec(X_RAW));
       ret_hid.push_back(rec(HID_R));
@@ -536,7 +548,7 @@ std::vector<Tensor> loop_backward(
       continue;
     }
     if (!dpi.defined()) dpi = at::zeros_like(rec(G_PI));
-    Tensor du = use_rms ? rms_bw(dpi, rec(G_PI), rec(R_PI), inv_d) : dpi;
+    Tensor du = norm ? rms_bw(dpi, rec(G_PI), rec(R_PI), inv_d, norm) : dpi;
     Tensor dh = act_backward(act_kind, du, rec(H), rec(U));
     tr_in.push_back(rec(G_PREV));
     tr_dh.push_back(dh);
