@@ -7,9 +7,9 @@ or the reason it was skipped (a missing input, named). Plot panels live in
 
 Every registered figure, drawn from the shipped data (or small synthetic inputs where the
 shipped data lacks its input), passes :func:`hippo_rep.plotting.checks.check_figure`: no
-texts over each other, into another panel or past the figure's edges, no empty panel that
-does not say why, a colour bar on every map, no legend over data
-(``tests/test_figure_checks.py``).
+texts over each other, into another panel or past the figure's edges, no note across the
+edge of its panel or over its points, no empty panel that does not say why, a colour bar on
+every map, no legend over data (``tests/test_figure_checks.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,13 @@ from hippo_rep.analysis.remapping import MEMORY_IDENTITY, unit_pair_matrix
 from hippo_rep.defaults import GRID_THRESHOLD
 from hippo_rep.fileio import atomic_write, read_json
 from hippo_rep.plotting import COLORS, accuracy_by_step_type, accuracy_curve
-from hippo_rep.plotting.axes import LEGEND_DROP_PT, figure_title, legend_below, panel_letter
+from hippo_rep.plotting.axes import (
+    LEGEND_DROP_PT,
+    figure_title,
+    legend_below,
+    panel_letter,
+    wrap_title,
+)
 from hippo_rep.plotting.compare import score_distributions
 from hippo_rep.plotting.delay import plot_delay, plot_delay_cost
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND, SPEED_MODELS, learning_speed
@@ -62,7 +68,12 @@ from hippo_rep.plotting.remapping import (
     remap_by_population,
     tem_test,
 )
-from hippo_rep.plotting.scores import axis_label, class_fraction_bars, score_histogram
+from hippo_rep.plotting.scores import (
+    EMPTY_NOTE_CHARS,
+    axis_label,
+    class_fraction_bars,
+    score_histogram,
+)
 from hippo_rep.plotting.style import (
     BLUE,
     BLUISH_GREEN,
@@ -73,6 +84,7 @@ from hippo_rep.plotting.style import (
     FULL_WIDTH,
     GREY,
     HALF_WIDTH,
+    MAX_HEIGHT,
     MEDIUM_FONT_SIZE,
     ORANGE,
     PLACE_CMAP,
@@ -987,7 +999,56 @@ def _null_of(ds, score: str, quantile: float):
 #: (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`).
 SCORE_PANEL_HEIGHT_SINGLE = 2.25
 #: Height of a panel that only says why it is empty, as a fraction of a full one.
-EMPTY_PANEL_HEIGHT = 0.75
+EMPTY_PANEL_HEIGHT = 0.85
+#: Up to this many populations, every panel of the ``scores`` figure has its own legend and
+#: states the classification criteria (at single width, one panel a row). With more, each
+#: population is a row of two panels (gridness, spatial information) at both widths, the
+#: panels of a column share one legend below it, the criteria are written once in the
+#: caption and the rows shrink (to :data:`SCORE_ROW_MIN_HEIGHT`) so that the figure fits a
+#: page (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`): up to :data:`MAX_SCORE_ROWS`
+#: populations.
+FULL_SCORE_PANELS = 2
+#: Height of a row of two panels in the ``scores`` figure of more than
+#: :data:`FULL_SCORE_PANELS` populations (title and notes above, tick labels below
+#: included), inches: at most (first), at least (second).
+SCORE_ROW_HEIGHT = 2.2
+SCORE_ROW_MIN_HEIGHT = 1.55
+#: Height of what that figure adds to its rows (the caption above, the legends below),
+#: inches, by column width.
+SCORE_FRAME_HEIGHT = {"double": 1.3, "single": 1.7}
+#: Height left free below a page (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`) by that
+#: figure, inches: its saved box may be a little taller than its set size.
+SCORE_PAGE_SPARE = 0.1
+#: Populations of the ``scores`` figure that fit a page at either width (rows of
+#: :data:`SCORE_ROW_MIN_HEIGHT`; 5).
+MAX_SCORE_ROWS = int(min((MAX_HEIGHT - SCORE_PAGE_SPARE - frame) / SCORE_ROW_MIN_HEIGHT
+                         for frame in SCORE_FRAME_HEIGHT.values()))
+#: Characters per line of a legend label below a column of that figure at single width
+#: (half the column), and of its panels' titles and notes.
+SCORE_LEGEND_CHARS = 26
+SCORE_TITLE_CHARS = 26
+#: Characters per line of the note in an empty panel of that figure at single width.
+SCORE_NOTE_CHARS = 22
+
+
+def _scores_layout(pops, width: str):
+    """(fig, axes (population, score)) of the ``scores`` figure: :data:`FULL_SCORE_PANELS`
+    populations or fewer as ever (single width: one panel a row, an empty spatial
+    information panel shorter), more one row each, rows as tall as a page allows."""
+    n = len(pops)
+    if n > FULL_SCORE_PANELS:
+        frame = SCORE_FRAME_HEIGHT[width]
+        room = MAX_HEIGHT - SCORE_PAGE_SPARE - frame
+        row = min(SCORE_ROW_HEIGHT, max(SCORE_ROW_MIN_HEIGHT, room / n))
+        fig = new_figure(column_width(width), frame + n * row)
+        return fig, fig.subplots(n, 2, squeeze=False)
+    if width == "single":
+        heights = [h for sub, _, _ in pops for h in (
+            1.0, 1.0 if np.isfinite(sub["spatial_info"].values).any() else EMPTY_PANEL_HEIGHT)]
+        fig = new_figure(column_width(width), SCORE_PANEL_HEIGHT_SINGLE * sum(heights) + 0.5)
+        return fig, fig.subplots(2 * n, 1, height_ratios=heights).reshape(n, 2)
+    fig = new_figure(FULL_WIDTH, 3.3 * n)
+    return fig, fig.subplots(n, 2, squeeze=False)
 
 
 @register("scores")
@@ -995,7 +1056,9 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Distributions of gridness-60 and spatial information against their shuffle nulls,
     with the classification thresholds and the fractions classified
     (:func:`~hippo_rep.analysis.class_fractions`: over the (unit, environment) pairs that
-    exist), for positional units and memory neurons."""
+    exist), for positional units and memory neurons (a session's analysis: each of its
+    populations; more than :data:`FULL_SCORE_PANELS` share their legends, and fit a page up
+    to :data:`MAX_SCORE_ROWS`)."""
     ds = inputs.need("analysis", "gridness_60", "gridness_60_null_q", "spatial_info",
                      "spatial_info_null_q", "rate_map", IS_GRID, IS_GRID_THRESHOLD, IS_PLACE)
     fr = ds.hippo.summary()
@@ -1010,20 +1073,19 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     pq = _attr(ds, "classify_place_quantile", PLACE_QUANTILE)
     nf = np.asarray(ds.attrs.get("classify_place_n_fields", PLACE_N_FIELDS)).ravel()
     fields = f"{int(nf[0])}–{int(nf[-1])} fields" if nf.size else "fields"
-    if width == "single":  # each population's two panels one above the other; a spatial
-        # information panel without a finite score (it says why) short
-        heights = [h for sub, _, _ in pops for h in (
-            1.0, 1.0 if np.isfinite(sub["spatial_info"].values).any() else EMPTY_PANEL_HEIGHT)]
-        fig = new_figure(column_width(width), SCORE_PANEL_HEIGHT_SINGLE * sum(heights) + 0.5)
-        axes = fig.subplots(2 * len(pops), 1, height_ratios=heights).reshape(len(pops), 2)
-    else:
-        fig = new_figure(FULL_WIDTH, 3.3 * len(pops))
-        axes = fig.subplots(len(pops), 2, squeeze=False)
+    full = len(pops) <= FULL_SCORE_PANELS  # else: legends shared, criteria in the caption
+    grid_rule = f"hexagonal, > own null {gq:.0%}, > {floor:g}"
+    place_rule = f"> own null {pq:.0%}, {fields}"
+    fig, axes = _scores_layout(pops, width)
     for i, (sub, label, pop) in enumerate(pops):
+        # which population a panel shows: in its title, or (a row per population) once a
+        # row, in its y label
+        titles = (f"{label}: gridness", f"{label}: spatial information") if full else (
+            None, None)
         wave_notes = [f"{name} {float(fr['fraction'].sel(population=pop, cell_class=c)):.0%}"
                       for c, name in ((IS_TWO_WAVE, "two-wave"), (IS_BAND, "band"),
                                       (IS_SQUARE, "square")) if c in fr["cell_class"]]
-        if wave_notes:
+        if wave_notes and full:
             n_pairs = int(fr["denominator"].sel(population=pop).isel(cell_class=0))
             wave_notes[-1] += f" (of {n_pairs})"
         null, null_label = _null_of(sub, "gridness_60", gq)
@@ -1033,12 +1095,13 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
             thresholds=[(_median(q), f"null {gq:.0%} quantile (median over units)", "null"),
                         (gt, f"rule of thumb {gt:g}", "rule"),
                         (floor, f"floor {floor:g}", "floor")],
-            notes=[f"grid (hexagonal, > own null {gq:.0%}, > {floor:g}): "
+            notes=[f"grid{f' ({grid_rule})' if full else ''}: "
                    f"{fraction_text(fr, pop, IS_GRID)}",
-                   f"gridness-60 > {gt:g} alone: {fraction_text(fr, pop, IS_GRID_THRESHOLD)}",
+                   f"{'gridness-60' if full else 'g60'} > {gt:g}{' alone' if full else ''}: "
+                   f"{fraction_text(fr, pop, IS_GRID_THRESHOLD)}",
                    *([", ".join(wave_notes)] if wave_notes else [])],
-            xlabel="gridness-60 (unitless)", title=f"{label}: gridness",
-            clip_to=GRIDNESS_SHOWN)
+            xlabel="gridness-60 (unitless)", title=titles[0],
+            clip_to=GRIDNESS_SHOWN, legend=full)
         null, null_label = _null_of(sub, "spatial_info", pq)
         q = sub["spatial_info_null_q"].sel(quantile=pq, method="nearest")
         maps = sub["rate_map"]
@@ -1046,22 +1109,59 @@ def scores_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         exist = int(maps.notnull().any(("y", "x")).sum())
         score_histogram(
             sub["spatial_info"], null, ax=axes[i, 1], null_label=null_label,
-            empty_reason=(f"spatial information is undefined for signed activity:\n{signed} "
-                          f"of {exist} maps have negative bins\n(Skaggs information needs "
-                          "rates ≥ 0)") if signed else None,
+            empty_reason=None if not signed else (
+                f"spatial information is undefined for signed activity: {signed} of "
+                f"{exist} maps have negative bins (Skaggs information needs rates ≥ 0)"
+                if full else f"signed activity: {signed} of {exist} maps have negative bins"),
             thresholds=[(_median(q), f"null {pq:.0%} quantile (median over units)", "null")],
-            notes=[f"place (> own null {pq:.0%}, {fields}): "
+            notes=[f"place{f' ({place_rule})' if full else ''}: "
                    f"{fraction_text(fr, pop, IS_PLACE)}"],
             xlabel=axis_label(ds["spatial_info"], "spatial information"),
-            title=f"{label}: spatial information")
+            title=titles[1], legend=full,
+            empty_chars=SCORE_NOTE_CHARS if not full and width == "single" else EMPTY_NOTE_CHARS)
     if width == "single":
         for ax in axes.ravel():
             _narrow_histogram(ax)
+    if not full:
+        for (_, label, _), (left, right) in zip(pops, axes, strict=True):
+            # the population and the y quantity once a row
+            left.set_ylabel(f"{label}\nfraction per bin" if left.get_ylabel() else label)
+            right.set_ylabel("")
+        if width == "single":  # two panels side by side in the column: narrow ones, their
+            # notes (and that of an empty one) a step smaller and wrapped
+            for ax in axes.ravel():
+                ax.set_title(wrap_title(ax.get_title(), SCORE_TITLE_CHARS),
+                             fontsize=TINY_FONT_SIZE)
+                ax.set_xlabel(_two_lines(ax.get_xlabel(), width))
+                for text in ax.texts:
+                    text.set_fontsize(TINY_FONT_SIZE)
+        for column in axes.T:
+            _column_legend(column, width)
     figure_title(fig, f"scores of every (unit, environment) against circular-shift nulls "
                    f"({ds.attrs.get('n_shuffles', '?')} shuffles per environment; "
-                   f"fractions of the unit × environment pairs that exist)", FONT_SIZE)
+                   f"fractions of the unit × environment pairs that exist)"
+                   + ("" if full else f". grid: {grid_rule}; place: {place_rule}; "
+                      f"g60 > {gt:g}: gridness-60 above the rule of thumb alone"),
+                 FONT_SIZE if full else _size(FONT_SIZE, width))
     _label_panels(axes.ravel())
     return fig
+
+
+def _column_legend(column, width: str) -> None:
+    """One legend below the last of a column of score histograms, for all of them (their
+    entries, each label once, in order; at single width the labels wrapped to half the
+    column)."""
+    entries: dict[str, object] = {}
+    for ax in column:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if not entries:
+        return
+    labels = list(entries)
+    if width == "single":
+        labels = [wrap_title(label, SCORE_LEGEND_CHARS) for label in labels]
+    legend_below(column[-1], LEGEND_DROP_PT, handles=list(entries.values()), labels=labels,
+                 ncol=1 if width == "single" else 2, fontsize=TINY_FONT_SIZE, frameon=False)
 
 
 def _narrow_histogram(ax) -> None:
@@ -1100,16 +1200,19 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         # populations' tick labels of a, b, d and e), short enough for a page: the panels
         # low, long y labels on three lines, the caption a step smaller
         fig = new_figure(column_width(width), 9.6)
-        axes = fig.subplots(6, 1, height_ratios=[1, 1, 1.15, 1.25, 1, 1]).reshape(2, 3)
+        axes = fig.subplots(6, 1, height_ratios=[1.1, 1.1, 1.1, 1.2, 1, 1]).reshape(2, 3)
     else:
         fig = new_figure(FULL_WIDTH, 6.0)
         axes = fig.subplots(2, 3)
     pair_vars = [k for k in ds.data_vars if str(k).startswith(("pair_structure", "pair_shift"))]
     pair = ds[pair_vars]
-    pair_structure_test(pair, ax=axes[0, 0])
+    # the legends of a, b, c and f below them: on one row (c, f: two columns) under a panel
+    # as wide as the column, one entry a row under a third of it
+    columns = 3 if width == "single" else 1
+    pair_structure_test(pair, ax=axes[0, 0], legend_columns=columns)
     axes[0, 0].set_title("cell-pair structure kept?", fontsize=MEDIUM_FONT_SIZE)
     if "pair_shift_match" in pair:
-        pair_structure_test(pair, ax=axes[0, 1], stat="pair_shift")
+        pair_structure_test(pair, ax=axes[0, 1], stat="pair_shift", legend_columns=columns)
         axes[0, 1].set_title("pair offsets kept?\n(shift-tolerant)", fontsize=MEDIUM_FONT_SIZE)
     else:
         axes[0, 1].text(0.5, 0.5, "no shift-tolerant test\n(the analysis has no\n"
@@ -1120,25 +1223,19 @@ def remapping_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         if v in np.asarray(ds["population"].values).tolist():
             rate = ds.hippo.population(v)["node_rate"]
             pair_scatter(unit_pair_matrix(rate, a), unit_pair_matrix(rate, b), v,
-                         ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}")
+                         ax=axes[0, 2], title=f"unit pairs, env {a} vs env {b}",
+                         legend_columns=min(columns, 2))
     remap_by_population(ds["remap_corr"], ax=axes[1, 0])
     axes[1, 0].set_title("per-unit correlation\n(secondary; see note)", fontsize=MEDIUM_FONT_SIZE)
     pv_by_population(ds["pv_corr"], ax=axes[1, 1])
     axes[1, 1].set_title("population vectors\n(secondary)", fontsize=MEDIUM_FONT_SIZE)
-    tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2])
+    tem_test(ds[["tem_corr", "tem_null_mean", "tem_null_q95", "tem_p"]], ax=axes[1, 2],
+             legend_columns=min(columns, 2))
     # its longest line no wider than the panel (the panel is at the figure's right edge)
     axes[1, 2].set_title(f"TEM test ({grid_var} at\n{mem_var} peaks)", fontsize=MEDIUM_FONT_SIZE)
-    if width == "single":  # low panels: long y labels on three lines; the legends of b
-        # and f on one row, clear of their points (b: between the observed values and the
-        # null, f: under the correlations near 0)
+    if width == "single":  # low panels: long y labels on three lines
         for ax in axes.ravel():
             ax.set_ylabel(_three_lines(ax.get_ylabel()))
-        for ax, loc in ((axes[0, 1], "center right"), (axes[1, 2], "lower right")):
-            legend = ax.get_legend()
-            if legend is not None:
-                handles, labels = ax.get_legend_handles_labels()
-                ax.legend(handles, labels, loc=loc, ncols=len(labels),
-                          fontsize=legend.get_texts()[0].get_fontsize(), columnspacing=1.0)
     title = (f"remapping across {ds.sizes['env']} environments ({ds.sizes['env_pair']} "
              f"pairs; {ds.attrs.get('remap_pair_shuffles', '?')} permutations per null). "
              f"Memory-neuron identity across environments: {MEMORY_IDENTITY}. "

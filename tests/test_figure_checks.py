@@ -20,8 +20,10 @@ from hippo_rep.plotting.checks import (  # noqa: E402
     overlapping_texts,
     oversized,
     report,
+    texts_across_axes,
     texts_outside_figure,
     texts_over_panels,
+    texts_over_points,
 )
 
 
@@ -213,15 +215,93 @@ def test_a_label_below_the_bottom_edge_and_a_tilted_text_past_the_top_are_outsid
     assert len(found) == 2 and "'tilted'" in found[1].detail and "top" in found[1].detail
 
 
+def test_a_note_across_its_axes_edge_is_found(fig):
+    """A label at the corner of a panel that runs across its frame is found; one wholly
+    inside, a panel letter wholly outside, and a note in an axes switched off are not."""
+    a, b = fig.axes
+    a.plot([0, 1], [0, 1])
+    b.plot([0, 1], [0, 1])
+    b.set_yticks([])
+    note = a.text(0.75, 0.1, "memory neurons: r = 0.01", transform=a.transAxes)
+    a.text(-0.1, 1.02, "a", transform=a.transAxes, ha="right")  # a panel letter
+    (p,) = texts_across_axes(fig)
+    assert p.rule == "edge" and "memory neurons" in p.detail and "right" in p.detail
+    note.set_position((0.75, 0.98))
+    note.set_verticalalignment("bottom")  # now across the top edge too
+    assert "right" in texts_across_axes(fig)[0].detail and "top" in texts_across_axes(fig)[
+        0].detail
+    note.set_position((0.05, 0.1))
+    note.set_verticalalignment("baseline")
+    assert texts_across_axes(fig) == []
+    b.set_axis_off()
+    b.text(0.9, 0.5, "a text panel's long line", transform=b.transAxes)
+    assert texts_across_axes(fig) == []
+
+
+@pytest.mark.parametrize("markers", ["scatter", "line markers"])
+def test_a_note_over_the_points_is_found(fig, markers):
+    """A label written where the data lie (the points of a scatter, the markers of a
+    line) is found; moved clear of them, or over a line without markers, it is not."""
+    a = fig.axes[0]
+    x = np.linspace(-1, 1, 41)
+    if markers == "scatter":
+        a.scatter(np.zeros_like(x), x, s=2, label="memory neurons")
+        what = "points of 'memory neurons'"
+    else:
+        a.plot(np.zeros_like(x), x, "o", ms=2, label="memory neurons")
+        what = "markers of line 'memory neurons'"
+    a.plot([-1, 1], [-1, 1])  # a line without markers: not looked at
+    a.set_xlim(-1.05, 1.05)
+    a.set_ylim(-1.05, 1.05)
+    note = a.text(0.03, 0.87, "memory neurons: r = 0.01", transform=a.transAxes)
+    (p,) = texts_over_points(fig)
+    assert p.rule == "data" and "'memory neurons: r = 0.01'" in p.detail and what in p.detail
+    note.set_position((0.55, 0.2))  # right of the points, under the diagonal line
+    assert texts_over_points(fig) == []
+    a.set_ylim(0.5, 1.05)  # points outside the view are not drawn: the note is clear
+    note.set_position((0.03, 0.1))
+    a.texts[0].set_text("memory neurons: r = 0.01 and a longer note")
+    a.set_xlim(0.5, 1.05)
+    assert texts_over_points(fig) == []
+
+
+def test_the_remapping_scatter_label_is_found_where_it_was(shipped):
+    """The check of the registered figures would fail: the old layout of the remapping
+    figure's unit-pair panel (the correlations written at fixed places in the panel) is
+    found at both widths, over the points and across the frame; the figure itself keeps
+    them in a legend below the panel and passes."""
+    for width in WIDTHS:
+        fig = build("remapping", shipped, width)
+        ax = next(ax for ax in fig.axes if ax.get_title().startswith("unit pairs"))
+        assert ax.texts == [] or all(t.get_text() in "abcdef" for t in ax.texts)
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert [label.split(": r = ")[0] for label in labels] == ["positional g",
+                                                                  "memory neurons"]
+        assert check_figure(fig) == []
+        fig.set_layout_engine("none")  # the panels where they are: only the labels added
+        # one where the points are (the memory neurons' pairs at env a r = 0), one at the
+        # right edge (the figure's too, at double width: "outside" as well)
+        ax.text(0.0, 0.5, labels[1], ha="center", fontsize=6)
+        ax.text(0.8, 0.3, labels[0], transform=ax.transAxes, fontsize=6)
+        problems = check_figure(fig)
+        assert sorted({p.rule for p in problems} - {"outside"}) == ["data", "edge"], (
+            width, report(problems))
+        where = f"in axes {ax.get_title()[:30]!r}"
+        assert f"{labels[1]!r} {where} is written over the points of" in report(problems)
+        assert f"{labels[0]!r} {where} crosses its axes' right" in report(problems)
+
+
 def broken(fig):
     """A figure breaking every rule once: two notes over each other, a note into the
-    next panel, a legend over its curve, a map without a colour bar, a suptitle past both
-    edges and an empty panel."""
+    next panel and across its own panel's edge, a note over points, a legend over its
+    curve, a map without a colour bar, a suptitle past both edges and an empty panel."""
     a, b = fig.axes
     legend_over(a, lambda ax: ax.plot([0, 1], [0.95, 0.95], label="under the legend"))
     a.text(0.1, 0.5, "first note", transform=a.transAxes)
     a.text(0.12, 0.5, "second note", transform=a.transAxes)
     a.text(0.7, 0.2, "a note running on into b", transform=a.transAxes)
+    a.scatter([0.2], [0.75], s=4)
+    a.text(0.2, 0.75, "on a point", ha="center", va="center")
     b.imshow(np.eye(3))
     b.set_title("a map")
     extra = fig.add_axes((0.45, 0.85, 0.1, 0.1))
@@ -237,7 +317,8 @@ def test_a_figure_with_every_problem_gets_all_of_them_from_one_drawing(fig):
     fig.canvas.draw = lambda *args, **kw: (draws.append(1), original(*args, **kw))
     problems = check_figure(fig)
     assert len(draws) == 1  # once for every rule, not once per rule
-    assert {p.rule for p in problems} == {"overlap", "outside", "empty", "colorbar", "legend"}
+    assert {p.rule for p in problems} == {"overlap", "outside", "edge", "data", "empty",
+                                          "colorbar", "legend"}
     # the same findings as each rule drawing the figure for itself, and the shared drawing
     # gives each rule what it finds alone
     alone = [p for rule in RULES for p in rule(fig)]
@@ -247,7 +328,8 @@ def test_a_figure_with_every_problem_gets_all_of_them_from_one_drawing(fig):
     details = report(problems)
     for what in ("'first note'", "into the panel 'a map'", "figure-wide title",
                  "'nothing' draws nothing", "'a map' shows a map without",
-                 "lies over line 'under the legend'"):
+                 "lies over line 'under the legend'", "crosses its axes' right",
+                 "'on a point' in an axes is written over the points of a scatter"):
         assert what in details, details
 
 
@@ -494,6 +576,61 @@ def test_a_planted_overlap_in_a_single_column_figure_is_found(shipped):
     problems = check_figure(fig)
     assert [p.rule for p in problems] == ["overlap"], report(problems)
     assert "planted note" in problems[0].detail
+
+
+@pytest.fixture(scope="module")
+def many_populations():
+    """Analyses of simulated sessions of 4 populations (grid, place, boundary and band
+    cells) and of 5 (two place cells relabelled), by number of populations: the ``scores``
+    figure draws each of a session's populations."""
+    from hippo_rep.analysis import analyse
+    from hippo_rep.analysis.synthetic_session import simulate_session
+
+    session, _ = simulate_session(minutes=2, seed=0)
+    five = session["cell_population"].values.astype("<U16")
+    five[np.flatnonzero(five == "place")[:2]] = "interneuron"
+    out = {}
+    for pops in (session["cell_population"].values, five):
+        ds = analyse(session.assign_coords(cell_population=("cell", pops)), shuffles=2,
+                     min_shift_s=5)
+        out[len(ds.hippo.populations)] = ds
+    assert sorted(out) == [4, 5]
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("n_populations", [4, 5])
+def test_scores_of_many_populations_fit_a_page_and_pass_the_checks(many_populations, width,
+                                                                    n_populations):
+    """The ``scores`` figure of a session of 4 or 5 populations (a row of two panels each)
+    is no taller than a page and no wider than its column at either width, and passes
+    the checks."""
+    from hippo_rep.figures import FigureInputs
+
+    ds = many_populations[n_populations]
+    fig = build("scores", FigureInputs(analysis=ds), width)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 2 * n_populations
+    for name in ds.hippo.populations:  # each population named once, left of its row
+        assert sum(f"population {name!r}" in ax.get_ylabel() for ax in panels) == 1
+    problems = oversized(fig, width) + check_figure(fig)
+    assert problems == [], f"scores of {n_populations} populations ({width}):\n" \
+                           f"{report(problems)}"
+
+
+def test_scores_of_many_populations_laid_out_as_for_two_are_too_tall(many_populations,
+                                                                     monkeypatch):
+    """The size test would fail: the layout of up to two populations (every panel with
+    its own legend; at single width one panel a row) is taller than a page for four."""
+    import hippo_rep.figures as figures
+    from hippo_rep.figures import FigureInputs
+
+    monkeypatch.setattr(figures, "FULL_SCORE_PANELS", 10)
+    for width in WIDTHS:
+        fig = build("scores", FigureInputs(analysis=many_populations[4]), width)
+        problems = oversized(fig, width)
+        assert problems and all("taller than a page" in p.detail for p in problems), (
+            width, report(problems))
 
 
 def test_checking_leaves_a_rotated_text_as_it_was():

@@ -18,6 +18,12 @@ and shares that drawing (the renderer, the texts drawn and their measured boxes:
 - :func:`texts_outside_figure`: drawn texts that run past an edge of the figure (a long
   suptitle wider than the page): cut off in a plain save, and with the paper style's tight
   save box they widen the saved figure beyond its set size.
+- :func:`texts_across_axes`: texts written in an axes (``ax.text``, annotations) that cross
+  the edge of its box, partly inside and partly out (a label at a corner of a scatter
+  running across the frame); one wholly outside (a panel letter) is placed there on
+  purpose.
+- :func:`texts_over_points`: texts written in an axes over its own markers (a point of a
+  scatter, a marker of a line): a label at a fixed place that the data can reach.
 - :func:`empty_axes`: visible axes that draw no data (no line in data coordinates with a
   finite point —``axhline``/``axvline`` are reference lines —, image, collection, patch
   beyond the background or table) and carry no visible text inside them saying why (a title
@@ -31,17 +37,17 @@ and shares that drawing (the renderer, the texts drawn and their measured boxes:
   none of whose maps is read by a colour bar in the figure (its own, an inset one included,
   or that of another map on the same colour map and limits: a shared bar).
 
-:func:`check_figure` runs all six; :func:`report` writes the problems one per line.
+:func:`check_figure` runs all eight; :func:`report` writes the problems one per line.
 
-A seventh check needs the column width the figure was drawn for, so :func:`check_figure`
+A ninth check needs the column width the figure was drawn for, so :func:`check_figure`
 does not run it: :func:`oversized` (rule "size") finds a figure wider than its column
 (:data:`~hippo_rep.plotting.style.COLUMN_WIDTHS`) or taller than a journal page
 (:data:`~hippo_rep.plotting.style.MAX_HEIGHT`), by its set size and by the size it is saved
 at (:func:`saved_size`: the tight save box, which grows with anything drawn past the
 figure's edges).
 Nothing is saved and the figure is not changed (other than being drawn; a bare ``Figure``
-without a canvas that renders gets an Agg one). Not checked: texts other than legends over
-data (lines, bars), font sizes.
+without a canvas that renders gets an Agg one). Not checked: texts over lines without
+markers or over bars (legends aside), font sizes.
 """
 
 from __future__ import annotations
@@ -61,8 +67,9 @@ MIN_GAP_PT = 4.0
 @dataclass(frozen=True)
 class Problem:
     """One defect found: its ``rule`` ("overlap": texts over each other, run together or
-    into another panel; "outside": a text past the figure's edge; "empty"; "colorbar";
-    "legend": over data; "size": wider than its column or taller than a page,
+    into another panel; "outside": a text past the figure's edge; "edge": a text across
+    the edge of its axes; "data": a text over its axes' points or markers; "empty";
+    "colorbar"; "legend": over data; "size": wider than its column or taller than a page,
     :func:`oversized`) and what, in words."""
 
     rule: str
@@ -515,9 +522,129 @@ def legends_over_data(fig, drawing: Drawing | None = None) -> list[Problem]:
     return problems
 
 
+def _written_in(ax, drawing: Drawing) -> list:
+    """The drawn texts written in ``ax`` (``ax.text`` and annotations, panel letters
+    included; not its title or tick labels)."""
+    drawn = {id(t) for t in drawing.texts}
+    return [t for t in ax.texts if id(t) in drawn]
+
+
+def texts_across_axes(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
+                      drawing: Drawing | None = None) -> list[Problem]:
+    """Texts written in an axes (``ax.text``, annotations) that cross an edge of its box:
+    partly inside it and partly outside, by more than ``tolerance`` points (a label at a
+    corner of a scatter that runs across the frame, clipped where it is drawn with
+    ``clip_on``). A text wholly outside its axes (a panel letter, a note beside the panel)
+    is placed there on purpose and not reported (:func:`texts_over_panels` and
+    :func:`texts_outside_figure` check where it lands); axes switched off have no frame to
+    cross. Rotated texts are measured by their own rectangle's corners. ``drawing``: the
+    figure already drawn (:func:`draw`)."""
+    import numpy as np
+
+    drawing = drawing or draw(fig)
+    tolerance *= fig.dpi / 72.0
+    problems = []
+    for ax in _all_axes(fig):
+        if not ax.get_visible() or not ax.axison:
+            continue
+        box = drawing.box(ax)
+        for t in _written_in(ax, drawing):
+            bb = drawing.box(t)
+            corners = drawing.corners(t)
+            pts = corners if corners is not None else _box_corners(bb)
+            (x0, y0), (x1, y1) = np.min(pts, axis=0), np.max(pts, axis=0)
+            inside_w = min(x1, box.x1) - max(x0, box.x0)
+            inside_h = min(y1, box.y1) - max(y0, box.y0)
+            if inside_w <= tolerance or inside_h <= tolerance:
+                continue  # wholly outside: placed there on purpose
+            past = {"left": box.x0 - x0, "right": x1 - box.x1, "bottom": box.y0 - y0,
+                    "top": y1 - box.y1}
+            sides = [f"{side} by {d:.0f} px" for side, d in past.items() if d > tolerance]
+            if sides:
+                problems.append(Problem("edge", f"{_name(t)} crosses its axes' "
+                                                f"{' and '.join(sides)}"))
+    return problems
+
+
+def _points_of(ax) -> list:
+    """(what, display points (n x 2)) of every scatter and every line's markers of ``ax``
+    (a line without markers has none; its finite points only)."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    out = []
+    for ln in ax.lines:
+        if ln.get_visible() and not _no_line(ln.get_marker()):
+            pts = _finite_points(ln)
+            if len(pts):
+                label = ln.get_label()
+                what = f"the markers of line {label!r}" if not label.startswith("_") \
+                    else "the markers of a line"
+                out.append((what, ln.get_transform().transform(pts)))
+    for coll in ax.collections:
+        if coll.get_visible() and isinstance(coll, PathCollection):
+            offsets = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
+            offsets = offsets[np.isfinite(offsets).all(axis=1)]
+            if len(offsets):
+                label = coll.get_label()
+                what = f"the points of {label!r}" if not label.startswith("_") \
+                    else "the points of a scatter"
+                out.append((what, coll.get_offset_transform().transform(offsets)))
+    return out
+
+
+def _points_in_text(pts, where, corners) -> bool:
+    """Whether a point lies in ``where`` (the text's box within its axes) and, for a
+    rotated text (``corners`` not None), in its own rectangle."""
+    from matplotlib.path import Path
+
+    inside = ((pts[:, 0] >= where.x0) & (pts[:, 0] <= where.x1)
+              & (pts[:, 1] >= where.y0) & (pts[:, 1] <= where.y1))
+    if corners is None or not inside.any():
+        return bool(inside.any())
+    return bool(Path(corners).contains_points(pts[inside]).any())
+
+
+def texts_over_points(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
+                      drawing: Drawing | None = None) -> list[Problem]:
+    """Texts written in an axes (``ax.text``, annotations) drawn over the axes' own
+    markers: a point of a scatter, or a marker of a line, lies in the text's box (shrunk by
+    ``tolerance`` points each side) inside the axes box (points outside the axes' view are
+    not drawn). Lines without markers and bars are not looked at. ``drawing``: the figure
+    already drawn (:func:`draw`)."""
+    from matplotlib.transforms import Bbox
+
+    drawing = drawing or draw(fig)
+    tolerance *= fig.dpi / 72.0
+    problems = []
+    for ax in _all_axes(fig):
+        if not ax.get_visible():
+            continue
+        texts = _written_in(ax, drawing)
+        points = _points_of(ax) if texts else []
+        if not points:
+            continue
+        box = drawing.box(ax)
+        for t in texts:
+            bb = drawing.box(t)
+            shrunk = Bbox.from_extents(bb.x0 + tolerance, bb.y0 + tolerance,
+                                       bb.x1 - tolerance, bb.y1 - tolerance)
+            if shrunk.width <= 0 or shrunk.height <= 0:
+                continue
+            where = Bbox.intersection(shrunk, box)
+            if where is None or where.width <= 0 or where.height <= 0:
+                continue
+            corners = drawing.corners(t)
+            hit = next((what for what, pts in points
+                        if _points_in_text(pts, where, corners)), None)
+            if hit:
+                problems.append(Problem("data", f"{_name(t)} is written over {hit}"))
+    return problems
+
+
 #: The rules :func:`check_figure` runs, in the order of its report.
-RULES = (overlapping_texts, texts_over_panels, texts_outside_figure, empty_axes,
-         images_without_colorbar, legends_over_data)
+RULES = (overlapping_texts, texts_over_panels, texts_outside_figure, texts_across_axes,
+         texts_over_points, empty_axes, images_without_colorbar, legends_over_data)
 
 
 def check_figure(fig) -> list[Problem]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hippo_rep.plotting.axes import get_ax
+from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below
 from hippo_rep.plotting.style import (
     BLUE,
     BLUISH_GREEN,
@@ -50,8 +50,18 @@ SCATTER_ALPHA = (0.7, 0.2)
 #: Number of points beyond which :func:`pair_scatter` draws them fainter.
 DENSE_POINTS = 2000
 
+#: Size of :func:`pair_scatter`'s legend markers, in multiples of its points.
+SCATTER_LEGEND_MARKERSCALE = 4.0
+
 #: Font size of the population tick labels, points.
 TICK_FONTSIZE = SMALL_FONT_SIZE
+
+#: Top of the y axis of :func:`pair_structure_test` (its values reach 1).
+PAIR_TOP = 1.1
+
+#: Drop of :func:`pair_structure_test`'s legend below the axes, under its four-line tick
+#: labels, points.
+PAIR_LEGEND_DROP_PT = 38.0
 
 
 def _population_ticks(ax, labels) -> None:
@@ -126,7 +136,7 @@ def pv_by_population(pv_corr, ax=None):
     return ax
 
 
-def tem_test(tem, ax=None):
+def tem_test(tem, ax=None, legend_columns: int = 1):
     """The TEM test across environment pairs: observed correlation against its null.
 
     Parameters
@@ -135,42 +145,49 @@ def tem_test(tem, ax=None):
         With ``tem_corr``, ``tem_null_mean``, ``tem_null_q95``, ``tem_p`` (env_pair) and
         coords ``env_a``, ``env_b``.
     ax : matplotlib Axes, optional
+    legend_columns : int
+        Columns of the legend, which is below the axes.
 
     Returns
     -------
     matplotlib Axes
-        One column per pair; y in Pearson r (unitless); p written above each pair (up to
-        :data:`MAX_LABELLED_PAIRS` pairs; beyond, the number of pairs with p <
-        :data:`TEM_ALPHA`).
+        One column per pair (ticks ``a–b`` up to :data:`MAX_LABELLED_PAIRS` pairs, else
+        the pair's index); y in Pearson r (unitless). The observed correlation filled
+        where p < :data:`TEM_ALPHA`, open elsewhere (p undefined included); the legend,
+        below the axes, gives the number of pairs with p < :data:`TEM_ALPHA`. Nothing is
+        written over the points.
     """
     ax = get_ax(ax)
     n = tem.sizes["env_pair"]
     x = np.arange(n)
-    ax.plot(x, tem["tem_corr"].values, "o", color=POPULATION_COLORS[MEMORY_ACTIVITY],
-            label="observed", ms=4)
+    corr = np.asarray(tem["tem_corr"].values, dtype=float)
+    p = np.asarray(tem["tem_p"].values, dtype=float)
+    fin = np.isfinite(p)
+    low = fin & (p < TEM_ALPHA)
+    color = POPULATION_COLORS[MEMORY_ACTIVITY]
+    if low.any():
+        ax.plot(x[low], corr[low], "o", color=color, ms=4,
+                label=f"observed: p < {TEM_ALPHA:g} in {int(low.sum())}/{int(fin.sum())} pairs")
+    if (~low).any():
+        ax.plot(x[~low], corr[~low], "o", color=color, mfc="none", ms=4,
+                label=f"observed: p ≥ {TEM_ALPHA:g}" if low.any() else
+                f"observed: p < {TEM_ALPHA:g} in 0/{int(fin.sum())} pairs")
     ax.plot(x, tem["tem_null_mean"].values, "_", color="0.4", ms=8, mew=1.5,
             label="null mean")
     ax.plot(x, tem["tem_null_q95"].values, "_", color=VERMILLION, ms=8, mew=1.5,
             label="null 95th pct")
-    p = np.asarray(tem["tem_p"].values, dtype=float)
     if n <= MAX_LABELLED_PAIRS:
-        for i in range(n):
-            if np.isfinite(p[i]):
-                ax.text(i, 1.06, f"p={p[i]:.2g}", ha="center", va="bottom", fontsize=TINY_FONT_SIZE)
-        labels = [f"{a}–{b}" for a, b in zip(tem["env_a"].values, tem["env_b"].values,
-                                             strict=True)]
-        ax.set_xticks(x, labels)
-    else:
-        fin = p[np.isfinite(p)]
-        ax.text(0.02, 0.98, f"p < {TEM_ALPHA:g} in {int((fin < TEM_ALPHA).sum())}/{fin.size} "
-                "pairs", transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE)
+        ax.set_xticks(x, [f"{a}–{b}" for a, b in zip(tem["env_a"].values, tem["env_b"].values,
+                                                    strict=True)])
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_ylim(-1.05, 1.2)
+    ax.set_ylim(-1.05, 1.05)
     ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
-    ax.set_xlabel("environment pair (env a–env b)" if n <= MAX_LABELLED_PAIRS
+    # short: the panel is in the figure's last column
+    ax.set_xlabel("environment pair (a–b)" if n <= MAX_LABELLED_PAIRS
                   else "environment pair (index)")
     ax.set_ylabel("TEM grid–place correlation\n(Pearson r, unitless)")
-    ax.legend(loc="lower right", fontsize=TINY_FONT_SIZE)
+    legend_below(ax, LEGEND_DROP_PT, ncol=legend_columns, fontsize=TINY_FONT_SIZE,
+                 frameon=False, columnspacing=1.0, borderaxespad=0)
     return ax
 
 
@@ -182,7 +199,7 @@ PER_UNIT_NOTE = ("r ≈ 0 for grid maps that translate between environments: eac
                  "moves, the pairs keep their offsets (see a, b)")
 
 
-def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
+def pair_structure_test(pair, ax=None, stat: str = "pair_structure", legend_columns: int = 1):
     """Cell-pair structure across environments per population, against its null.
 
     Parameters
@@ -194,18 +211,23 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
     stat : {"pair_structure", "pair_shift"}
         The correlation of the unit x unit correlation matrices, or the shift-tolerant
         fraction of unit pairs keeping their cross-correlogram offset.
+    legend_columns : int
+        Columns of the legend, which is below the tick labels (one entry a row by default;
+        as many as it has entries for one row under a wide, low panel).
 
     Returns
     -------
     matplotlib Axes
         One column per population: every environment pair's observed value (points), its
         null mean (grey bars) and, for the correlation, the null's 95th percentile (red
-        bars); the number of pairs with p < :data:`PAIR_ALPHA` written above.
+        bars); the number of pairs with p < :data:`PAIR_ALPHA` in each population's tick
+        label.
     """
     ax = get_ax(ax)
     obs_name = "pair_structure_r" if stat == "pair_structure" else "pair_shift_match"
     pops = np.asarray(pair["population"].values).tolist()
     rng = np.random.default_rng(JITTER_SEED)
+    labels = []
     for i, v in enumerate(pops):
         sub = pair.sel(population=v)
         obs = np.asarray(sub[obs_name].values, dtype=float)
@@ -221,22 +243,26 @@ def pair_structure_test(pair, ax=None, stat: str = "pair_structure"):
             ax.hlines(np.nanmean(sub[f"{stat}_null_q95"].values), i - 0.3, i + 0.3,
                       color=VERMILLION, lw=1.2, label="null 95th pct" if i == 0 else None)
         pf = p[np.isfinite(p)]
-        ax.text(i, 1.04, f"p<{PAIR_ALPHA:g}\n{int((pf < PAIR_ALPHA).sum())}/{pf.size}",
-                ha="center", va="bottom", fontsize=MIN_FONT_SIZE)
-    _population_ticks(ax, [_label(v) for v in pops])
+        labels.append(f"{_label(v)}\np<{PAIR_ALPHA:g}:\n{int((pf < PAIR_ALPHA).sum())}/"
+                      f"{pf.size}")
+    _population_ticks(ax, labels)
     ax.set_xlim(-0.6, len(pops) - 0.4)
     if stat == "pair_structure":
-        ax.set_ylim(-0.3, 1.25)
+        ax.set_ylim(-0.3, PAIR_TOP)
         ax.set_ylabel("r of unit × unit correlation\nmatrices, env a vs b (unitless)")
     else:
-        ax.set_ylim(0, 1.25)
+        ax.set_ylim(0, PAIR_TOP)
         ax.set_ylabel("unit pairs keeping their\ncross-correlogram offset (fraction)")
     ax.axhline(0, color="0.5", lw=REFERENCE_LINE_WIDTH)
-    ax.legend(loc="center right", fontsize=MIN_FONT_SIZE)
+    # below the tick labels: inside, the legend lay over the values wherever they fell
+    # between 0 and 1
+    legend_below(ax, PAIR_LEGEND_DROP_PT, ncol=legend_columns, fontsize=MIN_FONT_SIZE,
+                 frameon=False, columnspacing=0.8, handlelength=1.2, borderaxespad=0)
     return ax
 
 
-def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = None):
+def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = None,
+                 legend_columns: int = 1):
     """Unit-pair correlations in one environment against another (one point per pair).
 
     Parameters
@@ -248,30 +274,35 @@ def pair_scatter(corr_a, corr_b, population: str, ax=None, title: str | None = N
         Recording variable (colour and label).
     ax : matplotlib Axes, optional
     title : str, optional
+    legend_columns : int
+        Columns of the legend (one population a row by default).
 
     Returns
     -------
     matplotlib Axes
-        Axes in Pearson r (unitless); the correlation of the points written in the panel.
+        Axes in Pearson r (unitless); below them (the points may fill every corner of the
+        axes) a legend of every population drawn in the axes so far, each with the
+        correlation of all its pairs (call it once per population on the same axes).
     """
     ax = get_ax(ax)
     iu, ju = np.triu_indices(np.asarray(corr_a).shape[0], 1)
     x, y = np.asarray(corr_a)[iu, ju], np.asarray(corr_b)[iu, ju]
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
+    r = (f"r = {float(np.corrcoef(x, y)[0, 1]):.2f}"
+         if x.size >= 3 and np.std(x) > 0 and np.std(y) > 0 else "r undefined")
     if x.size > MAX_SCATTER_POINTS:
         keep = np.random.default_rng(JITTER_SEED).choice(x.size, MAX_SCATTER_POINTS,
                                                          replace=False)
         x, y = x[keep], y[keep]
     alpha = SCATTER_ALPHA[0] if x.size <= DENSE_POINTS else SCATTER_ALPHA[1]
     ax.scatter(x, y, s=2, alpha=alpha, lw=0, color=POPULATION_COLORS.get(population, "0.3"),
-               rasterized=True, label=_label(population).replace("\n", " "))
-    if x.size >= 3 and np.std(x) > 0 and np.std(y) > 0:
-        ax.text(0.03, 0.97 if population != MEMORY_ACTIVITY else 0.87,
-                f"{_label(population).replace(chr(10), ' ')}: r = "
-                f"{float(np.corrcoef(x, y)[0, 1]):.2f}",
-                transform=ax.transAxes, va="top", fontsize=SMALL_FONT_SIZE,
-                color=POPULATION_COLORS.get(population, "0.3"))
+               rasterized=True, label=f"{_label(population).replace(chr(10), ' ')}: {r}")
+    key = legend_below(ax, LEGEND_DROP_PT, ncol=legend_columns, fontsize=SMALL_FONT_SIZE,
+                       frameon=False, borderaxespad=0, handletextpad=0.2,
+                       markerscale=SCATTER_LEGEND_MARKERSCALE)
+    for handle in key.legend_handles:  # the points drawn faint, their key not
+        handle.set_alpha(1.0)
     ax.set_xlim(-1.05, 1.05)
     ax.set_ylim(-1.05, 1.05)
     # short: the widest label of the panel (a longer one ran past the figure's right edge

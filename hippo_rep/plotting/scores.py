@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below
+from hippo_rep.plotting.axes import LEGEND_DROP_PT, get_ax, legend_below, wrap_title
 from hippo_rep.plotting.style import (
     BLACK,
     BLUE,
@@ -30,6 +30,11 @@ NULL_COLOR = GREY
 
 #: The y axis extends to this multiple of the tallest bar.
 HEADROOM = 1.15
+
+#: Characters per line of the note of a panel without a finite score
+#: (:func:`score_histogram`'s ``empty_reason``), by default: inside a panel half a double
+#: column wide at :data:`~hippo_rep.plotting.style.MEDIUM_FONT_SIZE`.
+EMPTY_NOTE_CHARS = 42
 
 #: Line styles of threshold lines, by role.
 THRESHOLD_STYLE = {
@@ -56,7 +61,8 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
                     notes: Sequence[str] = (), xlabel: str | None = None,
                     null_label: str = "shuffle null", title: str | None = None,
                     bins: int = N_BINS, clip_to: tuple[float, float] | None = None,
-                    empty_reason: str | None = None):
+                    empty_reason: str | None = None, legend: bool = True,
+                    empty_chars: int = EMPTY_NOTE_CHARS):
     """Distribution of a score (any dims, pooled) against its shuffle null.
 
     Both are drawn as fractions of their own finite values, on shared bins, so a null with
@@ -88,6 +94,13 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     empty_reason : str, optional
         Why no observed score is finite, written in the panel when none is (e.g. spatial
         information of units with signed activity); the panel then has no ticks.
+    legend : bool
+        Draw a legend below the axes, the counts in its labels; False: no legend, the
+        histograms labelled without counts (one legend can serve several panels) and the
+        counts written as the last note.
+    empty_chars : int
+        Characters per line of the note of a panel without a finite score (it stays inside
+        the panel: fewer for a narrow one).
 
     Returns
     -------
@@ -117,16 +130,19 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
         if obs.size:
             h, _, _ = ax.hist(obs, bins=edges, weights=np.full(obs.size, 1 / obs.size),
                               color=OBSERVED_COLOR, alpha=0.7,
-                              label=f"observed (n = {obs.size})")
+                              label=f"observed (n = {obs.size})" if legend else "observed")
             top = max(top, float(np.max(h)))
         if nul.size:
             h, _, _ = ax.hist(nul, bins=edges, weights=np.full(nul.size, 1 / nul.size),
                               histtype="step", color=NULL_COLOR, lw=1.2,
-                              label=f"{null_label} (n = {nul.size})")
+                              label=f"{null_label} (n = {nul.size})" if legend else null_label)
             top = max(top, float(np.max(h)))
+    if not legend and obs.size:
+        notes.append(f"n = {obs.size} observed" + (f", {nul.size} null" if nul.size else ""))
     if not obs.size:  # e.g. spatial information of units with negative activity
         why = f"\n{empty_reason}" if empty_reason else ""
-        ax.text(0.5, 0.5, f"not drawn: no finite score ({n_obs} undefined){why}",
+        note = f"not drawn: no finite score ({n_obs} undefined){why}"
+        ax.text(0.5, 0.5, wrap_title(note, empty_chars),
                 transform=ax.transAxes, ha="center", va="center", fontsize=MEDIUM_FONT_SIZE,
                 bbox=dict(boxstyle="round", fc="#F2F2F2", ec="0.6", lw=0.6))
         ax.set_xticks([])
@@ -142,7 +158,7 @@ def score_histogram(observed, null=None, ax=None, thresholds: Sequence[tuple] = 
     lines = ([title] if title else []) + list(notes)
     if lines:
         ax.set_title("\n".join(lines), fontsize=MEDIUM_FONT_SIZE)
-    if ax.get_legend_handles_labels()[0]:
+    if legend and ax.get_legend_handles_labels()[0]:
         # below the axes, clear of the bars and the threshold lines (inside, a threshold
         # line ran through the legend's text)
         legend_below(ax, LEGEND_DROP_PT, ncol=2, fontsize=TINY_FONT_SIZE, frameon=False)
