@@ -622,10 +622,10 @@ def test_scores_of_many_populations_laid_out_as_for_two_are_too_tall(many_popula
                                                                      monkeypatch):
     """The size test would fail: the layout of up to two populations (every panel with
     its own legend; at single width one panel a row) is taller than a page for four."""
-    import hippo_rep.figures as figures
+    import hippo_rep.figures.scores as scores
     from hippo_rep.figures import FigureInputs
 
-    monkeypatch.setattr(figures, "FULL_SCORE_PANELS", 10)
+    monkeypatch.setattr(scores, "FULL_SCORE_PANELS", 10)
     for width in WIDTHS:
         fig = build("scores", FigureInputs(analysis=many_populations[4]), width)
         problems = oversized(fig, width)

@@ -337,7 +337,8 @@ def test_place_cells_caption_and_rows_say_how_many_units_qualify(synthetic_analy
     with none at all the caption says so."""
     import matplotlib.pyplot as plt
 
-    from hippo_rep.figures import MIN_PEAK_FRACTION, N_UNITS_SHOWN, _top_units
+    from hippo_rep.figures import MIN_PEAK_FRACTION, N_UNITS_SHOWN
+    from hippo_rep.figures._common import _top_units
     from hippo_rep.plotting.checks import check_figure, report
 
     ds = synthetic_analysis
@@ -372,7 +373,7 @@ def test_place_cells_caption_and_rows_say_how_many_units_qualify(synthetic_analy
 
 
 def test_counted_names_the_count_per_label():
-    from hippo_rep.figures import _counted
+    from hippo_rep.figures._common import _counted
 
     assert _counted({"env 0": 6, "env 1": 6}, "units") == "the 6 units"
     assert _counted({"env 0": 6, "env 1": 2}, "units") == "the 6 units in env 0 and 2 in env 1"
@@ -499,7 +500,7 @@ def test_the_package_draws_without_pyplot():
         if pyplot.search(text):
             uses.append(path.name)
         if path.name != "style.py" and "plotting" in path.parts or "explore" in path.parts \
-                or path.name == "figures.py":
+                or "figures" in path.relative_to(root).parts:
             widths += [f"{path.name}: {m.group(0).strip()}" for m in width.finditer(text)]
     assert uses == []
     assert widths == []
@@ -510,12 +511,22 @@ def test_grid_cells_figure_names_read_out_cells_as_such():
 
     import xarray as xr
 
-    from hippo_rep.figures import _g_name
+    from hippo_rep.figures.grid import _g_name
 
     assert _g_name(xr.Dataset()) == "positional units g"
     ro = xr.Dataset(attrs={"model_config": json.dumps({"cells": "readout"})})
     assert _g_name(ro) == "read-out cells r"
     assert _g_name(xr.Dataset(attrs={"model_config": "not json"})) == "positional units g"
+
+
+def test_the_figures_are_registered_in_the_order_they_are_drawn(tmp_path):
+    """FIGURES, in which build_figures draws and reports the figures, is in the order
+    hippo_rep.figures imports the family modules (each registers its builders)."""
+    order = ["learning", "learning_speed", "tem_vs_temt", "transitions", "grid_cells",
+             "controls", "place_cells", "fam_slots", "session_cells", "scores", "remapping",
+             "passkey", "memory_delay", "sweep"]
+    assert list(FIGURES) == order
+    assert list(build_figures(FigureInputs(), tmp_path, formats=("png",))) == order
 
 
 # ------------------------------------------------------------------ single and double column
