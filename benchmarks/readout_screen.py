@@ -153,6 +153,11 @@ SCRATCH["waves_iso10_plane_readout_fast_5k"] = [*SCRATCH["waves_iso10_plane_read
                                                 "train.iterations=5000"]
 SCRATCH["waves_iso100_plane_readout_fast_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast"],
                                                  "train.iterations=5000"]
+#: ... with the modules' isometry scales 1.15 apart (s_m = 0.7 / 1.15^m: at the optimum
+#: triads of 5.6 × 1.15^m nodes, 5.6-20, the triad control's span): modules of distinct
+#: spacing?
+SCRATCH["waves_iso100_plane_ratio_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
+                                          "train.isometry_scale_ratio=1.15"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -201,6 +201,49 @@ def test_shipped_unfinished_readout_run_continues_where_it_stopped():
     assert int(last["iteration"]) == 5000
 
 
+def test_grid_cells_grown_with_a_learned_w_a_are_hexagonal_lattices():
+    """The shipped run whose W_a was learned from random wave vectors (equal plane powers, a
+    strong isometry loss): most modules became hexagonal triads, some read-out cells are
+    hexagonal lattices of peaks, and the recording came from the shipped checkpoint."""
+    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+
+    _, cfg, _ = load_checkpoint(DATA / "temt_waves_plane.pt")
+    assert cfg.model.transition_param == "waves" and cfg.model.transition_init == "random"
+    assert cfg.model.g_norm == "plane" and cfg.model.cells == "readout"
+    ev = json.loads((DATA / "temt_waves_plane_eval.json").read_text())
+    assert sum(m["hexagonal_triad"]["found"] for m in ev["transitions"]["modules"]) >= 5
+    an = open_analysis(DATA / "temt_waves_plane_analysis.nc")
+    assert an.attrs["checkpoint_sha256"] == file_sha256(DATA / "temt_waves_plane.pt")
+    cells = an.hippo.population("g")
+    grid = cells["is_grid"].values
+    assert grid.sum() >= 10  # 20 of 256 maps when shipped
+    assert np.all(np.abs(cells["triad_phase"].values[grid]) < 45)
+
+
+def test_shipped_unfinished_waves_run_continues_where_it_stopped():
+    """data/temt_waves_plane_long.pt: an unfinished 20,000-iteration run of W_a learned as
+    waves with equal plane powers and a strong isometry loss, at iteration 3,000; its settings
+    come back with --continue-from, and most of its modules are hexagonal triads."""
+    from hippo_rep.models.transitions import module_waves
+    from hippo_rep.training.checkpoint import load_checkpoint, read_checkpoint
+    from hippo_rep.training.trainer import continue_config
+
+    path = DATA / "temt_waves_plane_long.pt"
+    payload = read_checkpoint(path)
+    assert payload["optimizer_state"] is None and payload["step"] == 3000
+    cfg = continue_config(path)
+    assert cfg.model.transition_param == "waves" and cfg.model.g_norm == "plane"
+    assert cfg.train.loss_isometry == 100 and cfg.train.iterations == 20000
+    assert cfg.train.init_continue and cfg.train.init_from == str(path)
+    model, _, _ = load_checkpoint(path)
+    modules = module_waves(model, "hex")
+    assert sum(m["hexagonal_triad"]["found"] for m in modules) >= 5
+    with open(DATA / "temt_waves_plane_long_metrics.csv") as f:
+        last = list(csv.DictReader(f))[-1]
+    assert int(last["iteration"]) == 3000
+
+
 def test_the_model_grown_grid_cells_are_hexagonal_lattices():
     """The shipped known-weights control (W_a frozen at a hexagonal triad, non-negative
     read-out cells with an energy cost): the classifier calls some of its cells hexagonal,
