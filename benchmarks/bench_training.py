@@ -8,8 +8,8 @@ loop closure first reaches ``--target``, and the final held-out accuracies.
     python benchmarks/bench_training.py --preset small --target 0.9
     python benchmarks/bench_training.py --settings orth_linear,free_linear,free_relu,paper_relu
 
-``--settings`` trains each named setting of ``benchmarks/grid_settings.py`` (issue 11's
-comparison) instead of the plain preset, beside the baseline.
+``--settings`` trains each named setting of ``benchmarks/grid_settings.py`` (the grid-cell
+settings comparison) instead of the plain preset, beside the baseline.
 
 ``--compare-fast`` measures the fused step (``train.fast_step``, hippo_rep.models.fused)
 against the eager step instead: the trainers run the same iterations, interleaved (eager,

@@ -1,4 +1,4 @@
-"""Issue 11's comparison of TEM-t settings, one ``hippo-rep sweep`` per setting.
+"""The grid-cell comparison of TEM-t settings, one ``hippo-rep sweep`` per setting.
 
 Each setting × seed is trained on the ``small`` preset (8×8 worlds), evaluated on held-out
 11×11 worlds (1,500-step walks: loop closure, zero-shot, memories per node), recorded on

@@ -1,4 +1,4 @@
-"""Issue 28's screen of read-out cells (``model.cells=readout``), rerunnable and resumable.
+"""The grid-cell screen of read-out cells (``model.cells=readout``), rerunnable and resumable.
 
 For each world family × seed a base run learns path integration first (the ``small`` preset
 with read-out cells, 400 iterations on 8×8); each screened setting then continues from that
@@ -34,7 +34,7 @@ import numpy as np
 BASE = ["model.cells=readout"]
 #: Base training world per family (the small preset's size).
 BASE_WORLD = {"square": "square:8", "hex": "hex:8"}
-#: Screened training world per family (issue 28: at least 10×10).
+#: Screened training world per family (at least 10×10).
 SCREEN_WORLD = {"square": "square:10", "hex": "hex:10"}
 #: Held-out evaluation and recording worlds per family (recordings at least 16×16).
 EVAL_WORLD = {"square": "square:11", "hex": "hex:11"}

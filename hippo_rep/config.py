@@ -141,7 +141,7 @@ class ModelConfig(TypedConfig):
     # rotation plane's wave vector k_p (W_a turns plane p by k_p · u_a, u_a move a's known
     # displacement; stay is the identity): the moves commute and undo each other by
     # construction, so g is a function of the node; whether k's of a module form a hexagonal
-    # triad is learned, not set (issue 28's learned route; needs an even model.n_g).
+    # triad is learned, not set (the learned route to grid cells; needs an even model.n_g).
     transition_param: str = choice("orthogonal", ("free", "orthogonal", "waves"))
     # Grid modules: W_a block-diagonal in blocks of this many units (0 = one block of all n_g
     # units). A block is a module of waves that train.loss_isometry shapes on its own (Gao,

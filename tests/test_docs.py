@@ -67,3 +67,13 @@ def test_findings_page_has_no_work_log_numbering():
     numbered = re.findall(r"\b(?:[Ss]ession|[Rr]un|[Ii]ssue) \d+\b", text)
     assert numbered == [], f"work-log numbering in docs/findings.md: {numbered}"
     assert "## Grid cells" in text.splitlines()
+
+
+def test_no_work_log_numbering_in_readmes_docs_package_or_benchmarks():
+    """What users read says what a thing is, not in which tracker entry or working session it
+    was made ("a recording session", as in experimental data, carries no number)."""
+    files = [README, ROOT / "data" / "README.md", *DOCS.rglob("*.md"),
+             *(ROOT / "hippo_rep").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]
+    found = [f"{f.relative_to(ROOT)}: {m}" for f in files
+             for m in re.findall(r"\b(?:[Ss]ession|[Ii]ssue) \d+\b", f.read_text())]
+    assert found == [], f"work-log numbering: {found}"
