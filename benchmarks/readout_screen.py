@@ -144,13 +144,11 @@ SCRATCH["waves_iso_plane_readout_fast"] = [*SCRATCH["waves_iso_readout_fast"],
 #: nodes, shorter than the isometry's 6.3, and no module a triad by iteration 250).
 SCRATCH["waves_iso10_plane_readout_fast"] = [*SCRATCH["waves_iso_plane_readout_fast"],
                                              "train.loss_isometry=10"]
-#: ... a hundred times stronger, and ten times for 5,000 iterations (at 10 the modules' waves
-#: came within 7-37° of a triad and stayed: the loss is flat near the optimum, and the
-#: task's gradients on W_a outweigh it).
+#: ... a hundred times stronger (at 10 the modules' waves came within 7-37° of a triad and
+#: stayed: the loss is flat near the optimum, and the task's gradients on W_a outweigh it),
+#: and that for 5,000 iterations.
 SCRATCH["waves_iso100_plane_readout_fast"] = [*SCRATCH["waves_iso_plane_readout_fast"],
                                               "train.loss_isometry=100"]
-SCRATCH["waves_iso10_plane_readout_fast_5k"] = [*SCRATCH["waves_iso10_plane_readout_fast"],
-                                                "train.iterations=5000"]
 SCRATCH["waves_iso100_plane_readout_fast_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast"],
                                                  "train.iterations=5000"]
 #: ... with the modules' isometry scales 1.15 apart (s_m = 0.7 / 1.15^m: at the optimum

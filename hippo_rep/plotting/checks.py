@@ -268,24 +268,37 @@ def texts_outside_figure(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
     with a tight save box (the paper style's) the saved figure grows beyond its set size.
     Rotated texts are measured by their own rectangle's corners. ``drawing``: the figure
     already drawn (:func:`draw`)."""
-    import numpy as np
 
     drawing = drawing or draw(fig)
     tolerance *= fig.dpi / 72.0
     edge = fig.bbox
     problems = []
     for t in drawing.texts:
-        bb = drawing.box(t)
-        corners = drawing.corners(t)
-        pts = corners if corners is not None else _box_corners(bb)
-        (x0, y0), (x1, y1) = np.min(pts, axis=0), np.max(pts, axis=0)
-        past = {"left": edge.x0 - x0, "right": x1 - edge.x1, "bottom": edge.y0 - y0,
-                "top": y1 - edge.y1}
-        sides = [f"{side} by {d:.0f} px" for side, d in past.items() if d > tolerance]
+        sides = _sides_past(_extent(t, drawing), edge, tolerance)
         if sides:
             problems.append(Problem("outside", f"{_name(t)} runs past the figure's "
                                                f"{' and '.join(sides)}"))
     return problems
+
+
+def _extent(t, drawing: Drawing) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) display extent of a drawn text: of its own rectangle's corners when
+    rotated, else of its box."""
+    import numpy as np
+
+    corners = drawing.corners(t)
+    pts = corners if corners is not None else _box_corners(drawing.box(t))
+    (x0, y0), (x1, y1) = np.min(pts, axis=0), np.max(pts, axis=0)
+    return x0, y0, x1, y1
+
+
+def _sides_past(extent, box, tolerance: float) -> list[str]:
+    """The sides of ``box`` that an ``extent`` (x0, y0, x1, y1) runs past by more than
+    ``tolerance`` pixels, as "side by N px"."""
+    x0, y0, x1, y1 = extent
+    past = {"left": box.x0 - x0, "right": x1 - box.x1, "bottom": box.y0 - y0,
+            "top": y1 - box.y1}
+    return [f"{side} by {d:.0f} px" for side, d in past.items() if d > tolerance]
 
 
 def _box_corners(bb):
@@ -539,7 +552,6 @@ def texts_across_axes(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
     :func:`texts_outside_figure` check where it lands); axes switched off have no frame to
     cross. Rotated texts are measured by their own rectangle's corners. ``drawing``: the
     figure already drawn (:func:`draw`)."""
-    import numpy as np
 
     drawing = drawing or draw(fig)
     tolerance *= fig.dpi / 72.0
@@ -549,17 +561,12 @@ def texts_across_axes(fig, tolerance: float = OVERLAP_TOLERANCE_PT,
             continue
         box = drawing.box(ax)
         for t in _written_in(ax, drawing):
-            bb = drawing.box(t)
-            corners = drawing.corners(t)
-            pts = corners if corners is not None else _box_corners(bb)
-            (x0, y0), (x1, y1) = np.min(pts, axis=0), np.max(pts, axis=0)
+            x0, y0, x1, y1 = extent = _extent(t, drawing)
             inside_w = min(x1, box.x1) - max(x0, box.x0)
             inside_h = min(y1, box.y1) - max(y0, box.y0)
             if inside_w <= tolerance or inside_h <= tolerance:
                 continue  # wholly outside: placed there on purpose
-            past = {"left": box.x0 - x0, "right": x1 - box.x1, "bottom": box.y0 - y0,
-                    "top": y1 - box.y1}
-            sides = [f"{side} by {d:.0f} px" for side, d in past.items() if d > tolerance]
+            sides = _sides_past(extent, box, tolerance)
             if sides:
                 problems.append(Problem("edge", f"{_name(t)} crosses its axes' "
                                                 f"{' and '.join(sides)}"))
