@@ -156,6 +156,26 @@ SCRATCH["waves_iso100_plane_readout_fast_5k"] = [*SCRATCH["waves_iso100_plane_re
 #: spacing?
 SCRATCH["waves_iso100_plane_ratio_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
                                           "train.isometry_scale_ratio=1.15"]
+#: The 5,000-iteration learned-triad setting with other cells on top. Its ReLU cells mix
+#: modules (median largest module share 0.24) whose triads share one spacing at random
+#: orientations, an interference rather than one lattice. Signed linear cells r = A g + b with
+#: a non-negativity penalty (Dorrell et al., ICLR 2023: a cell mixing waves needs a larger
+#: offset b to stay non-negative, and the energy cost pays for it) ...
+SCRATCH["waves_iso100_plane_signed_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
+                                           "model.cells_activation=none",
+                                           "train.loss_cells_neg=10"]
+#: ... and ReLU cells that each read one module (60 cells, six a module; on the frozen triad
+#: they became bands).
+SCRATCH["waves_iso100_plane_modular_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
+                                            "model.cells_modular=true", "model.n_cells=60"]
+#: ... and with each module's isometry pairs reaching 2.3 × 1.15^m nodes, the same range
+#: relative to its wavelength (``train.isometry_range_per_module``): at one range of 2.3
+#: the longer modules saw only displacements far below their wavelength, and none became a
+#: triad. Every 32nd state starts the pairs (not every 8th): module 9's range holds 120
+#: displacements, against 9 at 2.3.
+SCRATCH["waves_iso100_plane_ratio_range_5k"] = [*SCRATCH["waves_iso100_plane_ratio_5k"],
+                                                "train.isometry_range_per_module=true",
+                                                "train.isometry_stride=32"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

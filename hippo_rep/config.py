@@ -410,6 +410,12 @@ class TrainConfig(TypedConfig):
     isometry_pairs: str = choice("transition", ("transition", "walk"))
     # Every this-many-th step's state starts the "transition" pairs.
     isometry_stride: int = setting(8, _size("MAX_WALK_STEPS"))
+    # isometry_pairs = "transition": each module m takes the displacements within
+    # isometry_range x s_0 / s_m, the same range relative to its wavelength (false: every
+    # module the same isometry_range). Seen only at displacements far below its wavelength,
+    # a module of long waves meets the loss with any isotropic set of waves, not only a
+    # triad; with isometry_scale_ratio 1.15 and one range no module became a triad.
+    isometry_range_per_module: bool = False
     # The cell constraints (loss_cells_energy, loss_cells_neg, loss_g_const) come in after path
     # integration is learned: weight 0 before this iteration, then a linear ramp...
     cells_ramp_start: int = setting(300, _size("MAX_ITERATIONS", low=0))

@@ -131,7 +131,8 @@ def test_lattice_displacements_walk_where_they_say(kind, lengths):
     assert len({tuple(e) for e in ends} | {tuple(-e) for e in ends}) == 2 * len(ends)
 
 
-def test_transition_isometry_of_known_waves():
+@pytest.mark.parametrize("ratio,per_module", [(1.0, False), (1.3, False), (1.3, True)])
+def test_transition_isometry_of_known_waves(ratio, per_module):
     waves = [(7.0, 0.0), (7.0, 60.0), (7.0, 120.0), (6.0, 0.0), (6.0, 90.0), (8.5, 45.0),
              (5.0, 10.0), (5.0, 70.0), (6.0, 130.0), (9.0, 30.0), (9.0, 90.0), (9.0, 150.0)]
     m = _module_model(waves)
@@ -140,20 +141,30 @@ def test_transition_isometry_of_known_waves():
     g = torch.zeros(1, 3, 24)
     for j, a in enumerate(amp):
         g[0, :, 2 * j] = float(a)
-    cfg = _cfg([*MODULES, "train.isometry_scale=0.6", "train.isometry_stride=1"])
+    cfg = _cfg([*MODULES, "train.isometry_scale=0.6", "train.isometry_stride=1",
+                f"train.isometry_scale_ratio={ratio}",
+                f"train.isometry_range_per_module={str(per_module).lower()}"])
     got = float(transition_isometry_loss(m, g, "square", cfg).detach())
-    # ||u(x + d) − u(x)||² = Σ_i a_i² 2 (1 − cos k_i·d) / Σ_i a_i², per module
-    errs = []
-    for path, dist in lattice_displacements("square", 2.3):
+    # ||u(x + d) − u(x)||² = Σ_i a_i² 2 (1 − cos k_i·d) / Σ_i a_i², per module m of scale
+    # s_m = 0.6 / ratio^m; with per-module ranges module m sees displacements ≤ 2.3 ratio^m
+    # and its error is averaged over its own displacements before the mean over modules
+    errs = [[] for _ in range(4)]
+    reach = [2.3 * ratio ** mod if per_module else 2.3 for mod in range(4)]
+    for path, dist in lattice_displacements("square", max(reach)):
         d = sum(np.array([[1, 0], [0, 1], [-1, 0], [0, -1]][a - 1]) for a in path)
         for mod in range(4):
+            if dist > reach[mod] + 1e-9:
+                continue
             a2 = amp[3 * mod:3 * mod + 3] ** 2
             k = [2 * math.pi / lam * np.array([math.cos(math.radians(t)),
                                                math.sin(math.radians(t))])
                  for lam, t in waves[3 * mod:3 * mod + 3]]
             du2 = sum(a * 2 * (1 - math.cos(kk @ d)) for a, kk in zip(a2, k, strict=True))
-            errs.append((math.sqrt(du2 / a2.sum()) - 0.6 * dist) ** 2)
-    assert got == pytest.approx(np.mean(errs), rel=1e-4)
+            errs[mod].append((math.sqrt(du2 / a2.sum()) - 0.6 / ratio ** mod * dist) ** 2)
+    want = (np.mean([np.mean(e) for e in errs]) if per_module
+            else np.mean([e for es in errs for e in es]))
+    assert [len(e) for e in errs] == ([10, 12, 22, 40] if per_module else [10] * 4)
+    assert got == pytest.approx(want, rel=1e-4)
 
 
 @pytest.mark.parametrize("pairs", ["walk", "transition"])

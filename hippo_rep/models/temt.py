@@ -303,6 +303,11 @@ class TEMt(nn.Module):
         nxt = all_next.gather(1, action.view(-1, 1, 1).expand(-1, 1, d)).squeeze(1)
         return self._norm(self._activation(nxt))
 
+    def move(self, g: torch.Tensor, action: int, W: torch.Tensor) -> torch.Tensor:
+        """:meth:`transition` of every row of g (B, d) by one action: norm(f(g W_a)), one
+        matmul instead of one against every action."""
+        return self._norm(self._activation(g @ W[action]))
+
     def move_pairs(self) -> list[tuple[int, int]]:
         """Opposite move actions (a, ā), a < ā: moves k and k + n_moves/2 point opposite ways
         (action 0 is stay; see :data:`hippo_rep.worlds.DIRECTIONS`)."""

@@ -175,7 +175,9 @@ def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> 
     model's transition along each displacement of :func:`lattice_displacements`; per module
     m, the distance between the unit-length states before and after should be s_m times the
     displacement's length (:func:`module_scales`). Mean squared error over states,
-    displacements and modules.
+    displacements and modules; with ``train.isometry_range_per_module`` each module m takes
+    the displacements within ``isometry_range`` · s_0 / s_m and the mean is over each
+    module's own displacements, then over modules.
     """
     tc = cfg.train
     size = cfg.model.g_module_size or g.shape[-1]
@@ -187,22 +189,33 @@ def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> 
         h = h.reshape(h.shape[0], -1, size)
         return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-8)
 
-    u0 = unit(x)
-    moved = {(): x}  # path prefix → states moved along it (displacements share prefixes)
-
-    def move(path):
-        key = tuple(path)
-        if key not in moved:
-            h = move(key[:-1])
-            moved[key] = model.transition(
-                h, torch.full((h.shape[0],), key[-1], device=h.device), W)
-        return moved[key]
-
-    errs = []
-    for path, dist in lattice_displacements(kind, tc.isometry_range):
-        du = ((unit(move(path)) - u0).pow(2).sum(-1) + 1e-12).sqrt()  # (states, modules)
-        errs.append((du - s * dist).pow(2).mean())
-    return torch.stack(errs).mean()
+    reach = (tc.isometry_range * (s[0] / s) if tc.isometry_range_per_module
+             else torch.full_like(s, tc.isometry_range))
+    displacements = lattice_displacements(kind, float(reach.max()))
+    # Move the states along every path's prefixes breadth first, one path length at a
+    # time (paths share prefixes).
+    index = {(): 0}
+    levels = [x]  # levels[k]: states moved along every prefix of length k, stacked
+    for depth in range(1, max(len(p) for p, _ in displacements) + 1):
+        prefixes = sorted({tuple(p[:depth]) for p, _ in displacements if len(p) >= depth},
+                          key=lambda q: (q[-1], q))
+        parents = levels[-1].view(-1, *x.shape)[[index[q[:-1]] for q in prefixes]]
+        # one matmul per action among the prefixes' last moves (at most three)
+        last = [q[-1] for q in prefixes]
+        levels.append(torch.cat([
+            model.move(parents[last.index(a):len(last) - last[::-1].index(a)]
+                       .reshape(-1, x.shape[-1]), a, W) for a in sorted(set(last))]))
+        index.update({q: k for k, q in enumerate(prefixes)})
+    ends = torch.stack([levels[len(p)].view(-1, *x.shape)[index[tuple(p)]]
+                        for p, _ in displacements])  # (displacements, states, n_g)
+    dist = torch.tensor([d for _, d in displacements]).to(s)
+    du = ((unit(ends.reshape(-1, x.shape[-1])) - unit(x).repeat(len(displacements), 1, 1))
+          .pow(2).sum(-1) + 1e-12).sqrt().view(len(displacements), x.shape[0], -1)
+    err = (du - s * dist[:, None, None]).pow(2).mean(1)  # (displacements, modules)
+    # each module's error is its mean over its own displacements, so every module weighs
+    # the same (with one range for all this is the mean over displacements and modules)
+    keep = (dist[:, None] <= reach + 1e-9).to(err)
+    return ((err * keep).sum(0) / keep.sum(0)).mean()
 
 
 def chunk_losses(model, out: Output, chunk, cfg: Config,
