@@ -171,11 +171,12 @@ SCRATCH["waves_iso100_plane_modular_5k"] = [*SCRATCH["waves_iso100_plane_readout
 #: ... and with each module's isometry pairs reaching 2.3 × 1.15^m nodes, the same range
 #: relative to its wavelength (``train.isometry_range_per_module``): at one range of 2.3
 #: the longer modules saw only displacements far below their wavelength, and none became a
-#: triad. Every 32nd state starts the pairs (not every 8th): module 9's range holds 120
-#: displacements, against 9 at 2.3.
+#: triad. Module 9's range holds 120 displacements (against 9 at 2.3), so every 96th
+#: state starts the pairs, not every 8th: with every plane at unit RMS (g_norm=plane) and W_a
+#: rotations, a module's distance after a move is the same from every state.
 SCRATCH["waves_iso100_plane_ratio_range_5k"] = [*SCRATCH["waves_iso100_plane_ratio_5k"],
                                                 "train.isometry_range_per_module=true",
-                                                "train.isometry_stride=32"]
+                                                "train.isometry_stride=96"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 
@@ -286,6 +287,42 @@ def _hex_spacings(cells) -> dict:
             "hex_spacing_modules": grid_modules(cells).attrs["n_modules"]}
 
 
+#: Module triads whose orientations (mod 60°) lie within this many degrees count as one.
+SAME_ORIENTATION = 10.0
+
+
+def _triad_mixing(cells, modules) -> dict:
+    """Do the cells' three-wave maps take their waves from one orientation of W_a's triads?
+    The orientations (mod 60°) of the modules that are triads, grouped within
+    :data:`SAME_ORIENTATION`; each wave of a map with three waves goes to the nearest group;
+    ``triad_orientations`` counts the groups and ``mixed_3wave`` is the fraction of
+    three-wave maps whose waves come from more than one group (an interference of two
+    lattices turned apart, not one lattice)."""
+    triads = [m["hexagonal_triad"] for m in modules or [] if m["hexagonal_triad"]["found"]]
+    if not triads:
+        return {"triad_orientations": 0, "mixed_3wave": np.nan}
+
+    def orientation(angles):  # circular mean of angles mod 60°, in degrees
+        z = np.exp(1j * np.deg2rad(np.asarray(angles) * 6)).mean(-1)
+        return np.rad2deg(np.angle(z)) / 6 % 60
+
+    def gap(a, b):
+        return np.abs((a - b + 30) % 60 - 30)
+
+    groups: list[float] = []
+    for o in sorted(orientation(t["angles"]) for t in triads):
+        if not groups or gap(o, groups[-1]) > SAME_ORIENTATION:
+            groups.append(o)
+    if len(groups) > 1 and gap(groups[0], groups[-1]) <= SAME_ORIENTATION:
+        groups.pop()  # the first and last wrap around 60°
+    three = cells["n_waves"].values == 3
+    angles = cells["wave_angle"].transpose("env", "unit", "wave").values[three] % 60
+    nearest = np.argmin(gap(angles[..., None], np.asarray(groups)), -1)
+    mixed = (nearest != nearest[:, :1]).any(-1)
+    return {"triad_orientations": len(groups),
+            "mixed_3wave": float(mixed.mean()) if len(mixed) else np.nan}
+
+
 def _row(run_dir: Path) -> dict:
     """One run's line: held-out accuracy, memories per node, W_a's best triad, walk-constant
     power, and the fractions of (environment, unit) maps of the recorded cells (population
@@ -320,6 +357,7 @@ def _row(run_dir: Path) -> dict:
         if "memory_activity" in an.hippo.populations:
             row["place"] = float(an.hippo.population("memory_activity")["is_place"].mean())
         row.update(_hex_spacings(cells))
+        row.update(_triad_mixing(cells, modules))
     row.update(_cell_modules(run_dir / "checkpoint.pt"))
     with open(run_dir / "metrics.csv") as f:  # the trainer's own clock (resumes included)
         last = list(csv.DictReader(f))[-1]
