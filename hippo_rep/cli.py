@@ -13,35 +13,10 @@ from pathlib import Path
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
 from hippo_rep import TORCH_INSTALL, __version__
+from hippo_rep import defaults as D
+from hippo_rep import tasks as T  # the torch-free names (tasks.delay and .passkey need torch)
 from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
-from hippo_rep.defaults import (
-    DEMO_RECORD_ENVS,
-    EVAL_ENVS,
-    EVAL_SEED,
-    N_SHUFFLES,
-    QUICK_SHUFFLES,
-    RECORD_CHUNK,
-    RECORD_ENVS,
-    RECORD_STEPS,
-    SESSION_BIN_SIZE_CM,
-    SESSION_MIN_SHIFT_S,
-    SESSION_MIN_SPEED_CM_S,
-    SESSION_SMOOTH_CM,
-    STAGE_RECORD_ENVS,
-    SWEEP_SEEDS,
-)
 from hippo_rep.fileio import atomic_write, write_json
-from hippo_rep.tasks import (  # the torch-free names (tasks.delay and tasks.passkey import torch)
-    DELAY_DEFAULT_DELAYS,
-    DELAY_DEFAULT_ENVS,
-    DELAY_DEFAULT_VARIANTS,
-    DELAY_DEFAULT_WORLD,
-    PASSKEY_DEFAULT_FILLERS,
-    PASSKEY_DEFAULT_PROMPTS,
-    PASSKEY_DEFAULT_SWEEP,
-    PASSKEY_DEFAULT_THREADS,
-    PASSKEY_VARIANTS,
-)
 
 #: Resolution of the ``passkey sweep --figure`` plot when written as a raster image, dots
 #: per inch.
@@ -119,14 +94,14 @@ def check_output_path(path, flag: str, *, inputs=(), overwrite: bool | None = No
     return path
 
 
-def _count(value, flag: str, cap: int | None = None, low: int = 1):
-    """An integer option within [low, cap] (None passes: the default applies)."""
-    if value is None:
-        return None
-    if value < low or (cap is not None and value > cap):
-        top = f" and ≤ {cap}" if cap is not None else ""
-        raise OutputError(f"{flag} must be ≥ {low}{top}; got {value}")
-    return value
+def _counts(args, *checks) -> None:
+    """Each ``(dest, cap[, low])``: the integer option ``--dest`` of ``args`` within [low
+    (default 1), cap] (None passes: the default applies), checked in order."""
+    for dest, cap, *low in checks:
+        value, low = getattr(args, dest), low[0] if low else 1
+        if value is not None and (value < low or (cap is not None and value > cap)):
+            top = f" and ≤ {cap}" if cap is not None else ""
+            raise OutputError(f"--{dest.replace('_', '-')} must be ≥ {low}{top}; got {value}")
 
 
 def _world_arg(world):
@@ -268,39 +243,34 @@ def _session_options(shifted: str) -> tuple:
     """The rate-map and shuffle options of sessions (``--bin-size`` ... ``--min-shift``);
     ``shifted`` names what the shuffles shift circularly."""
     return (_arg("--bin-size", type=float, default=None, metavar="CM",
-                 help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})"),
+                 help=f"rate-map bin side in cm (default: {D.SESSION_BIN_SIZE_CM:g})"),
             _arg("--smooth", type=float, default=None, metavar="CM",
                  help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                      f"{SESSION_SMOOTH_CM:g})"),
+                      f"{D.SESSION_SMOOTH_CM:g})"),
             _arg("--min-speed", type=float, default=None, metavar="CM_S",
                  help="drop tracking samples slower than this, cm/s (default: "
-                      f"{SESSION_MIN_SPEED_CM_S:g})"),
+                      f"{D.SESSION_MIN_SPEED_CM_S:g})"),
             _arg("--min-shift", type=float, default=None, metavar="S",
                  help=f"smallest circular shift of {shifted}, s "
-                      f"(default: {SESSION_MIN_SHIFT_S:g})"))
+                      f"(default: {D.SESSION_MIN_SHIFT_S:g})"))
 
 
 _CHECKPOINT = _arg("checkpoint")
 _OVERWRITE = _flag("--overwrite", "replace an existing output")
 _NO_PROGRESS = _flag("--no-progress", "no progress bar")
-_THREADS = _arg("--threads", type=int, default=PASSKEY_DEFAULT_THREADS,
+_THREADS = _arg("--threads", type=int, default=T.PASSKEY_DEFAULT_THREADS,
                 help="torch CPU threads; a rerun with the same count is bit-identical "
-                     f"(default: {PASSKEY_DEFAULT_THREADS})")
-_FILLERS = ",".join(map(str, PASSKEY_DEFAULT_FILLERS))
+                     f"(default: {T.PASSKEY_DEFAULT_THREADS})")
+_FILLERS = ",".join(map(str, T.PASSKEY_DEFAULT_FILLERS))
 
 
-def _counts(args, *checks) -> None:
-    """:func:`_count` of each ``(dest, cap[, low])`` of ``args``, in order (flag ``--dest``)."""
-    for dest, cap, *low in checks:
-        _count(getattr(args, dest), "--" + dest.replace("_", "-"), cap, *low)
-
-
-def _checked_out(path, overwrite: bool, inputs=()) -> Path:
-    """``--out`` of a command writing one recording or analysis file: refused early by the
-    writer's own check (before loading anything), then as any output."""
-    from hippo_rep.recording import check_output
-
-    check_output(Path(path), overwrite)
+def _checked_out(check, path, overwrite: bool, inputs=(), suffix: str | None = None) -> Path:
+    """``--out`` of a command writing one recording or analysis file: its ``suffix`` (where
+    one is required), the writer's own ``check(path, overwrite)`` (refused early, before
+    loading anything), then as any output (:func:`check_output_path`)."""
+    if suffix is not None and Path(path).suffix.lower() != suffix:
+        raise OutputError(f"--out {str(path)!r} must end in {suffix}")
+    check(Path(path), overwrite)
     return check_output_path(Path(path), "--out", inputs=inputs)
 
 
@@ -338,7 +308,7 @@ def cmd_train(args) -> int:
     from hippo_rep.training.trainer import continue_config
 
     out = check_output_path(args.out, "--out", folder=True)
-    _count(args.stop_at, "--stop-at", low=0)
+    _counts(args, ("stop_at", None, 0))
     if args.continue_from is not None and (args.resume or args.config is not None):
         raise OutputError("--continue-from takes the run's config from the checkpoint: give "
                           "it without --resume or --config")
@@ -363,11 +333,11 @@ def cmd_train(args) -> int:
 
 @command("evaluate", "accuracy on held-out environments vs ideal agents",
          _CHECKPOINT,
-         _arg("--envs", type=int, default=EVAL_ENVS, help="held-out environments"),
+         _arg("--envs", type=int, default=D.EVAL_ENVS, help="held-out environments"),
          _arg("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
                               "square:8:holes=3,4;4,4 (default: the training world)"),
          _arg("--steps", type=int, help="steps per walk (default: the training walk)"),
-         _arg("--seed", type=int, default=EVAL_SEED, help="seed of the held-out environments"),
+         _arg("--seed", type=int, default=D.EVAL_SEED, help="seed of the held-out environments"),
          _arg("--json", help="write the results to this JSON file"),
          _flag("--overwrite", "replace an existing --json file"))
 def cmd_evaluate(args) -> int:
@@ -416,8 +386,8 @@ def cmd_calibrate(args) -> int:
 @command("record", "record g and memory-neuron activity (TEM: g and p) into .nc or .zarr",
          _CHECKPOINT,
          _out("output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)"),
-         _arg("--envs", type=int, default=RECORD_ENVS,
-              help=f"environments, one walk each (default: {RECORD_ENVS})"),
+         _arg("--envs", type=int, default=D.RECORD_ENVS,
+              help=f"environments, one walk each (default: {D.RECORD_ENVS})"),
          _arg("--steps", type=int, help="steps per walk (default: the training walk)"),
          _arg("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
                               "world); its action set must be the checkpoint's"),
@@ -426,14 +396,14 @@ def cmd_calibrate(args) -> int:
                                       "environment revisited, for stability); default: new "
                                       "ones each (remapping)"),
          _OVERWRITE,
-         _arg("--chunk", type=int, default=RECORD_CHUNK,
+         _arg("--chunk", type=int, default=D.RECORD_CHUNK,
               help="steps per forward chunk and per zarr chunk along time "
                    "(default: %(default)s)"))
 def cmd_record(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
-    from hippo_rep.recording import open_recording, record_to_file
+    from hippo_rep.recording import check_output, open_recording, record_to_file
 
-    out = _checked_out(args.out, args.overwrite, [args.checkpoint])
+    out = _checked_out(check_output, args.out, args.overwrite, [args.checkpoint])
     _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("chunk", MAX_WALK_STEPS),
             ("seed", None, 0))
     _world_arg(args.world)
@@ -461,7 +431,7 @@ def cmd_record(args) -> int:
          _arg("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
                                 "session: SESSION.nwb (Position + Units) or a session .nc"),
          _out("output ANALYSIS.nc or ANALYSIS.zarr"),
-         _arg("--shuffles", type=int, default=N_SHUFFLES,
+         _arg("--shuffles", type=int, default=D.N_SHUFFLES,
               help="circular-shift shuffles per environment for the nulls "
                    "(default: %(default)s)"),
          _arg("--seed", type=int, default=0, help="seed of the shuffles (default: 0)"),
@@ -482,8 +452,7 @@ def cmd_analyse(args) -> int:
     from hippo_rep.cluster import dask_client
     from hippo_rep.pipeline import analyse
 
-    out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
-    check_output_path(out, "--out", inputs=[args.recording])
+    out = _checked_out(check_output, args.out, args.overwrite, [args.recording])
     _counts(args, ("shuffles", None), ("seed", None, 0))
     populations = None
     if args.populations is not None:
@@ -506,7 +475,7 @@ def cmd_analyse(args) -> int:
          _arg("a", help="session A: SESSION.nwb (Position + Units) or a session .nc"),
          _arg("b", help="session B, the same cells (matched by population and cell id)"),
          _out("output REMAPPING.nc"),
-         _arg("--shuffles", type=int, default=N_SHUFFLES,
+         _arg("--shuffles", type=int, default=D.N_SHUFFLES,
               help="circular shifts of B's spike trains in the null (default: %(default)s)"),
          _arg("--seed", type=int, default=0, help="seed of the shifts (default: 0)"),
          _flag("--common-cells", "compare the cells in both sessions (default: cells in only "
@@ -609,7 +578,7 @@ def _passkey_threads(args) -> None:
     """Pin torch's CPU threads (default 1): a rerun with the same count is bit-identical."""
     import torch
 
-    _count(args.threads, "--threads")
+    _counts(args, ("threads", None))
     torch.set_num_threads(args.threads)
 
 
@@ -628,7 +597,7 @@ def _passkey_wide(rows, what: str) -> None:
 @command("passkey train", "train one PassKey model",
          _out("run folder (checkpoint.pt, metrics.csv)"),
          _arg("--variant", default="fam_f4",
-              help=f"{', '.join(PASSKEY_VARIANTS)}, or a bare variant (default: fam_f4)"),
+              help=f"{', '.join(T.PASSKEY_VARIANTS)}, or a bare variant (default: fam_f4)"),
          _set("override (wins over the variant's presets; refused where it contradicts the "
               "variant's name or does nothing for it), e.g. --set train.steps=400 --set "
               "model.n_mem=2"),
@@ -659,8 +628,8 @@ def cmd_passkey_train(args) -> int:
 @command("passkey eval", "accuracy against filler length of a checkpoint",
          _CHECKPOINT,
          _arg("--fillers", default=_FILLERS, help=f"filler lengths (default: {_FILLERS})"),
-         _arg("--samples", type=int, default=PASSKEY_DEFAULT_PROMPTS,
-              help=f"prompts per length (default: {PASSKEY_DEFAULT_PROMPTS}: 95%% interval "
+         _arg("--samples", type=int, default=T.PASSKEY_DEFAULT_PROMPTS,
+              help=f"prompts per length (default: {T.PASSKEY_DEFAULT_PROMPTS}: 95%% interval "
                    "±0.03 at accuracy 0.9)"),
          _arg("--seed", type=int, default=0, help="seed of the prompts"),
          _THREADS,
@@ -676,7 +645,7 @@ def cmd_passkey_eval(args) -> int:
     )
 
     fillers = _int_list(args.fillers, "--fillers")
-    _count(args.samples, "--samples")
+    _counts(args, ("samples", None))
     if args.json:
         check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
     model, cfg, payload = load_checkpoint(args.checkpoint)
@@ -704,12 +673,12 @@ def cmd_passkey_eval(args) -> int:
 
 @command("passkey sweep", "train variants × seeds, table of accuracy vs filler",
          _out("folder for runs/, sweep.csv, sweep.json"),
-         _arg("--variants", default=",".join(PASSKEY_DEFAULT_SWEEP),
-              help=f"comma-separated (default: {','.join(PASSKEY_DEFAULT_SWEEP)})"),
+         _arg("--variants", default=",".join(T.PASSKEY_DEFAULT_SWEEP),
+              help=f"comma-separated (default: {','.join(T.PASSKEY_DEFAULT_SWEEP)})"),
          _arg("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)"),
          _arg("--fillers", default=_FILLERS, help=f"filler lengths (default: {_FILLERS})"),
-         _arg("--samples", type=int, default=PASSKEY_DEFAULT_PROMPTS,
-              help=f"prompts per length and seed (default: {PASSKEY_DEFAULT_PROMPTS})"),
+         _arg("--samples", type=int, default=T.PASSKEY_DEFAULT_PROMPTS,
+              help=f"prompts per length and seed (default: {T.PASSKEY_DEFAULT_PROMPTS})"),
          _set("override for every run: wins over the variants' presets; refused where it "
               "contradicts a variant's name or does nothing for it"),
          _arg("--figure", help="also save the accuracy plot (PNG/PDF/SVG)"),
@@ -725,7 +694,7 @@ def cmd_passkey_sweep(args) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = _int_list(args.seeds, "--seeds")
     fillers = _int_list(args.fillers, "--fillers")
-    _count(args.samples, "--samples")
+    _counts(args, ("samples", None))
     _passkey_threads(args)
     rows = sweep(args.out, variants, seeds, PassKeyConfig(), fillers, n_samples=args.samples,
                  log=lambda m: print(m, flush=True), reuse=not args.no_reuse,
@@ -757,12 +726,9 @@ def cmd_passkey_sweep(args) -> int:
 def cmd_controls(args) -> int:
     from hippo_rep.analysis import plane_waves
     from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
-    from hippo_rep.recording import write_netcdf
+    from hippo_rep.recording import check_output, write_netcdf
 
-    out = Path(args.out)
-    if out.suffix.lower() != ".nc":
-        raise OutputError(f"--out {str(out)!r} must end in .nc")
-    out = _checked_out(out, args.overwrite)
+    out = _checked_out(check_output, args.out, args.overwrite, suffix=".nc")
     _counts(args, ("units", MAX_UNITS), ("seed", None, 0))
     t0 = time.perf_counter()
     maps = control_maps(args.units, seed=args.seed)
@@ -826,27 +792,27 @@ def cmd_figures(args) -> int:
               help="values of one config key, read like --set values (repeatable; the runs "
                    "are the cartesian product), e.g. "
                    "--grid model.transition_activation=linear,relu"),
-         _arg("--seeds", type=int, default=SWEEP_SEEDS,
-              help=f"seeds per combination: train.seed = 0..N-1 (default: {SWEEP_SEEDS})"),
+         _arg("--seeds", type=int, default=D.SWEEP_SEEDS,
+              help=f"seeds per combination: train.seed = 0..N-1 (default: {D.SWEEP_SEEDS})"),
          _out("sweep folder (sweep.json, runs/NAME/)"),
          _cluster("to run the runs on (its workers must see --out)"),
          _flag("--overwrite", "replace another sweep's runs in --out (a matching sweep "
                               "resumes)"),
          _set("override of the base config for every run (repeatable)"),
-         _arg("--eval-envs", type=int, default=EVAL_ENVS,
-              help=f"held-out environments per run (default: {EVAL_ENVS})"),
+         _arg("--eval-envs", type=int, default=D.EVAL_ENVS,
+              help=f"held-out environments per run (default: {D.EVAL_ENVS})"),
          _arg("--eval-steps", type=int, default=None,
               help="steps per held-out walk (default: the training walk)"),
          _arg("--eval-world", default=None, metavar="SPEC",
               help="world evaluated, e.g. square:11 (default: the first training world)"),
          _arg("--record-world", default=None, metavar="SPEC",
               help="world recorded, e.g. square:20 (default: the first training world)"),
-         _arg("--record-envs", type=int, default=STAGE_RECORD_ENVS,
-              help=f"environments recorded per run (default: {STAGE_RECORD_ENVS})"),
-         _arg("--record-steps", type=int, default=RECORD_STEPS,
-              help=f"steps per recorded walk (default: {RECORD_STEPS})"),
-         _arg("--shuffles", type=int, default=QUICK_SHUFFLES,
-              help=f"shuffles of the analysis' nulls (default: {QUICK_SHUFFLES})"),
+         _arg("--record-envs", type=int, default=D.STAGE_RECORD_ENVS,
+              help=f"environments recorded per run (default: {D.STAGE_RECORD_ENVS})"),
+         _arg("--record-steps", type=int, default=D.RECORD_STEPS,
+              help=f"steps per recorded walk (default: {D.RECORD_STEPS})"),
+         _arg("--shuffles", type=int, default=D.QUICK_SHUFFLES,
+              help=f"shuffles of the analysis' nulls (default: {D.QUICK_SHUFFLES})"),
          _flag("--no-calibrate", "evaluate and record TEM-t with its trained write threshold "
                                  "(default: calibrated after training, as hippo-rep "
                                  "calibrate does)"),
@@ -895,12 +861,12 @@ def cmd_sweep(args) -> int:
                   "D steps, per memory variant",
          _arg("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)"),
          _out("result file (.nc or .json)"),
-         _arg("--variants", default=",".join(DELAY_DEFAULT_VARIANTS),
+         _arg("--variants", default=",".join(T.DELAY_DEFAULT_VARIANTS),
               help="comma-separated memory variants (default: all)"),
-         _arg("--delays", default=",".join(map(str, DELAY_DEFAULT_DELAYS)),
+         _arg("--delays", default=",".join(map(str, T.DELAY_DEFAULT_DELAYS)),
               help="comma-separated excursion lengths, in steps"),
-         _arg("--envs", type=int, default=DELAY_DEFAULT_ENVS, help="walks per delay"),
-         _arg("--world", default=DELAY_DEFAULT_WORLD, help="world spec (default square:10)"),
+         _arg("--envs", type=int, default=T.DELAY_DEFAULT_ENVS, help="walks per delay"),
+         _arg("--world", default=T.DELAY_DEFAULT_WORLD, help="world spec (default square:10)"),
          _arg("--seed", type=int, default=0, help="seed of the walks and observations"),
          _arg("--memory-block", type=int, default=None,
               help="block length B of window/fam (default: the checkpoint's)"),
@@ -912,7 +878,7 @@ def cmd_delay(args) -> int:
 
     out = check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
     _world_arg(args.world)
-    _count(args.envs, "--envs")
+    _counts(args, ("envs", None))
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     t0 = time.perf_counter()
     ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
@@ -930,12 +896,12 @@ def cmd_delay(args) -> int:
          _arg("--out", default="demo", help="output folder (default: demo)"),
          _arg("--config", default="small", help="preset or TOML file (default: small)"),
          _set(),
-         _arg("--envs", type=int, default=EVAL_ENVS),
+         _arg("--envs", type=int, default=D.EVAL_ENVS),
          _flag("--overwrite", "replace an earlier demo run"),
-         _arg("--record-envs", type=int, default=DEMO_RECORD_ENVS, help="environments recorded"),
-         _arg("--record-steps", type=int, default=RECORD_STEPS,
+         _arg("--record-envs", type=int, default=D.DEMO_RECORD_ENVS, help="environments recorded"),
+         _arg("--record-steps", type=int, default=D.RECORD_STEPS,
               help="steps per recorded walk"),
-         _arg("--shuffles", type=int, default=QUICK_SHUFFLES,
+         _arg("--shuffles", type=int, default=D.QUICK_SHUFFLES,
               help="shuffles for the significance nulls"),
          _arg("--figures", default="figures", help="figure folder (default: figures)"),
          _flag("--no-progress"))
