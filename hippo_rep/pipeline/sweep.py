@@ -183,16 +183,12 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
 
     Parameters
     ----------
-    config : str or path
-        Preset name or TOML file.
-    grid : sequence of str or mapping
-        ``"section.key=V1,V2"`` strings or ``{key: [values]}``.
-    n_seeds : int
-        Seeds per grid combination (``train.seed`` = 0 .. n_seeds - 1).
+    config, grid, n_seeds, overrides
+        The runs, as :func:`~hippo_rep.sweep.expand_grid` reads them: a preset or TOML file,
+        ``"section.key=V1,V2"`` strings or ``{key: [values]}``, seeds per combination
+        (``train.seed`` = 0 .. n_seeds - 1), ``section.key=value`` overrides of the base.
     out : path
         Sweep folder: ``sweep.json`` and ``runs/NAME/``.
-    overrides : sequence of str
-        ``section.key=value`` applied to the base config.
     settings : SweepSettings, optional
         Evaluation, recording and analysis of each run (default :class:`SweepSettings`).
     scheduler : str, optional
@@ -220,9 +216,9 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     """
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
-    grid = parse_grid(grid)
-    runs, base = expand_sweep(config, grid, n_seeds, overrides)
-    manifest = build_manifest(runs, base, grid, n_seeds, dataclasses.asdict(settings),
+    grid = parse_grid(grid)  # a bad grid is reported before a bad n_seeds
+    runs, base, labels = expand_sweep(config, grid, n_seeds, overrides)
+    manifest = build_manifest(runs, base, labels, n_seeds, dataclasses.asdict(settings),
                               str(config), overrides)
     out = Path(out).resolve()
     must_clear = check_out(out, manifest, overwrite)
