@@ -776,11 +776,11 @@ def cmd_figures(args) -> int:
 
     check_output_path(args.out, "--out", folder=True)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    report = build_figures(args.out, analysis=args.analysis, recording=args.recording,
-                           evals=args.eval, passkey=args.passkey, sweep=args.sweep,
-                           delay=args.delay, delay_cost=args.delay_cost,
-                           learning_speed=args.learning_speed, tem_analysis=args.tem_analysis,
-                           only=args.only or None, formats=formats, width=args.width)
+    inputs = {k: getattr(args, k) for k in ("analysis", "recording", "passkey", "sweep",
+                                            "delay", "delay_cost", "learning_speed",
+                                            "tem_analysis")}
+    report = build_figures(args.out, evals=args.eval, only=args.only or None, formats=formats,
+                           width=args.width, **inputs)
     _print_stage("figures", args.out, report, None)
     return 0
 
@@ -820,15 +820,14 @@ def cmd_figures(args) -> int:
 def cmd_sweep(args) -> int:
     """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
     from hippo_rep.pipeline import SweepSettings, run_sweep
+    from hippo_rep.pipeline.demo import COMPARED as cols  # the step types the demo compares
     from hippo_rep.sweep import open_sweep
 
     _need_torch()  # every run trains: say so once, not once per failed run
     check_output_path(args.out, "--out", folder=True)
-    settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles,
-                             eval_steps=args.eval_steps, eval_world=args.eval_world,
-                             record_world=args.record_world,
-                             calibrate=not args.no_calibrate)
+    settings = SweepSettings(calibrate=not args.no_calibrate, **{k: getattr(args, k) for k in (
+        "eval_envs", "record_envs", "record_steps", "shuffles", "eval_steps", "eval_world",
+        "record_world")})
     with _on_interrupt(lambda: "interrupted: finished runs are kept and interrupted ones "
                                "continue from their checkpoints; rerun the same command to go "
                                f"on ({args.out})"):
@@ -840,7 +839,6 @@ def cmd_sweep(args) -> int:
           f"({rep.wall_s:.0f} s) → {rep.out}")
     ds = open_sweep(rep.out)
     grid = list(json.loads(ds.attrs["dims"]))
-    cols = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit")
     width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
     print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
           + f"{'grid frac':>10s}{'place frac':>11s}")
