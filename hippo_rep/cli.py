@@ -268,10 +268,11 @@ def _checked_out(check, path, overwrite: bool, inputs=(), suffix: str | None = N
     """``--out`` of a command writing one recording or analysis file: its ``suffix`` (where
     one is required), the writer's own ``check(path, overwrite)`` (refused early, before
     loading anything), then as any output (:func:`check_output_path`)."""
-    if suffix is not None and Path(path).suffix.lower() != suffix:
+    path = Path(path)
+    if suffix is not None and path.suffix.lower() != suffix:
         raise OutputError(f"--out {str(path)!r} must end in {suffix}")
-    check(Path(path), overwrite)
-    return check_output_path(Path(path), "--out", inputs=inputs)
+    check(path, overwrite)
+    return check_output_path(path, "--out", inputs=inputs)
 
 
 class _Interrupted(Exception):
