@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # Each command imports the modules it runs, so that `hippo-rep --help` and light commands
 # start without torch, xarray or dask.
 from hippo_rep import TORCH_INSTALL, __version__
+from hippo_rep import defaults as D
+from hippo_rep import tasks as T  # the torch-free names (tasks.delay and .passkey need torch)
 from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
-from hippo_rep.defaults import (
-    DEMO_RECORD_ENVS,
-    EVAL_ENVS,
-    EVAL_SEED,
-    N_SHUFFLES,
-    QUICK_SHUFFLES,
-    RECORD_CHUNK,
-    RECORD_ENVS,
-    RECORD_STEPS,
-    SESSION_BIN_SIZE_CM,
-    SESSION_MIN_SHIFT_S,
-    SESSION_MIN_SPEED_CM_S,
-    SESSION_SMOOTH_CM,
-)
 from hippo_rep.fileio import atomic_write, write_json
 
 #: Resolution of the ``passkey sweep --figure`` plot when written as a raster image, dots
@@ -104,14 +94,14 @@ def check_output_path(path, flag: str, *, inputs=(), overwrite: bool | None = No
     return path
 
 
-def _count(value, flag: str, cap: int | None = None, low: int = 1):
-    """An integer option within [low, cap] (None passes: the default applies)."""
-    if value is None:
-        return None
-    if value < low or (cap is not None and value > cap):
-        top = f" and ≤ {cap}" if cap is not None else ""
-        raise OutputError(f"{flag} must be ≥ {low}{top}; got {value}")
-    return value
+def _counts(args, *checks) -> None:
+    """Each ``(dest, cap[, low])``: the integer option ``--dest`` of ``args`` within [low
+    (default 1), cap] (None passes: the default applies), checked in order."""
+    for dest, cap, *low in checks:
+        value, low = getattr(args, dest), low[0] if low else 1
+        if value is not None and (value < low or (cap is not None and value > cap)):
+            top = f" and ≤ {cap}" if cap is not None else ""
+            raise OutputError(f"--{dest.replace('_', '-')} must be ≥ {low}{top}; got {value}")
 
 
 def _world_arg(world):
@@ -119,15 +109,6 @@ def _world_arg(world):
         raise OutputError("--world is empty; give a world spec such as square:8, or leave it "
                           "out for the training world")
     return world
-
-
-def _add_cluster_args(parser, purpose: str) -> None:
-    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask cluster of N single-threaded workers")
 
 
 def _print_stage(stage: str, out, result, seconds: float | None) -> None:
@@ -207,28 +188,120 @@ def _int_list(text: str, flag: str) -> list[int]:
     return vals
 
 
-# --------------------------------------------------------------------------------- train
-def _add_train(sub) -> None:
-    t = sub.add_parser("train", help="train TEM-t (or the sinusoidal baseline)")
-    t.add_argument("--config",
-                   help="preset (tiny, small, paper) or a TOML file (default: small)")
-    t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
-    t.add_argument("--out", required=True, help="run folder (config.toml, metrics.csv, "
-                                                "checkpoint.pt)")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out")
-    t.add_argument("--continue-from", metavar="CHECKPOINT",
-                   help="continue another run in a new --out from its checkpoint's weights, "
-                        "config, iteration and schedules (also a weights-only copy such as "
-                        "data/tem_8x8.pt; Adam's moments restart)")
-    t.add_argument("--stop-at", type=int, metavar="N",
-                   help="stop after iteration N (the schedule still runs to train.iterations); "
-                        "--resume continues")
-    t.add_argument("--device", help="cpu, cuda or auto (overrides train.device)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
-    t.set_defaults(func=cmd_train)
+# ------------------------------------------------------------------ commands as data
+#: name → (help, arguments, function), in the order ``hippo-rep --help`` lists them; a name
+#: "GROUP SUB" is a subcommand of GROUP (:data:`GROUPS` gives the group's help).
+COMMANDS: dict[str, tuple[str, tuple, object]] = {}
+#: Commands that only hold subcommands: name → help.
+GROUPS = {"passkey": "TransformerFAM PassKey retrieval: train, eval, sweep"}
 
 
+def command(name: str, help: str, *arguments):
+    """Register the decorated ``fn(args) -> exit status`` as the command ``name``, its
+    ``arguments`` made by :func:`_arg` (or :class:`_Group`), added in order."""
+    def register(fn):
+        COMMANDS[name] = (help, arguments, fn)
+        return fn
+    return register
+
+
+def _arg(*flags, **kw) -> tuple:
+    """One ``add_argument(*flags, **kw)``, as data."""
+    return flags, kw
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Arguments in an argument group titled ``title``, or mutually exclusive (no title)."""
+
+    title: str | None
+    arguments: tuple
+
+
+def _flag(flag: str, help: str | None = None) -> tuple:
+    return _arg(flag, action="store_true", help=help)
+
+
+def _set(help: str | None = None) -> tuple:
+    return _arg("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help=help)
+
+
+def _out(help: str) -> tuple:
+    return _arg("--out", required=True, help=help)
+
+
+def _cluster(purpose: str) -> _Group:
+    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
+    return _Group(None, (
+        _arg("--scheduler", metavar="ADDRESS",
+             help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786"),
+        _arg("--workers", type=int, metavar="N",
+             help="start a local dask cluster of N single-threaded workers")))
+
+
+def _session_options(shifted: str) -> tuple:
+    """The rate-map and shuffle options of sessions (``--bin-size`` ... ``--min-shift``);
+    ``shifted`` names what the shuffles shift circularly."""
+    return (_arg("--bin-size", type=float, default=None, metavar="CM",
+                 help=f"rate-map bin side in cm (default: {D.SESSION_BIN_SIZE_CM:g})"),
+            _arg("--smooth", type=float, default=None, metavar="CM",
+                 help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
+                      f"{D.SESSION_SMOOTH_CM:g})"),
+            _arg("--min-speed", type=float, default=None, metavar="CM_S",
+                 help="drop tracking samples slower than this, cm/s (default: "
+                      f"{D.SESSION_MIN_SPEED_CM_S:g})"),
+            _arg("--min-shift", type=float, default=None, metavar="S",
+                 help=f"smallest circular shift of {shifted}, s "
+                      f"(default: {D.SESSION_MIN_SHIFT_S:g})"))
+
+
+_CHECKPOINT = _arg("checkpoint")
+_OVERWRITE = _flag("--overwrite", "replace an existing output")
+_NO_PROGRESS = _flag("--no-progress", "no progress bar")
+_THREADS = _arg("--threads", type=int, default=T.PASSKEY_DEFAULT_THREADS,
+                help="torch CPU threads; a rerun with the same count is bit-identical "
+                     f"(default: {T.PASSKEY_DEFAULT_THREADS})")
+_FILLERS = ",".join(map(str, T.PASSKEY_DEFAULT_FILLERS))
+
+
+def _checked_out(check, path, overwrite: bool, inputs=(), suffix: str | None = None) -> Path:
+    """``--out`` of a command writing one recording or analysis file: its ``suffix`` (where
+    one is required), the writer's own ``check(path, overwrite)`` (refused early, before
+    loading anything), then as any output (:func:`check_output_path`)."""
+    path = Path(path)
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise OutputError(f"--out {str(path)!r} must end in {suffix}")
+    check(path, overwrite)
+    return check_output_path(path, "--out", inputs=inputs)
+
+
+class _Interrupted(Exception):
+    """Ctrl-C in a command that says what it leaves behind (:func:`main` prints it)."""
+
+
+@contextlib.contextmanager
+def _on_interrupt(say):
+    """Turn Ctrl-C inside the block into :class:`_Interrupted` with the line ``say()``."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise _Interrupted(say()) from None
+
+
+@command("train", "train TEM-t (or the sinusoidal baseline)",
+         _arg("--config", help="preset (tiny, small, paper) or a TOML file (default: small)"),
+         _set("override a config value, e.g. --set train.lr=3e-4 (repeatable)"),
+         _out("run folder (config.toml, metrics.csv, checkpoint.pt)"),
+         _flag("--resume", "continue the run in --out"),
+         _arg("--continue-from", metavar="CHECKPOINT",
+              help="continue another run in a new --out from its checkpoint's weights, "
+                   "config, iteration and schedules (also a weights-only copy such as "
+                   "data/tem_8x8.pt; Adam's moments restart)"),
+         _arg("--stop-at", type=int, metavar="N",
+              help="stop after iteration N (the schedule still runs to train.iterations); "
+                   "--resume continues"),
+         _arg("--device", help="cpu, cuda or auto (overrides train.device)"),
+         _NO_PROGRESS)
 def cmd_train(args) -> int:
     from hippo_rep.config import load_config
     from hippo_rep.pipeline import train
@@ -236,7 +309,7 @@ def cmd_train(args) -> int:
     from hippo_rep.training.trainer import continue_config
 
     out = check_output_path(args.out, "--out", folder=True)
-    _count(args.stop_at, "--stop-at", low=0)
+    _counts(args, ("stop_at", None, 0))
     if args.continue_from is not None and (args.resume or args.config is not None):
         raise OutputError("--continue-from takes the run's config from the checkpoint: give "
                           "it without --resume or --config")
@@ -252,38 +325,27 @@ def cmd_train(args) -> int:
     if args.device is not None:  # checked as train.device
         cfg = cfg.replace(train=cfg.train.replace(device=args.device))
     t0 = time.perf_counter()
-    try:
+    with _on_interrupt(lambda: f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
+                               f"continue with: hippo-rep train --out {out} --resume"):
         train(cfg, out, resume=args.resume, progress=not args.no_progress, stop_at=args.stop_at)
-    except KeyboardInterrupt:
-        print(f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
-              f"continue with: hippo-rep train --out {out} --resume", file=sys.stderr)
-        return 130
     _print_stage("train", out / CHECKPOINT_FILE, None, time.perf_counter() - t0)
     return 0
 
 
-# ------------------------------------------------------------------------------ evaluate
-def _add_evaluate(sub) -> None:
-    e = sub.add_parser("evaluate", help="accuracy on held-out environments vs ideal agents")
-    e.add_argument("checkpoint")
-    e.add_argument("--envs", type=int, default=EVAL_ENVS, help="held-out environments")
-    e.add_argument("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
-                                   "square:8:holes=3,4;4,4 (default: the training world)")
-    e.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
-    e.add_argument("--seed", type=int, default=EVAL_SEED,
-                   help="seed of the held-out environments")
-    e.add_argument("--json", help="write the results to this JSON file")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    e.set_defaults(func=cmd_evaluate)
-
-
+@command("evaluate", "accuracy on held-out environments vs ideal agents",
+         _CHECKPOINT,
+         _arg("--envs", type=int, default=D.EVAL_ENVS, help="held-out environments"),
+         _arg("--world", help="world spec, e.g. square:8, square:12x9, hex:6, "
+                              "square:8:holes=3,4;4,4 (default: the training world)"),
+         _arg("--steps", type=int, help="steps per walk (default: the training walk)"),
+         _arg("--seed", type=int, default=D.EVAL_SEED, help="seed of the held-out environments"),
+         _arg("--json", help="write the results to this JSON file"),
+         _flag("--overwrite", "replace an existing --json file"))
 def cmd_evaluate(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.pipeline import evaluate
 
-    _count(args.envs, "--envs", MAX_BATCH)
-    _count(args.steps, "--steps", MAX_WALK_STEPS)
-    _count(args.seed, "--seed", low=0)
+    _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("seed", None, 0))
     _world_arg(args.world)
     if args.json:
         check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
@@ -295,21 +357,16 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- calibrate
-def _add_calibrate(sub) -> None:
-    c = sub.add_parser("calibrate", help="copy a checkpoint with add-if-novel's write threshold "
-                                         "calibrated between revisits and new places")
-    c.add_argument("checkpoint")
-    c.add_argument("--out", required=True, help="the calibrated checkpoint (a new file)")
-    c.add_argument("--envs", type=int, help="calibration environments of the training worlds "
-                                            "(default: calibrate.CALIBRATION_ENVS, 16)")
-    c.add_argument("--steps", type=int, help="steps per walk (default: "
-                                             "calibrate.CALIBRATION_STEPS, 1,500)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the calibration walks")
-    c.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    c.set_defaults(func=cmd_calibrate)
-
-
+@command("calibrate", "copy a checkpoint with add-if-novel's write threshold calibrated "
+                      "between revisits and new places",
+         _CHECKPOINT,
+         _out("the calibrated checkpoint (a new file)"),
+         _arg("--envs", type=int, help="calibration environments of the training worlds "
+                                       "(default: calibrate.CALIBRATION_ENVS, 16)"),
+         _arg("--steps", type=int, help="steps per walk (default: "
+                                        "calibrate.CALIBRATION_STEPS, 1,500)"),
+         _arg("--seed", type=int, default=0, help="seed of the calibration walks"),
+         _flag("--overwrite", "replace an existing --out"))
 def cmd_calibrate(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.training.calibrate import (
@@ -320,121 +377,84 @@ def cmd_calibrate(args) -> int:
 
     args.envs = CALIBRATION_ENVS if args.envs is None else args.envs
     args.steps = CALIBRATION_STEPS if args.steps is None else args.steps
-    _count(args.envs, "--envs", MAX_BATCH)
-    _count(args.steps, "--steps", MAX_WALK_STEPS)
-    _count(args.seed, "--seed", low=0)
+    _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("seed", None, 0))
     check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
     rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
     _print_stage("calibrate", args.out, rep, None)
     return 0
 
 
-# -------------------------------------------------------------------------------- record
-def _add_record(sub) -> None:
-    r = sub.add_parser("record", help="record g and memory-neuron activity (TEM: g and p) "
-                                      "into .nc or .zarr")
-    r.add_argument("checkpoint")
-    r.add_argument("--out", required=True,
-                   help="output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)")
-    r.add_argument("--envs", type=int, default=RECORD_ENVS,
-                   help=f"environments, one walk each (default: {RECORD_ENVS})")
-    r.add_argument("--steps", type=int, help="steps per walk (default: the training walk)")
-    r.add_argument("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
-                                   "world); its action set must be the checkpoint's")
-    r.add_argument("--seed", type=int, default=0, help="seed of the environments (default: 0)")
-    r.add_argument("--same-observations", action="store_true",
-                   help="every environment gets the same observations (one environment "
-                        "revisited, for stability); default: new ones each (remapping)")
-    r.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    r.add_argument("--chunk", type=int, default=RECORD_CHUNK,
-                   help="steps per forward chunk and per zarr chunk along time "
-                        "(default: %(default)s)")
-    r.set_defaults(func=cmd_record)
-
-
+@command("record", "record g and memory-neuron activity (TEM: g and p) into .nc or .zarr",
+         _CHECKPOINT,
+         _out("output FILE.nc (netCDF, built in memory) or FILE.zarr (streamed)"),
+         _arg("--envs", type=int, default=D.RECORD_ENVS,
+              help=f"environments, one walk each (default: {D.RECORD_ENVS})"),
+         _arg("--steps", type=int, help="steps per walk (default: the training walk)"),
+         _arg("--world", help="world spec, e.g. square:11, hex:6 (default: the training "
+                              "world); its action set must be the checkpoint's"),
+         _arg("--seed", type=int, default=0, help="seed of the environments (default: 0)"),
+         _flag("--same-observations", "every environment gets the same observations (one "
+                                      "environment revisited, for stability); default: new "
+                                      "ones each (remapping)"),
+         _OVERWRITE,
+         _arg("--chunk", type=int, default=D.RECORD_CHUNK,
+              help="steps per forward chunk and per zarr chunk along time "
+                   "(default: %(default)s)"))
 def cmd_record(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.recording import check_output, open_recording, record_to_file
 
-    out = Path(args.out)
-    check_output(out, args.overwrite)  # before loading anything: refuse early, touch nothing
-    check_output_path(out, "--out", inputs=[args.checkpoint])
-    _count(args.envs, "--envs", MAX_BATCH)
-    _count(args.steps, "--steps", MAX_WALK_STEPS)
-    _count(args.chunk, "--chunk", MAX_WALK_STEPS)
-    _count(args.seed, "--seed", low=0)
+    out = _checked_out(check_output, args.out, args.overwrite, [args.checkpoint])
+    _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("chunk", MAX_WALK_STEPS),
+            ("seed", None, 0))
     _world_arg(args.world)
-    t0 = time.perf_counter()
-    try:
-        record_to_file(args.checkpoint, out, overwrite=args.overwrite, n_envs=args.envs,
-                       n_steps=args.steps, world=args.world, seed=args.seed,
-                       same_observations=args.same_observations, chunk=args.chunk)
-    except KeyboardInterrupt:
-        held = "no file was written"
+
+    def held() -> str:
         if out.suffix.lower() == ".zarr" and out.exists():
             try:
                 with open_recording(out) as ds:
-                    held = f"{str(out)!r} holds the first {ds.attrs['n_steps']} steps"
+                    return f"interrupted: {str(out)!r} holds the first {ds.attrs['n_steps']} steps"
             except (ValueError, OSError):
                 pass
-        print(f"interrupted: {held}", file=sys.stderr)
-        return 130
+        return "interrupted: no file was written"
+
+    t0 = time.perf_counter()
+    with _on_interrupt(held):
+        record_to_file(args.checkpoint, out, overwrite=args.overwrite, n_envs=args.envs,
+                       n_steps=args.steps, world=args.world, seed=args.seed,
+                       same_observations=args.same_observations, chunk=args.chunk)
     _print_stage("record", out, None, time.perf_counter() - t0)
     return 0
 
 
-# ------------------------------------------------------------------------------- analyse
-def _add_analyse(sub) -> None:
-    a = sub.add_parser("analyse", help="rate maps, grid/place scores, shuffles, remapping and "
-                                       "decoding of a recording (or of your own session: "
-                                       "NWB) → one analysis dataset")
-    a.add_argument("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
-                                     "session: SESSION.nwb (Position + Units) or a session .nc")
-    a.add_argument("--out", required=True, help="output ANALYSIS.nc or ANALYSIS.zarr")
-    a.add_argument("--shuffles", type=int, default=N_SHUFFLES,
-                   help="circular-shift shuffles per environment for the nulls "
-                        "(default: %(default)s)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default: 0)")
-    a.add_argument("--populations", default=None, metavar="NAME[,NAME...]",
-                   help="populations to analyse, comma-separated, e.g. g,g_pi (default: g, "
-                        "g_pi and memory_activity where recorded, or every population of a "
-                        "session)")
-    a.add_argument("--grid-method", choices=list(GRID_METHODS), default=DEFAULT_GRID_METHOD,
-                   help=f"grid-score family, one of the registered methods "
-                        f"({grid_methods_help()}; default: %(default)s)")
-    _add_cluster_args(a, "to spread units over")
-    a.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    a.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_session_options(a.add_argument_group("sessions (.nwb or session .nc) only"),
-                         "the spike trains in the shuffles")
-    a.set_defaults(func=cmd_analyse)
-
-
-def _add_session_options(parser, shifted: str) -> None:
-    """The rate-map and shuffle options of sessions (``--bin-size`` ... ``--min-shift``);
-    ``shifted`` names what the shuffles shift circularly."""
-    parser.add_argument("--bin-size", type=float, default=None, metavar="CM",
-                        help=f"rate-map bin side in cm (default: {SESSION_BIN_SIZE_CM:g})")
-    parser.add_argument("--smooth", type=float, default=None, metavar="CM",
-                        help="Gaussian smoothing sigma in cm, BNT-style; 0 = none (default: "
-                             f"{SESSION_SMOOTH_CM:g})")
-    parser.add_argument("--min-speed", type=float, default=None, metavar="CM_S",
-                        help="drop tracking samples slower than this, cm/s (default: "
-                             f"{SESSION_MIN_SPEED_CM_S:g})")
-    parser.add_argument("--min-shift", type=float, default=None, metavar="S",
-                        help=f"smallest circular shift of {shifted}, s "
-                             f"(default: {SESSION_MIN_SHIFT_S:g})")
-
-
+@command("analyse", "rate maps, grid/place scores, shuffles, remapping and decoding of a "
+                    "recording (or of your own session: NWB) → one analysis dataset",
+         _arg("recording", help="a recording (.nc or .zarr) from hippo-rep record, or a "
+                                "session: SESSION.nwb (Position + Units) or a session .nc"),
+         _out("output ANALYSIS.nc or ANALYSIS.zarr"),
+         _arg("--shuffles", type=int, default=D.N_SHUFFLES,
+              help="circular-shift shuffles per environment for the nulls "
+                   "(default: %(default)s)"),
+         _arg("--seed", type=int, default=0, help="seed of the shuffles (default: 0)"),
+         _arg("--populations", default=None, metavar="NAME[,NAME...]",
+              help="populations to analyse, comma-separated, e.g. g,g_pi (default: g, "
+                   "g_pi and memory_activity where recorded, or every population of a "
+                   "session)"),
+         _arg("--grid-method", choices=list(GRID_METHODS), default=DEFAULT_GRID_METHOD,
+              help=f"grid-score family, one of the registered methods "
+                   f"({grid_methods_help()}; default: %(default)s)"),
+         _cluster("to spread units over"),
+         _OVERWRITE,
+         _NO_PROGRESS,
+         _Group("sessions (.nwb or session .nc) only",
+                _session_options("the spike trains in the shuffles")))
 def cmd_analyse(args) -> int:
     from hippo_rep.analysis.pipeline import check_output
     from hippo_rep.cluster import dask_client
     from hippo_rep.pipeline import analyse
 
-    out = check_output(args.out, args.overwrite)  # refuse early, before loading anything
-    check_output_path(out, "--out", inputs=[args.recording])
-    _count(args.shuffles, "--shuffles")
-    _count(args.seed, "--seed", low=0)
+    out = _checked_out(check_output, args.out, args.overwrite, [args.recording])
+    _counts(args, ("shuffles", None), ("seed", None, 0))
     populations = None
     if args.populations is not None:
         populations = [p.strip() for p in args.populations.split(",") if p.strip()]
@@ -451,28 +471,72 @@ def cmd_analyse(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------- export-nwb
+@command("remap-sessions", "which of the same cells remapped between two sessions (NWB or "
+                           "session .nc) → one .nc",
+         _arg("a", help="session A: SESSION.nwb (Position + Units) or a session .nc"),
+         _arg("b", help="session B, the same cells (matched by population and cell id)"),
+         _out("output REMAPPING.nc"),
+         _arg("--shuffles", type=int, default=D.N_SHUFFLES,
+              help="circular shifts of B's spike trains in the null (default: %(default)s)"),
+         _arg("--seed", type=int, default=0, help="seed of the shifts (default: 0)"),
+         _flag("--common-cells", "compare the cells in both sessions (default: cells in only "
+                                 "one session are an error)"),
+         _OVERWRITE,
+         *_session_options("B's spike trains"))
+def cmd_remap_sessions(args) -> int:
+    from hippo_rep.analysis.nwb import open_any_session
+    from hippo_rep.analysis.session_remapping import (
+        session_remapping,
+        write_session_remapping,
+    )
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".nc":
+        raise OutputError(f"--out {str(out)!r} must end in .nc")
+    check_output_path(out, "--out", inputs=[args.a, args.b], overwrite=args.overwrite)
+    _counts(args, ("shuffles", None), ("seed", None, 0))
+    options = {k: v for k, v in (("bin_size_cm", args.bin_size), ("smooth_cm", args.smooth),
+                                 ("min_speed_cm_s", args.min_speed),
+                                 ("min_shift_s", args.min_shift)) if v is not None}
+    t0 = time.perf_counter()
+    # each session read and checked once, by its reader (errors name the file)
+    result = session_remapping(open_any_session(args.a), open_any_session(args.b),
+                               shuffles=args.shuffles, rng=args.seed,
+                               common_cells=args.common_cells, sessions_checked=True, **options)
+    write_session_remapping(result, out, overwrite=args.overwrite)
+    stable = result["stable"]
+    print(f"{int(stable.sum())} of {stable.size} cells stable (map correlation above the "
+          f"null's {result.attrs['null_quantile']:g} quantile, {result.attrs['n_shuffles']} "
+          "shuffles)")
+    for pop in result["population"].values:
+        cells = result["cell_population"] == pop
+        pv = float(result["pv_corr_mean"].sel(population=pop))
+        print(f"  {pop}: {int(stable.where(cells, False).sum())} of {int(cells.sum())} stable; "
+              f"median rate ratio B/A {float(result['rate_ratio'].where(cells).median()):.3g}; "
+              f"mean PV correlation {pv:.3g}")
+    if result.attrs["n_cells_only_a"] or result.attrs["n_cells_only_b"]:
+        print(f"  compared the cells in both: {result.attrs['n_cells_only_a']} only in A, "
+              f"{result.attrs['n_cells_only_b']} only in B left out")
+    print(f"session remapping → {out} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
 #: Seconds per step of a model recording's walk written to NWB when ``--step-duration`` is
 #: not given (the walk has no clock of its own).
 EXPORT_STEP_DURATION_S = 1.0
 
 
-def _add_export_nwb(sub) -> None:
-    e = sub.add_parser("export-nwb", help="a session (.nc) or one environment of a model "
-                                          "recording (.nc or .zarr) → an NWB file")
-    e.add_argument("input", help="a session .nc (write_session) or a recording (.nc or .zarr) "
-                                 "from hippo-rep record")
-    e.add_argument("--out", required=True, help="output FILE.nwb (written atomically)")
-    e.add_argument("--env", type=int, default=None,
-                   help="recordings: which environment (position along env) to write "
-                        "(default: 0)")
-    e.add_argument("--step-duration", type=float, default=None, metavar="S",
-                   help="recordings: seconds per step of the walk (default: "
-                        f"{EXPORT_STEP_DURATION_S:g})")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    e.set_defaults(func=cmd_export_nwb)
-
-
+@command("export-nwb", "a session (.nc) or one environment of a model recording (.nc or "
+                       ".zarr) → an NWB file",
+         _arg("input", help="a session .nc (write_session) or a recording (.nc or .zarr) "
+                            "from hippo-rep record"),
+         _out("output FILE.nwb (written atomically)"),
+         _arg("--env", type=int, default=None,
+              help="recordings: which environment (position along env) to write (default: 0)"),
+         _arg("--step-duration", type=float, default=None, metavar="S",
+              help="recordings: seconds per step of the walk (default: "
+                   f"{EXPORT_STEP_DURATION_S:g})"),
+         _OVERWRITE)
 def cmd_export_nwb(args) -> int:
     from hippo_rep.analysis.nwb import write_nwb
     from hippo_rep.export import write_recording_nwb
@@ -504,131 +568,18 @@ def cmd_export_nwb(args) -> int:
         if not 0 <= env < n_env:
             raise OutputError(f"--env {env} is out of range: {quote(str(src))} has {n_env} "
                               f"environment(s) (0..{n_env - 1})")
-        step = (EXPORT_STEP_DURATION_S if args.step_duration is None
-                else args.step_duration)
+        step = EXPORT_STEP_DURATION_S if args.step_duration is None else args.step_duration
         write_recording_nwb(data, out, env=env, step_duration=step, overwrite=args.overwrite)
         what = f"environment {env} of a recording"
     print(f"export-nwb: {what} → {out} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 
-def _add_remap_sessions(sub) -> None:
-    rs = sub.add_parser("remap-sessions", help="which of the same cells remapped between two "
-                                               "sessions (NWB or session .nc) → one .nc")
-    rs.add_argument("a", help="session A: SESSION.nwb (Position + Units) or a session .nc")
-    rs.add_argument("b", help="session B, the same cells (matched by population and cell id)")
-    rs.add_argument("--out", required=True, help="output REMAPPING.nc")
-    rs.add_argument("--shuffles", type=int, default=N_SHUFFLES,
-                    help="circular shifts of B's spike trains in the null "
-                         "(default: %(default)s)")
-    rs.add_argument("--seed", type=int, default=0, help="seed of the shifts (default: 0)")
-    rs.add_argument("--common-cells", action="store_true",
-                    help="compare the cells in both sessions (default: cells in only one "
-                         "session are an error)")
-    rs.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    _add_session_options(rs, "B's spike trains")
-    rs.set_defaults(func=cmd_remap_sessions)
-
-
-def cmd_remap_sessions(args) -> int:
-    from hippo_rep.analysis.nwb import open_any_session
-    from hippo_rep.analysis.session_remapping import (
-        session_remapping,
-        write_session_remapping,
-    )
-
-    out = Path(args.out)
-    if out.suffix.lower() != ".nc":
-        raise OutputError(f"--out {str(out)!r} must end in .nc")
-    check_output_path(out, "--out", inputs=[args.a, args.b], overwrite=args.overwrite)
-    _count(args.shuffles, "--shuffles")
-    _count(args.seed, "--seed", low=0)
-    options = {k: v for k, v in (("bin_size_cm", args.bin_size), ("smooth_cm", args.smooth),
-                                 ("min_speed_cm_s", args.min_speed),
-                                 ("min_shift_s", args.min_shift)) if v is not None}
-    t0 = time.perf_counter()
-    # each session read and checked once, by its reader (errors name the file)
-    result = session_remapping(open_any_session(args.a), open_any_session(args.b),
-                               shuffles=args.shuffles, rng=args.seed,
-                               common_cells=args.common_cells, sessions_checked=True, **options)
-    write_session_remapping(result, out, overwrite=args.overwrite)
-    stable = result["stable"]
-    print(f"{int(stable.sum())} of {stable.size} cells stable (map correlation above the "
-          f"null's {result.attrs['null_quantile']:g} quantile, {result.attrs['n_shuffles']} "
-          "shuffles)")
-    for pop in result["population"].values:
-        cells = result["cell_population"] == pop
-        pv = float(result["pv_corr_mean"].sel(population=pop))
-        print(f"  {pop}: {int(stable.where(cells, False).sum())} of {int(cells.sum())} stable; "
-              f"median rate ratio B/A {float(result['rate_ratio'].where(cells).median()):.3g}; "
-              f"mean PV correlation {pv:.3g}")
-    if result.attrs["n_cells_only_a"] or result.attrs["n_cells_only_b"]:
-        print(f"  compared the cells in both: {result.attrs['n_cells_only_a']} only in A, "
-              f"{result.attrs['n_cells_only_b']} only in B left out")
-    print(f"session remapping → {out} ({time.perf_counter() - t0:.0f} s)")
-    return 0
-
-
-# ------------------------------------------------------------------------------- passkey
-def _add_passkey(sub) -> None:
-    pk = sub.add_parser("passkey", help="TransformerFAM PassKey retrieval: train, eval, sweep")
-    pks = pk.add_subparsers(dest="passkey_command", required=True, parser_class=_Parser)
-    from hippo_rep.tasks import PASSKEY_DEFAULT_FILLERS as DEFAULT_FILLERS
-    from hippo_rep.tasks import PASSKEY_DEFAULT_PROMPTS as PROMPTS
-    from hippo_rep.tasks import PASSKEY_DEFAULT_SWEEP as DEFAULT_SWEEP
-    from hippo_rep.tasks import PASSKEY_DEFAULT_THREADS
-    from hippo_rep.tasks import PASSKEY_VARIANTS as SWEEP_VARIANTS
-    def threads_arg(parser):
-        parser.add_argument("--threads", type=int, default=PASSKEY_DEFAULT_THREADS,
-                            help="torch CPU threads; a rerun with the same count is "
-                                 f"bit-identical (default: {PASSKEY_DEFAULT_THREADS})")
-    fill = ",".join(map(str, DEFAULT_FILLERS))
-    pt = pks.add_parser("train", help="train one PassKey model")
-    pt.add_argument("--out", required=True, help="run folder (checkpoint.pt, metrics.csv)")
-    pt.add_argument("--variant", default="fam_f4",
-                    help=f"{', '.join(SWEEP_VARIANTS)}, or a bare variant (default: fam_f4)")
-    pt.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override (wins over the variant's presets; refused where it contradicts "
-                         "the variant's name or does nothing for it), e.g. --set "
-                         "train.steps=400 --set model.n_mem=2")
-    threads_arg(pt)
-    pt.add_argument("--overwrite", action="store_true", help="replace a checkpoint in --out")
-    pt.add_argument("--no-progress", action="store_true", help="no per-step log")
-    pt.set_defaults(func=cmd_passkey_train)
-    pe = pks.add_parser("eval", help="accuracy against filler length of a checkpoint")
-    pe.add_argument("checkpoint")
-    pe.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pe.add_argument("--samples", type=int, default=PROMPTS,
-                    help=f"prompts per length (default: {PROMPTS}: 95%% interval ±0.03 at "
-                         "accuracy 0.9)")
-    pe.add_argument("--seed", type=int, default=0, help="seed of the prompts")
-    threads_arg(pe)
-    pe.add_argument("--json", help="write the results to this JSON file")
-    pe.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    pe.set_defaults(func=cmd_passkey_eval)
-    pw = pks.add_parser("sweep", help="train variants × seeds, table of accuracy vs filler")
-    pw.add_argument("--out", required=True, help="folder for runs/, sweep.csv, sweep.json")
-    pw.add_argument("--variants", default=",".join(DEFAULT_SWEEP),
-                    help=f"comma-separated (default: {','.join(DEFAULT_SWEEP)})")
-    pw.add_argument("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)")
-    pw.add_argument("--fillers", default=fill, help=f"filler lengths (default: {fill})")
-    pw.add_argument("--samples", type=int, default=PROMPTS,
-                    help=f"prompts per length and seed (default: {PROMPTS})")
-    pw.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override for every run: wins over the variants' presets; refused "
-                         "where it contradicts a variant's name or does nothing for it")
-    pw.add_argument("--figure", help="also save the accuracy plot (PNG/PDF/SVG)")
-    threads_arg(pw)
-    pw.add_argument("--no-reuse", action="store_true",
-                    help="retrain runs whose eval.json already matches")
-    pw.set_defaults(func=cmd_passkey_sweep)
-
-
 def _passkey_threads(args) -> None:
     """Pin torch's CPU threads (default 1): a rerun with the same count is bit-identical."""
     import torch
 
-    _count(args.threads, "--threads")
+    _counts(args, ("threads", None))
     torch.set_num_threads(args.threads)
 
 
@@ -644,6 +595,16 @@ def _passkey_wide(rows, what: str) -> None:
               f"{worst['prompts_needed']} {what} (at accuracy {worst['accuracy']:.2f})")
 
 
+@command("passkey train", "train one PassKey model",
+         _out("run folder (checkpoint.pt, metrics.csv)"),
+         _arg("--variant", default="fam_f4",
+              help=f"{', '.join(T.PASSKEY_VARIANTS)}, or a bare variant (default: fam_f4)"),
+         _set("override (wins over the variant's presets; refused where it contradicts the "
+              "variant's name or does nothing for it), e.g. --set train.steps=400 --set "
+              "model.n_mem=2"),
+         _THREADS,
+         _flag("--overwrite", "replace a checkpoint in --out"),
+         _flag("--no-progress", "no per-step log"))
 def cmd_passkey_train(args) -> int:
     from hippo_rep.tasks.passkey import PassKeyConfig, train
 
@@ -665,6 +626,16 @@ def cmd_passkey_train(args) -> int:
     return 0
 
 
+@command("passkey eval", "accuracy against filler length of a checkpoint",
+         _CHECKPOINT,
+         _arg("--fillers", default=_FILLERS, help=f"filler lengths (default: {_FILLERS})"),
+         _arg("--samples", type=int, default=T.PASSKEY_DEFAULT_PROMPTS,
+              help=f"prompts per length (default: {T.PASSKEY_DEFAULT_PROMPTS}: 95%% interval "
+                   "±0.03 at accuracy 0.9)"),
+         _arg("--seed", type=int, default=0, help="seed of the prompts"),
+         _THREADS,
+         _arg("--json", help="write the results to this JSON file"),
+         _flag("--overwrite", "replace an existing --json file"))
 def cmd_passkey_eval(args) -> int:
     from hippo_rep.tasks.passkey import (
         CHANCE,
@@ -675,7 +646,7 @@ def cmd_passkey_eval(args) -> int:
     )
 
     fillers = _int_list(args.fillers, "--fillers")
-    _count(args.samples, "--samples")
+    _counts(args, ("samples", None))
     if args.json:
         check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
     model, cfg, payload = load_checkpoint(args.checkpoint)
@@ -701,6 +672,19 @@ def cmd_passkey_eval(args) -> int:
     return 0
 
 
+@command("passkey sweep", "train variants × seeds, table of accuracy vs filler",
+         _out("folder for runs/, sweep.csv, sweep.json"),
+         _arg("--variants", default=",".join(T.PASSKEY_DEFAULT_SWEEP),
+              help=f"comma-separated (default: {','.join(T.PASSKEY_DEFAULT_SWEEP)})"),
+         _arg("--seeds", default="0,1", help="comma-separated seeds (default: 0,1)"),
+         _arg("--fillers", default=_FILLERS, help=f"filler lengths (default: {_FILLERS})"),
+         _arg("--samples", type=int, default=T.PASSKEY_DEFAULT_PROMPTS,
+              help=f"prompts per length and seed (default: {T.PASSKEY_DEFAULT_PROMPTS})"),
+         _set("override for every run: wins over the variants' presets; refused where it "
+              "contradicts a variant's name or does nothing for it"),
+         _arg("--figure", help="also save the accuracy plot (PNG/PDF/SVG)"),
+         _THREADS,
+         _flag("--no-reuse", "retrain runs whose eval.json already matches"))
 def cmd_passkey_sweep(args) -> int:
     from hippo_rep.plotting.passkey import plot_passkey_sweep
     from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep
@@ -711,7 +695,7 @@ def cmd_passkey_sweep(args) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = _int_list(args.seeds, "--seeds")
     fillers = _int_list(args.fillers, "--fillers")
-    _count(args.samples, "--samples")
+    _counts(args, ("samples", None))
     _passkey_threads(args)
     rows = sweep(args.out, variants, seeds, PassKeyConfig(), fillers, n_samples=args.samples,
                  log=lambda m: print(m, flush=True), reuse=not args.no_reuse,
@@ -733,31 +717,20 @@ def cmd_passkey_sweep(args) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------ controls
-def _add_controls(sub) -> None:
-    co = sub.add_parser("controls", help="model-grown controls (pattern-formation lattices "
-                                         "and their negatives) as a recording to analyse")
-    co.add_argument("--out", required=True, help="output RECORDING.nc")
-    co.add_argument("--units", type=int, default=32,
-                    help="maps per control, at most 1024 (default: %(default)s)")
-    co.add_argument("--seed", type=int, default=0, help="seed of the maps and walks "
-                                                        "(default: 0)")
-    co.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    co.set_defaults(func=cmd_controls)
-
-
+@command("controls", "model-grown controls (pattern-formation lattices and their negatives) "
+                     "as a recording to analyse",
+         _out("output RECORDING.nc"),
+         _arg("--units", type=int, default=32,
+              help="maps per control, at most 1024 (default: %(default)s)"),
+         _arg("--seed", type=int, default=0, help="seed of the maps and walks (default: 0)"),
+         _OVERWRITE)
 def cmd_controls(args) -> int:
     from hippo_rep.analysis import plane_waves
     from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
     from hippo_rep.recording import check_output, write_netcdf
 
-    out = Path(args.out)
-    if out.suffix.lower() != ".nc":
-        raise OutputError(f"--out {str(out)!r} must end in .nc")
-    check_output(out, args.overwrite)
-    check_output_path(out, "--out")
-    _count(args.units, "--units", MAX_UNITS)
-    _count(args.seed, "--seed", low=0)
+    out = _checked_out(check_output, args.out, args.overwrite, suffix=".nc")
+    _counts(args, ("units", MAX_UNITS), ("seed", None, 0))
     t0 = time.perf_counter()
     maps = control_maps(args.units, seed=args.seed)
     seconds = time.perf_counter() - t0
@@ -776,116 +749,97 @@ def cmd_controls(args) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------- figures
-def _add_figures(sub) -> None:
-    f = sub.add_parser("figures", help="publication figures (PDF, SVG, 300-dpi PNG)")
-    f.add_argument("analysis", nargs="?", help="analysis dataset from hippo-rep analyse")
-    f.add_argument("--recording", help="recording dataset")
-    f.add_argument("--eval", action="append", default=[], metavar="EVAL.json",
-                   help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)")
-    f.add_argument("--passkey", metavar="SWEEP_DIR_OR_FILE",
-                   help="PassKey sweep folder or its sweep.json (hippo-rep passkey sweep)")
-    f.add_argument("--out", default="figures", help="output folder (default: figures)")
-    f.add_argument("--only", action="append", metavar="NAME", help="build only this figure")
-    f.add_argument("--format", default="pdf,svg,png", help="comma-separated formats")
-    f.add_argument("--width", choices=("single", "double"), default="double",
-                   help="journal column width: double (7 in, the default) or single (3.5 in; "
-                        "each figure laid out for it: fewer panels per row, maps wrapped, "
-                        "smaller fonts)")
-    f.add_argument("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)")
-    f.add_argument("--delay", metavar="RESULT", action="append",
-                   help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed")
-    f.add_argument("--delay-cost", metavar="JSON",
-                   help="benchmarks/bench_memory_variants.py --json output (cost panels)")
-    f.add_argument("--learning-speed", metavar="FILE",
-                   help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)")
-    f.add_argument("--tem-analysis", metavar="FILE",
-                   help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)")
-    f.set_defaults(func=cmd_figures)
-
-
+@command("figures", "publication figures (PDF, SVG, 300-dpi PNG)",
+         _arg("analysis", nargs="?", help="analysis dataset from hippo-rep analyse"),
+         _arg("--recording", help="recording dataset"),
+         _arg("--eval", action="append", default=[], metavar="EVAL.json",
+              help="evaluation JSON from hippo-rep evaluate (repeatable: TEM-t, baseline)"),
+         _arg("--passkey", metavar="SWEEP_DIR_OR_FILE",
+              help="PassKey sweep folder or its sweep.json (hippo-rep passkey sweep)"),
+         _arg("--out", default="figures", help="output folder (default: figures)"),
+         _arg("--only", action="append", metavar="NAME", help="build only this figure"),
+         _arg("--format", default="pdf,svg,png", help="comma-separated formats"),
+         _arg("--width", choices=("single", "double"), default="double",
+              help="journal column width: double (7 in, the default) or single (3.5 in; "
+                   "each figure laid out for it: fewer panels per row, maps wrapped, "
+                   "smaller fonts)"),
+         _arg("--sweep", metavar="DIR", help="training sweep folder (hippo-rep sweep)"),
+         _arg("--delay", metavar="RESULT", action="append",
+              help="hippo-rep delay result (.nc or .json); repeatable, e.g. one per seed"),
+         _arg("--delay-cost", metavar="JSON",
+              help="benchmarks/bench_memory_variants.py --json output (cost panels)"),
+         _arg("--learning-speed", metavar="FILE",
+              help="learning-speed JSON (benchmarks/bench_tem_vs_temt.py --learning)"),
+         _arg("--tem-analysis", metavar="FILE",
+              help="analysis of a TEM recording, shown beside the TEM-t one (tem_vs_temt)"))
 def cmd_figures(args) -> int:
     from hippo_rep.pipeline import build_figures
 
     check_output_path(args.out, "--out", folder=True)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    report = build_figures(args.out, analysis=args.analysis, recording=args.recording,
-                           evals=args.eval, passkey=args.passkey, sweep=args.sweep,
-                           delay=args.delay, delay_cost=args.delay_cost,
-                           learning_speed=args.learning_speed, tem_analysis=args.tem_analysis,
-                           only=args.only or None, formats=formats, width=args.width)
+    inputs = {k: getattr(args, k) for k in ("analysis", "recording", "passkey", "sweep",
+                                            "delay", "delay_cost", "learning_speed",
+                                            "tem_analysis")}
+    report = build_figures(args.out, evals=args.eval, only=args.only or None, formats=formats,
+                           width=args.width, **inputs)
     _print_stage("figures", args.out, report, None)
     return 0
 
 
-# --------------------------------------------------------------------------------- sweep
-def _add_sweep(sub) -> None:
-    # the defaults module, not the pipeline: `hippo-rep --help` must not import torch
-    from hippo_rep.defaults import STAGE_RECORD_ENVS as DEFAULT_RECORD_ENVS
-    from hippo_rep.defaults import SWEEP_SEEDS as DEFAULT_SEEDS
-
-    s = sub.add_parser("sweep", help="grid of configs × seeds: train, evaluate, record and "
-                                     "analyse each run (dask), one labelled table")
-    s.add_argument("config", help="preset (tiny, small, paper) or a TOML file")
-    s.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=V1,V2",
-                   help="values of one config key, read like --set values (repeatable; the "
-                        "runs are the cartesian product), e.g. "
-                        "--grid model.transition_activation=linear,relu")
-    s.add_argument("--seeds", type=int, default=DEFAULT_SEEDS,
-                   help=f"seeds per combination: train.seed = 0..N-1 (default: {DEFAULT_SEEDS})")
-    s.add_argument("--out", required=True, help="sweep folder (sweep.json, runs/NAME/)")
-    _add_cluster_args(s, "to run the runs on (its workers must see --out)")
-    s.add_argument("--overwrite", action="store_true",
-                   help="replace another sweep's runs in --out (a matching sweep resumes)")
-    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override of the base config for every run (repeatable)")
-    s.add_argument("--eval-envs", type=int, default=EVAL_ENVS,
-                   help=f"held-out environments per run (default: {EVAL_ENVS})")
-    s.add_argument("--eval-steps", type=int, default=None,
-                   help="steps per held-out walk (default: the training walk)")
-    s.add_argument("--eval-world", default=None, metavar="SPEC",
-                   help="world evaluated, e.g. square:11 (default: the first training world)")
-    s.add_argument("--record-world", default=None, metavar="SPEC",
-                   help="world recorded, e.g. square:20 (default: the first training world)")
-    s.add_argument("--record-envs", type=int, default=DEFAULT_RECORD_ENVS,
-                   help=f"environments recorded per run (default: {DEFAULT_RECORD_ENVS})")
-    s.add_argument("--record-steps", type=int, default=RECORD_STEPS,
-                   help=f"steps per recorded walk (default: {RECORD_STEPS})")
-    s.add_argument("--shuffles", type=int, default=QUICK_SHUFFLES,
-                   help=f"shuffles of the analysis' nulls (default: {QUICK_SHUFFLES})")
-    s.add_argument("--no-calibrate", action="store_true",
-                   help="evaluate and record TEM-t with its trained write threshold (default: "
-                        "calibrated after training, as hippo-rep calibrate does)")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
-    s.set_defaults(func=cmd_sweep)
-
-
+@command("sweep", "grid of configs × seeds: train, evaluate, record and analyse each run "
+                  "(dask), one labelled table",
+         _arg("config", help="preset (tiny, small, paper) or a TOML file"),
+         _arg("--grid", action="append", default=[], metavar="SECTION.KEY=V1,V2",
+              help="values of one config key, read like --set values (repeatable; the runs "
+                   "are the cartesian product), e.g. "
+                   "--grid model.transition_activation=linear,relu"),
+         _arg("--seeds", type=int, default=D.SWEEP_SEEDS,
+              help=f"seeds per combination: train.seed = 0..N-1 (default: {D.SWEEP_SEEDS})"),
+         _out("sweep folder (sweep.json, runs/NAME/)"),
+         _cluster("to run the runs on (its workers must see --out)"),
+         _flag("--overwrite", "replace another sweep's runs in --out (a matching sweep "
+                              "resumes)"),
+         _set("override of the base config for every run (repeatable)"),
+         _arg("--eval-envs", type=int, default=D.EVAL_ENVS,
+              help=f"held-out environments per run (default: {D.EVAL_ENVS})"),
+         _arg("--eval-steps", type=int, default=None,
+              help="steps per held-out walk (default: the training walk)"),
+         _arg("--eval-world", default=None, metavar="SPEC",
+              help="world evaluated, e.g. square:11 (default: the first training world)"),
+         _arg("--record-world", default=None, metavar="SPEC",
+              help="world recorded, e.g. square:20 (default: the first training world)"),
+         _arg("--record-envs", type=int, default=D.STAGE_RECORD_ENVS,
+              help=f"environments recorded per run (default: {D.STAGE_RECORD_ENVS})"),
+         _arg("--record-steps", type=int, default=D.RECORD_STEPS,
+              help=f"steps per recorded walk (default: {D.RECORD_STEPS})"),
+         _arg("--shuffles", type=int, default=D.QUICK_SHUFFLES,
+              help=f"shuffles of the analysis' nulls (default: {D.QUICK_SHUFFLES})"),
+         _flag("--no-calibrate", "evaluate and record TEM-t with its trained write threshold "
+                                 "(default: calibrated after training, as hippo-rep "
+                                 "calibrate does)"),
+         _NO_PROGRESS)
 def cmd_sweep(args) -> int:
     """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
     from hippo_rep.pipeline import SweepSettings, run_sweep
+    from hippo_rep.pipeline.demo import COMPARED as cols  # the step types the demo compares
     from hippo_rep.sweep import open_sweep
 
     _need_torch()  # every run trains: say so once, not once per failed run
     check_output_path(args.out, "--out", folder=True)
-    settings = SweepSettings(eval_envs=args.eval_envs, record_envs=args.record_envs,
-                             record_steps=args.record_steps, shuffles=args.shuffles,
-                             eval_steps=args.eval_steps, eval_world=args.eval_world,
-                             record_world=args.record_world,
-                             calibrate=not args.no_calibrate)
-    try:
+    settings = SweepSettings(calibrate=not args.no_calibrate, **{k: getattr(args, k) for k in (
+        "eval_envs", "record_envs", "record_steps", "shuffles", "eval_steps", "eval_world",
+        "record_world")})
+    with _on_interrupt(lambda: "interrupted: finished runs are kept and interrupted ones "
+                               "continue from their checkpoints; rerun the same command to go "
+                               f"on ({args.out})"):
         rep = run_sweep(args.config, args.grid, args.seeds, args.out, overrides=args.set,
                         settings=settings, scheduler=args.scheduler, workers=args.workers,
                         overwrite=args.overwrite, progress=not args.no_progress)
-    except KeyboardInterrupt:
-        print(f"interrupted: finished runs are kept and interrupted ones continue from their "
-              f"checkpoints; rerun the same command to go on ({args.out})", file=sys.stderr)
-        return 130
     print(f"{len(rep.runs)} runs: {len(rep.done)} finished now, {len(rep.skipped)} already "
           f"finished, {len(rep.failed)} failed, {len(rep.resumed)} resumed from a checkpoint "
           f"({rep.wall_s:.0f} s) → {rep.out}")
     ds = open_sweep(rep.out)
     grid = list(json.loads(ds.attrs["dims"]))
-    cols = ("revisit", "revisit_new_edge", "revisit_unseen_edge", "first_visit")
     width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
     print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
           + f"{'grid frac':>10s}{'place frac':>11s}")
@@ -902,35 +856,28 @@ def cmd_sweep(args) -> int:
     return 1 if rep.failed else 0
 
 
-# --------------------------------------------------------------------------------- delay
-def _add_delay(sub) -> None:
-    from hippo_rep import tasks as T  # the torch-free names (tasks.delay imports torch)
-
-    y = sub.add_parser("delay", help="long-delay loop closure: accuracy on returning home "
-                                     "after an excursion of D steps, per memory variant")
-    y.add_argument("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)")
-    y.add_argument("--out", required=True, help="result file (.nc or .json)")
-    y.add_argument("--variants", default=",".join(T.DELAY_DEFAULT_VARIANTS),
-                   help="comma-separated memory variants (default: all)")
-    y.add_argument("--delays", default=",".join(map(str, T.DELAY_DEFAULT_DELAYS)),
-                   help="comma-separated excursion lengths, in steps")
-    y.add_argument("--envs", type=int, default=T.DELAY_DEFAULT_ENVS, help="walks per delay")
-    y.add_argument("--world", default=T.DELAY_DEFAULT_WORLD, help="world spec (default square:10)")
-    y.add_argument("--seed", type=int, default=0, help="seed of the walks and observations")
-    y.add_argument("--memory-block", type=int, default=None,
-                   help="block length B of window/fam (default: the checkpoint's)")
-    y.add_argument("--memory-blocks", type=int, default=None,
-                   help="previous blocks M of window/fam (default: the checkpoint's)")
-    y.add_argument("--overwrite", action="store_true")
-    y.set_defaults(func=cmd_delay)
-
-
+@command("delay", "long-delay loop closure: accuracy on returning home after an excursion of "
+                  "D steps, per memory variant",
+         _arg("checkpoint", help="a TEM-t checkpoint (its weights run under each variant)"),
+         _out("result file (.nc or .json)"),
+         _arg("--variants", default=",".join(T.DELAY_DEFAULT_VARIANTS),
+              help="comma-separated memory variants (default: all)"),
+         _arg("--delays", default=",".join(map(str, T.DELAY_DEFAULT_DELAYS)),
+              help="comma-separated excursion lengths, in steps"),
+         _arg("--envs", type=int, default=T.DELAY_DEFAULT_ENVS, help="walks per delay"),
+         _arg("--world", default=T.DELAY_DEFAULT_WORLD, help="world spec (default square:10)"),
+         _arg("--seed", type=int, default=0, help="seed of the walks and observations"),
+         _arg("--memory-block", type=int, default=None,
+              help="block length B of window/fam (default: the checkpoint's)"),
+         _arg("--memory-blocks", type=int, default=None,
+              help="previous blocks M of window/fam (default: the checkpoint's)"),
+         _flag("--overwrite"))
 def cmd_delay(args) -> int:
     from hippo_rep.tasks.delay import delay_experiment, write_delay
 
     out = check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
     _world_arg(args.world)
-    _count(args.envs, "--envs")
+    _counts(args, ("envs", None))
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     t0 = time.perf_counter()
     ds = delay_experiment(args.checkpoint, variants, _int_list(args.delays, "--delays"),
@@ -943,25 +890,20 @@ def cmd_delay(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------------- demo
-def _add_demo(sub) -> None:
-    d = sub.add_parser("demo", help="the main job on a small default: train TEM-t and the "
-                                    "baseline, evaluate both, record, analyse, figures")
-    d.add_argument("--out", default="demo", help="output folder (default: demo)")
-    d.add_argument("--config", default="small", help="preset or TOML file (default: small)")
-    d.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    d.add_argument("--envs", type=int, default=EVAL_ENVS)
-    d.add_argument("--overwrite", action="store_true", help="replace an earlier demo run")
-    d.add_argument("--record-envs", type=int, default=DEMO_RECORD_ENVS,
-                   help="environments recorded")
-    d.add_argument("--record-steps", type=int, default=RECORD_STEPS, help="steps per recorded walk")
-    d.add_argument("--shuffles", type=int, default=QUICK_SHUFFLES,
-                   help="shuffles for the significance nulls")
-    d.add_argument("--figures", default="figures", help="figure folder (default: figures)")
-    d.add_argument("--no-progress", action="store_true")
-    d.set_defaults(func=cmd_demo)
-
-
+@command("demo", "the main job on a small default: train TEM-t and the baseline, evaluate "
+                 "both, record, analyse, figures",
+         _arg("--out", default="demo", help="output folder (default: demo)"),
+         _arg("--config", default="small", help="preset or TOML file (default: small)"),
+         _set(),
+         _arg("--envs", type=int, default=D.EVAL_ENVS),
+         _flag("--overwrite", "replace an earlier demo run"),
+         _arg("--record-envs", type=int, default=D.DEMO_RECORD_ENVS, help="environments recorded"),
+         _arg("--record-steps", type=int, default=D.RECORD_STEPS,
+              help="steps per recorded walk"),
+         _arg("--shuffles", type=int, default=D.QUICK_SHUFFLES,
+              help="shuffles for the significance nulls"),
+         _arg("--figures", default="figures", help="figure folder (default: figures)"),
+         _flag("--no-progress"))
 def cmd_demo(args) -> int:
     """The main job (:func:`hippo_rep.pipeline.run_demo`), printing each stage."""
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
@@ -969,10 +911,8 @@ def cmd_demo(args) -> int:
 
     out = check_output_path(args.out, "--out", folder=True)
     check_output_path(args.figures, "--figures", folder=True)
-    for value, flag, cap in ((args.envs, "--envs", MAX_BATCH), (args.shuffles, "--shuffles", None),
-                             (args.record_envs, "--record-envs", MAX_BATCH),
-                             (args.record_steps, "--record-steps", MAX_WALK_STEPS)):
-        _count(value, flag, cap)
+    _counts(args, ("envs", MAX_BATCH), ("shuffles", None), ("record_envs", MAX_BATCH),
+            ("record_steps", MAX_WALK_STEPS))
     run_demo(out, args.figures, config=args.config, overrides=args.set, envs=args.envs,
              record_envs=args.record_envs, record_steps=args.record_steps,
              shuffles=args.shuffles, overwrite=args.overwrite, progress=not args.no_progress,
@@ -981,60 +921,66 @@ def cmd_demo(args) -> int:
 
 
 # ------------------------------------------------------------------- the parser and main
-#: The commands, in the order ``hippo-rep --help`` lists them: each adds its parser.
-COMMANDS = (_add_train, _add_evaluate, _add_calibrate, _add_record, _add_analyse,
-            _add_remap_sessions, _add_export_nwb,
-            _add_passkey, _add_controls, _add_figures, _add_sweep, _add_delay, _add_demo)
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The ``hippo-rep`` parser, built from :data:`COMMANDS`; ``--debug`` is accepted after
+    every command too (SUPPRESS: a subparser must not reset the top one)."""
     p = _Parser(prog="hippo-rep", description=__doc__)
     p.add_argument("--version", action="version", version=f"hippo_rep {__version__}")
     p.add_argument("--debug", action="store_true",
                    help="on an error, show the Python traceback (also accepted after the "
                         "command)")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in COMMANDS:
-        add(sub)
-    _add_debug(sub)
+    subs = {(): p.add_subparsers(dest="command", required=True, parser_class=_Parser)}
+
+    def debug(parser):
+        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                            help="on an error, show the Python traceback")
+
+    for name, (help_, arguments, fn) in COMMANDS.items():
+        *group, leaf = name.split()
+        if tuple(group) not in subs:  # a group of subcommands, at its first subcommand
+            parent = subs[()].add_parser(group[0], help=GROUPS[group[0]])
+            subs[tuple(group)] = parent.add_subparsers(dest=f"{group[0]}_command",
+                                                       required=True, parser_class=_Parser)
+            debug(parent)
+        parser = subs[tuple(group)].add_parser(leaf, help=help_)
+        _add_arguments(parser, arguments)
+        parser.set_defaults(func=fn)
+        debug(parser)
     return p
 
 
-def _add_debug(sub) -> None:
-    """``--debug`` after the command too (SUPPRESS: a subparser must not reset the top one)."""
-    for parser in sub.choices.values():
-        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                            help="on an error, show the Python traceback")
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                _add_debug(action)
+def _add_arguments(parser, arguments) -> None:
+    for item in arguments:
+        if isinstance(item, _Group):
+            _add_arguments(parser.add_mutually_exclusive_group() if item.title is None
+                           else parser.add_argument_group(item.title), item.arguments)
+        else:
+            parser.add_argument(*item[0], **item[1])
 
 
 def main(argv=None) -> int:
     """Run one command. Every error that reaches here becomes one line on stderr,
     ``hippo-rep COMMAND: error: CAUSE``, and exit status 2 (``--debug``: the traceback too);
-    Ctrl-C is 130."""
+    Ctrl-C is 130 (with what the command leaves behind, where it says)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except _Interrupted as err:
+        print(err, file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print(f"hippo-rep {args.command}: interrupted", file=sys.stderr)
         return 130
-    except ImportError as err:
-        if not _is_torch(err):
+    except Exception as err:
+        torch = isinstance(err, ImportError) and _is_torch(err)
+        if not torch and isinstance(err, ImportError):
             raise
         if getattr(args, "debug", False):
             import traceback
 
             traceback.print_exc()
-        print(f"hippo-rep {args.command}: error: {MISSING_TORCH}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        if getattr(args, "debug", False):
-            import traceback
-
-            traceback.print_exc()
-        print(f"hippo-rep {args.command}: error: {_cause(err)}", file=sys.stderr)
+        print(f"hippo-rep {args.command}: error: {MISSING_TORCH if torch else _cause(err)}",
+              file=sys.stderr)
         return 2
 
 

@@ -26,7 +26,6 @@ slower per worker.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
@@ -149,17 +148,6 @@ def _prefixed(attrs: dict, prefix: str) -> dict:
     return {k if k.startswith(prefix) else f"{prefix}{k}": v for k, v in attrs.items()}
 
 
-def _single_blas(fn):
-    """Run ``fn`` with :data:`~hippo_rep.defaults.BLAS_THREADS` BLAS threads."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
 @dataclass(frozen=True)
 class AnalysisSettings:
     """Every option of :func:`analyse`, each with its default (pass one, or any field as a
@@ -254,7 +242,6 @@ class AnalysisSettings:
 SESSION_OPTIONS = ("bin_size_cm", "smooth_cm", "min_speed_cm_s", "min_shift_s")
 
 
-@_single_blas
 def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
             **options) -> xr.Dataset:
     """Analyse a recording or a session: maps, scores, shuffle nulls, classification,
@@ -339,15 +326,16 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
     TypeError
         For a keyword that is not a field of :class:`AnalysisSettings`.
     """
-    data = validate_input(recording, analysis_settings(settings, **options))
-    maps = rate_map_step(data)
-    shifts = shuffle_step(data, maps)
-    out, populations = unit_step(data, maps, shifts)
-    out = class_step(out)
-    out = map_step(out, maps, shifts)
-    out = remap_step(out, data, maps)
-    out = population_step(out, data, populations)
-    return attrs_step(out, data, maps, shifts)
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        data = validate_input(recording, analysis_settings(settings, **options))
+        maps = rate_map_step(data)
+        shifts = shuffle_step(data, maps)
+        out, populations = unit_step(data, maps, shifts)
+        out = class_step(out)
+        out = map_step(out, maps, shifts)
+        out = remap_step(out, data, maps)
+        out = population_step(out, data, populations)
+        return attrs_step(out, data, maps, shifts)
 
 
 def analysis_settings(settings: AnalysisSettings | None = None, **options) -> AnalysisSettings:

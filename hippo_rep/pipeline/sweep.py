@@ -1,14 +1,9 @@
-"""Running a sweep: each run through the stage runner
-(:func:`~hippo_rep.pipeline.stages.run_stages`) in its own folder, one after the other in this
-process or one dask task per run, and ``done.json`` last.
-
-A sweep is the cartesian product of a grid (``{"model.transition_activation": ["linear",
-"relu"]}``) and ``n_seeds`` seeds (``train.seed`` = 0 .. n_seeds - 1) on a base config. Each
-combination is a *run* in ``OUT/runs/NAME`` (e.g. ``transition_activation=relu__seed=1``) into
-which one task, :func:`run_one`, runs train → calibrate (TEM-t) → evaluate → record → analyse
-and then writes ``done.json`` (atomically, last) naming the files and their sizes;
-``OUT/sweep.json`` (the manifest) holds the base config, grid, seeds, runs and stage settings,
-and :func:`hippo_rep.sweep.open_sweep` reads the folder as one ``xr.Dataset``.
+"""Running a sweep (:mod:`hippo_rep.sweep`: its grid, manifest and reading): each run
+through the stage runner (:func:`~hippo_rep.pipeline.stages.run_stages`) in its own folder
+``OUT/runs/NAME`` (e.g. ``transition_activation=relu__seed=1``), one after the other in this
+process or one dask task per run. One task, :func:`run_one`, runs train → calibrate (TEM-t) →
+evaluate → record → analyse and then writes ``done.json`` (atomically, last) naming the files
+and their sizes.
 
 **Resuming.** A run is finished when ``done.json`` and every file it names (with its size)
 are there. A rerun skips finished runs, continues the others from their checkpoints and
@@ -125,46 +120,43 @@ def run_one(run_dir, config: Config, settings: SweepSettings | None = None) -> d
         ``name``, ``status`` ("skipped", "done" or "failed"), ``error`` (one line or None),
         ``resumed_from`` (iteration or None), ``wall_s``.
     """
+    run_dir = Path(run_dir)
+    settings = SweepSettings() if settings is None else settings
     with _RUN_LOCK:
-        return _run_one(Path(run_dir), config,
-                        SweepSettings() if settings is None else settings)
-
-
-def _run_one(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
-    t0 = time.perf_counter()
-    started = _now()
-    res = {"name": run_dir.name, "status": "skipped", "error": None, "resumed_from": None,
-           "wall_s": 0.0}
-    if is_finished(run_dir):
+        t0 = time.perf_counter()
+        started = _now()
+        res = {"name": run_dir.name, "status": "skipped", "error": None, "resumed_from": None,
+               "wall_s": 0.0}
+        if is_finished(run_dir):
+            return res
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / ERROR_FILE).unlink(missing_ok=True)
+        (run_dir / DONE_FILE).unlink(missing_ok=True)
+        try:
+            # Every dask computation of the run (loading the recording, the analysis) stays in
+            # this thread: on a dask worker the default would be the distributed client, and
+            # tasks that compute through it secede from the worker's thread pool, which then
+            # starts the next run beside this one (measured: 4 runs at once on a 1-thread
+            # worker, racing on torch's global RNG in build_model).
+            with dask.config.set(scheduler=ANALYSIS_SCHEDULER):
+                done = run_stages(run_dir, config, SWEEP_STAGES, settings,
+                                  scheduler=ANALYSIS_SCHEDULER)
+                summary = summarise_analysis(open_analysis(run_dir / F.ANALYSIS_FILE))
+            res["resumed_from"] = done.resumed_from
+            res["wall_s"] = time.perf_counter() - t0
+            write_json(run_dir / DONE_FILE, {
+                "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
+                "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
+                            for k, v in summary.items()},
+                "resumed_from": res["resumed_from"], "wall_s": res["wall_s"],
+                "started": started, "finished": _now(),
+                "host": socket.gethostname(), "pid": os.getpid(),
+                "config": config.to_dict(), "settings": dataclasses.asdict(settings)})
+            res["status"] = "done"
+        except Exception as err:  # one failing run must not stop the sweep
+            res.update(status="failed", error=_one_line(err), wall_s=time.perf_counter() - t0)
+            _write_error(run_dir, traceback.format_exc())
         return res
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / ERROR_FILE).unlink(missing_ok=True)
-    (run_dir / DONE_FILE).unlink(missing_ok=True)
-    try:
-        # Every dask computation of the run (loading the recording, the analysis) stays in
-        # this thread: on a dask worker the default would be the distributed client, and
-        # tasks that compute through it secede from the worker's thread pool, which then
-        # starts the next run beside this one (measured: 4 runs at once on a 1-thread worker,
-        # racing on torch's global RNG in build_model).
-        with dask.config.set(scheduler=ANALYSIS_SCHEDULER):
-            done = run_stages(run_dir, config, SWEEP_STAGES, settings,
-                              scheduler=ANALYSIS_SCHEDULER)
-            summary = summarise_analysis(open_analysis(run_dir / F.ANALYSIS_FILE))
-        res["resumed_from"] = done.resumed_from
-        res["wall_s"] = time.perf_counter() - t0
-        write_json(run_dir / DONE_FILE, {
-            "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
-            "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
-                        for k, v in summary.items()},
-            "resumed_from": res["resumed_from"], "wall_s": res["wall_s"],
-            "started": started, "finished": _now(),
-            "host": socket.gethostname(), "pid": os.getpid(),
-            "config": config.to_dict(), "settings": dataclasses.asdict(settings)})
-        res["status"] = "done"
-    except Exception as err:  # one failing run must not stop the sweep
-        res.update(status="failed", error=_one_line(err), wall_s=time.perf_counter() - t0)
-        _write_error(run_dir, traceback.format_exc())
-    return res
 
 
 def _now() -> str:
@@ -191,16 +183,12 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
 
     Parameters
     ----------
-    config : str or path
-        Preset name or TOML file.
-    grid : sequence of str or mapping
-        ``"section.key=V1,V2"`` strings or ``{key: [values]}``.
-    n_seeds : int
-        Seeds per grid combination (``train.seed`` = 0 .. n_seeds - 1).
+    config, grid, n_seeds, overrides
+        The runs, as :func:`~hippo_rep.sweep.expand_grid` reads them: a preset or TOML file,
+        ``"section.key=V1,V2"`` strings or ``{key: [values]}``, seeds per combination
+        (``train.seed`` = 0 .. n_seeds - 1), ``section.key=value`` overrides of the base.
     out : path
         Sweep folder: ``sweep.json`` and ``runs/NAME/``.
-    overrides : sequence of str
-        ``section.key=value`` applied to the base config.
     settings : SweepSettings, optional
         Evaluation, recording and analysis of each run (default :class:`SweepSettings`).
     scheduler : str, optional
@@ -228,9 +216,9 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     """
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
-    grid = parse_grid(grid)
-    runs, base = expand_sweep(config, grid, n_seeds, overrides)
-    manifest = build_manifest(runs, base, grid, n_seeds, dataclasses.asdict(settings),
+    grid = parse_grid(grid)  # a bad grid is reported before a bad n_seeds
+    runs, base, labels = expand_sweep(config, grid, n_seeds, overrides)
+    manifest = build_manifest(runs, base, labels, n_seeds, dataclasses.asdict(settings),
                               str(config), overrides)
     out = Path(out).resolve()
     must_clear = check_out(out, manifest, overwrite)

@@ -170,8 +170,9 @@ def expand_grid(config: str | Path, grid=(), n_seeds: int = DEFAULT_SEEDS,
 
 
 def expand_sweep(config, grid, n_seeds: int,
-                 overrides: Sequence[str]) -> tuple[list[Run], Config]:
-    """:func:`expand_grid`'s runs and the base config they vary (read once)."""
+                 overrides: Sequence[str]) -> tuple[list[Run], Config, dict[str, list]]:
+    """:func:`expand_grid`'s runs, the base config they vary (read once) and each grid key's
+    value labels, in the grid's order (as the manifest keeps them)."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise SweepError(f"the number of seeds must be an int ≥ 1; got {n_seeds!r}")
     grid = parse_grid(grid)
@@ -206,6 +207,6 @@ def expand_sweep(config, grid, n_seeds: int,
                                  f"{name!r}; use distinguishable grid values")
             names[name] = lab
             runs.append(Run(name, lab, seed, cfg))
-    return runs, base
+    return runs, base, {k: [labels[k][i] for i in range(len(grid[k]))] for k in keys}
 
 

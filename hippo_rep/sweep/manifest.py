@@ -30,17 +30,11 @@ def _identity_config(cfg: dict) -> dict:
     return out
 
 
-def build_manifest(runs: Sequence[Run], base: Config, grid: Mapping[str, list], n_seeds: int,
+def build_manifest(runs: Sequence[Run], base: Config, labels: Mapping[str, list], n_seeds: int,
                    settings: Mapping, source: str, overrides: Sequence[str]) -> dict:
-    """The sweep's manifest (JSON-able): base config, grid, seeds, settings (the runs'
-    stage settings as a mapping) and runs."""
-    keys = list(grid)
-    dims = grid_dims(keys)
-    labels = {k: [] for k in keys}
-    for r in runs:
-        for k in keys:
-            if r.labels[dims[k]] not in labels[k]:
-                labels[k].append(r.labels[dims[k]])
+    """The sweep's manifest (JSON-able): base config, grid (key → value labels, as
+    :func:`~hippo_rep.sweep.grid.expand_sweep` gives them), seeds, settings (the runs' stage
+    settings as a mapping) and runs."""
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -48,8 +42,8 @@ def build_manifest(runs: Sequence[Run], base: Config, grid: Mapping[str, list], 
         "config_source": str(source),
         "overrides": list(overrides),
         "base_config": base.to_dict(),
-        "grid": labels,
-        "dims": {k: dims[k] for k in keys},
+        "grid": dict(labels),
+        "dims": grid_dims(list(labels)),
         "seeds": list(range(n_seeds)),
         "settings": dict(settings),
         "runs": [{"name": r.name, "labels": r.labels, "seed": r.seed} for r in runs],
