@@ -46,7 +46,7 @@ from pathlib import Path
 
 import torch
 
-from hippo_rep.config import load_config
+from hippo_rep.config import Config, load_config
 from hippo_rep.figures import FigureError, read_learning_speed
 from hippo_rep.fileio import write_json
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
@@ -65,9 +65,9 @@ THRESHOLDS = (0.5, 0.9)
 #: from the first update and inference kept to path integration (p2g offset held at 1), the
 #: setting that learned fastest in tests/test_tem.py. torch_tem's schedule
 #: (``--tem-schedule torch_tem``, the preset) ramps η in over 16,000 updates.
-TEM_SHORT_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1",
-                      "train.tem_latent_ramp=1", "train.tem_reg_p_decay=1",
-                      "train.tem_p2g_half=100000")
+TEM_SHORT_SCHEDULE = ("train.tem.eta_ramp=1", "train.tem.lambda_ramp=1",
+                      "train.tem.latent_ramp=1", "train.tem.reg_p_decay=1",
+                      "train.tem.p2g_half=100000")
 
 
 #: What each model keeps in every run of this benchmark whatever the ``tem`` preset says
@@ -76,7 +76,7 @@ TEM_SHORT_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1",
 #: learning-rate schedule over 20,000 iterations, so the rate stays near its peak over any
 #: budget here (the runs in data/ were measured so).
 FIXED = {"temt": ("train.iterations=20000", "train.step_every_chunk=false",
-                  "train.tem_loss_on=all"),
+                  "train.tem.loss_on=all"),
          "tem": ("train.iterations=20000",)}
 
 
@@ -169,14 +169,26 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def _current_names(overrides) -> list[str]:
+    """``KEY=VALUE`` overrides with every key under its current name
+    (``train.tem_eta_ramp=1`` → ``train.tem.eta_ramp=1``, :meth:`Config.new_key`)."""
+    out = []
+    for text in overrides:
+        key, sep, value = str(text).partition("=")
+        out.append(f"{Config.new_key(key.strip())}={value}" if sep else text)
+    return out
+
+
 def _previous(a, overrides: dict) -> dict:
-    """The JSON that ``--resume`` continues, checked to be this run's (same overrides)."""
+    """The JSON that ``--resume`` continues, checked to be this run's (same overrides; a
+    JSON written before TEM's keys moved to [train.tem] names them by their old names)."""
     if a.keep_dir is None:
         raise SystemExit("--resume needs --keep-dir (the folder holding the checkpoints)")
     path = Path(a.learning)
     old = _read(path)
     for k, o in (old.get("overrides") or {}).items():
-        if k in overrides and k not in a.fresh and o != overrides[k]:
+        if k in overrides and k not in a.fresh and \
+                _current_names(o) != _current_names(overrides[k]):
             raise SystemExit(f"--resume: {str(path)!r} was made with {k} overrides {o}, "
                              f"not {overrides[k]} (seed, --set, --tem-schedule, threads)")
     return old
@@ -342,7 +354,7 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
     p.add_argument("--tem-set", action="append", default=[],
                    help="--learning: config overrides for TEM only (e.g. "
-                        "train.tem_loss_on=all, the loss at every step)")
+                        "train.tem.loss_on=all, the loss at every step)")
     p.add_argument("--temt-set", action="append", default=[],
                    help="--learning: config overrides for TEM-t only (e.g. "
                         "train.step_every_chunk=true, an update per 20-step chunk)")

@@ -39,7 +39,7 @@ hippo-rep delay data/temt_paper.pt --out data/delay.nc --overwrite
 # 20 min with evaluations on 2 busy cores; wall-clock seconds depend on the machine's load)
 # (these runs, from sessions 5-8, are TEM's per-walk regime counting every step:
 # PER_WALK pins it, the tem preset's defaults before session 9)
-PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem_loss_on=all)
+PER_WALK=(--tem-set train.step_every_chunk=false --tem-set train.tem.loss_on=all)
 [ -f data/learning_speed.json ] || python benchmarks/bench_tem_vs_temt.py \
     --learning data/learning_speed.json --budget-s 1500 --points 12 --eval-envs 16 \
     "${PER_WALK[@]}"
@@ -66,14 +66,14 @@ if [ ! -f data/learning_speed_torch_tem.json ]; then
     done
     python $B --learning "$RUNS/ls8c/learning.json" --keep-dir "$RUNS/ls8c" --resume \
         --fresh tem --budget-s 4750 --points 120 "${common[@]}" \
-        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=all
+        --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=all
     python $B --learning "$RUNS/ls9r/learning.json" --keep-dir "$RUNS/ls9r" --resume \
         --fresh tem --budget-s 6450 --points 100 "${common[@]}" \
-        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits
+        --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=revisits
     cp "$RUNS/ls9r/learning.json" "$RUNS/ls9t/learning.json"
     python $B --learning "$RUNS/ls9t/learning.json" --keep-dir "$RUNS/ls9t" --resume \
         --fresh temt --budget-s 6450 --points 60 "${common[@]}" \
-        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+        --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=revisits \
         --temt-set train.step_every_chunk=true
     python $B --merge "$RUNS/ls9r/learning.json" "$RUNS/ls8/learning.json" \
         --merge-label tem_per_walk --learning "$RUNS/m1.json"
@@ -83,7 +83,7 @@ if [ ! -f data/learning_speed_torch_tem.json ]; then
         cp "$RUNS/ls9r/learning.json" "$RUNS/lr$lr.json"
         python $B --learning "$RUNS/lr$lr.json" --keep-dir "$RUNS/lr$lr" --resume \
             --fresh temt --budget-s 6000 --points 60 "${common[@]}" \
-            --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+            --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=revisits \
             --temt-set train.step_every_chunk=true --temt-set train.lr=$lr
     done
     python $B --merge "$RUNS/m2.json" "$RUNS/ls9t/learning.json" --merge-label temt_per_chunk \
@@ -96,7 +96,7 @@ if [ ! -f data/learning_speed_torch_tem.json ]; then
     cp "$RUNS/ls9r/learning.json" "$RUNS/temlr3e-4.json"
     python $B --learning "$RUNS/temlr3e-4.json" --keep-dir "$RUNS/temlr3e-4" --resume \
         --fresh tem --budget-s 3300 --points 60 "${common[@]}" \
-        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits \
+        --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=revisits \
         --tem-set train.lr=3e-4
     python $B --merge "$RUNS/m5.json" "$RUNS/temlr3e-4.json" --merge-label tem_lr3e-4 \
         --learning data/learning_speed_torch_tem.json
@@ -104,7 +104,7 @@ fi
 # seed 1: TEM-t and TEM retrained (TEM stopped at update 3,740), and TEM-t per chunk at lr 3e-4
 if [ ! -f data/learning_speed_torch_tem_seed1.json ]; then
     s1=(--seed 1 --points 60 --temt-budget-s 900 --eval-envs 16 --tem-schedule torch_tem
-        --tem-set train.step_every_chunk=true --tem-set train.tem_loss_on=revisits)
+        --tem-set train.step_every_chunk=true --tem-set train.tem.loss_on=revisits)
     python benchmarks/bench_tem_vs_temt.py --learning "$RUNS/ls9r_s1/learning.json" \
         --keep-dir "$RUNS/ls9r_s1" --budget-s 2890 "${s1[@]}"
     cp "$RUNS/ls9r_s1/learning.json" "$RUNS/s1lr3e-4.json"
@@ -120,7 +120,7 @@ fi
 [ -f "$RUNS/tem_5x5/checkpoint.pt" ] || hippo-rep train --config tem \
     --set 'world.worlds=["square:5"]' --set train.threads=1 --set train.checkpoint_every=25 \
     --set train.eval_every=100 --set train.iterations=20000 --set train.log_every=10 \
-    --set train.step_every_chunk=false --set train.tem_loss_on=all \
+    --set train.step_every_chunk=false --set train.tem.loss_on=all \
     --stop-at 1450 --out "$RUNS/tem_5x5" --no-progress
 python -c "from hippo_rep.training.checkpoint import weights_only_copy as w; \
 w('$RUNS/tem_5x5/checkpoint.pt', 'data/tem_5x5.pt')"

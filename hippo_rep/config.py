@@ -1,25 +1,40 @@
 """Configuration as frozen dataclasses, read from and written to TOML.
 
 A run is described by a :class:`Config` with three sections, ``world``, ``model`` and ``train``.
+Settings that only one model kind reads sit in a section of their own inside ``model`` and
+``train``, named after the kind: TEM's are ``[model.tem]`` (:class:`TEMModelConfig`) and
+``[train.tem]`` (:class:`TEMTrainConfig`), keys ``model.tem.n_g``, ``train.tem.eta_ramp``.
 Presets (``tiny``, ``small``, ``paper``, ``tem``) are TOML files shipped in
-``hippo_rep/presets``; any key can be overridden with ``section.key=value`` strings (values
-in TOML syntax, bare strings allowed). Types, rules and unknown-key errors come from
-:mod:`hippo_rep.typed_config`; every field's rule is declared beside its default.
+``hippo_rep/presets``; any key can be overridden with ``section.key=value`` strings
+(``model.tem.n_g=[6,4]``; values in TOML syntax, bare strings allowed). Types, rules and
+unknown-key errors come from :mod:`hippo_rep.typed_config`; every field's rule is declared
+beside its default. Keys that moved (TEM's were ``model.tem_*`` and ``train.tem_*``; see
+``moved`` of :class:`ModelConfig` and :class:`TrainConfig`) are still read, in files,
+checkpoints and overrides, under their old names.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import math
 import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import quote
-from hippo_rep.typed_config import ConfigError, Rule, TypedConfig, choice, read_toml, setting
+from hippo_rep.typed_config import (
+    ConfigError,
+    Rule,
+    TypedConfig,
+    choice,
+    read_toml,
+    set_path,
+    setting,
+)
 from hippo_rep.worlds import WorldError, parse_world
 
 __all__ = ["ConfigError", "Rule"]  # re-exported: the error and rule types of every config
@@ -47,7 +62,7 @@ MAX_THREADS = 1024
 MAX_SEED = 2**63 - 1
 #: Devices ``train.device`` may name ("cuda:N" picks a GPU).
 DEVICES = ("auto", "cpu", "cuda", "mps")
-#: Attractor iterations per module, at most (model.tem_iters_gen / tem_iters_inf).
+#: Attractor iterations per module, at most (model.tem.iters_gen / iters_inf).
 MAX_TEM_ITERS = 100
 
 
@@ -100,12 +115,79 @@ class WorldConfig(TypedConfig):
 
 
 @dataclass(frozen=True)
+class TEMModelConfig(TypedConfig):
+    """The ``model.tem`` section (``[model.tem]``): TEM's sizes, rates and attractor, read when
+    model.kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
+    highest frequency."""
+
+    section = "model.tem"
+    # Abstract-location units per frequency module (torch_tem default
+    # n_g = 3 x n_g_subsampled).
+    n_g: tuple[int, ...] = (30, 30, 24, 18, 18)
+    # Units of each module that enter the memory, g_down (torch_tem n_g_subsampled).
+    n_g_sub: tuple[int, ...] = (10, 10, 8, 6, 6)
+    # Compressed (two-hot) sensory units x_c (torch_tem n_x_c); needs n_x_c choose 2 >= n_obs.
+    n_x_c: int = setting(10, _size("MAX_WIDTH", low=2))
+    # Initial temporal-filtering rate per module, x_f <- (1 - a) x_f + a x_c, learned
+    # (torch_tem f_initial); higher = less smoothing = higher frequency.
+    freqs: tuple[float, ...] = (0.99, 0.3, 0.09, 0.03, 0.01)
+    # Hidden units per module of the action -> D_a transition MLP (torch_tem d_hidden_dim).
+    transition_hidden: int = setting(20, _size("MAX_WIDTH"))
+    # Hebbian forgetting lambda and learning rate eta (paper; torch_tem lambda, eta), reached
+    # after train.tem.lambda_ramp / train.tem.eta_ramp iterations. ("lambda_": lambda is a
+    # Python keyword.)
+    lambda_: float = setting(
+        0.9999, Rule(low=0, high=1, low_open=True, why="a per-step decay"))
+    eta: float = setting(0.5, _POSITIVE)
+    # Attractor decay kappa of h <- f(kappa h + h M) (paper; torch_tem kappa).
+    kappa: float = setting(0.8, _NON_NEGATIVE)
+    # Attractor iterations per module: generative memory (low frequencies stop early,
+    # torch_tem i_attractor_max_freq_gen) and inference memory (torch_tem ..._inf).
+    iters_gen: tuple[int, ...] = (5, 4, 3, 2, 1)
+    iters_inf: tuple[int, ...] = (5, 5, 5, 5, 5)
+
+    def check(self) -> None:
+        """TEM's per-module tuples: one entry per module each, sizes and rates in range."""
+        n_f = len(self.n_g)
+        if n_f < 1:
+            raise ConfigError("model.tem.n_g must list at least one module")
+        for key in ("n_g_sub", "freqs", "iters_gen", "iters_inf"):
+            if len(getattr(self, key)) != n_f:
+                raise ConfigError(f"model.tem.{key} must have one entry per module ({n_f}, as "
+                                  f"model.tem.n_g); got {len(getattr(self, key))}")
+        for key, low, high, cap in (("n_g", 1, MAX_WIDTH, "MAX_WIDTH"),
+                                    ("n_g_sub", 1, MAX_WIDTH, "MAX_WIDTH"),
+                                    ("iters_gen", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS"),
+                                    ("iters_inf", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS")):
+            for v in getattr(self, key):
+                if not low <= v <= high:
+                    raise ConfigError(f"model.tem.{key} entries must be ≥ {low} and ≤ {cap} = "
+                                      f"{high}; got {v}")
+        for f, (g, sub) in enumerate(zip(self.n_g, self.n_g_sub, strict=True)):
+            if sub > g:
+                raise ConfigError(f"model.tem.n_g_sub[{f}] = {sub} exceeds model.tem.n_g[{f}] "
+                                  f"= {g} (it is a subset of the module)")
+        for v in self.freqs:
+            if not 0 < v < 1:
+                raise ConfigError("model.tem.freqs entries must be > 0 and < 1 (filtering "
+                                  f"rates); got {v}")
+
+
+@dataclass(frozen=True)
 class ModelConfig(TypedConfig):
     """The ``model`` section: TEM-t, TEM or the baseline, and their memories."""
 
     section = "model"
     #: ``model.n_context`` was never read by the model; older checkpoints and TOML hold it.
     removed = frozenset({"n_context"})
+    #: TEM's keys were ``model.tem_*`` before the [model.tem] section held them: older
+    #: checkpoints, config.toml files and recordings hold them under these names.
+    moved = MappingProxyType({"tem_n_g": "tem.n_g", "tem_n_g_sub": "tem.n_g_sub",
+                              "tem_n_x_c": "tem.n_x_c", "tem_freqs": "tem.freqs",
+                              "tem_transition_hidden": "tem.transition_hidden",
+                              "tem_lambda": "tem.lambda_", "tem_eta": "tem.eta",
+                              "tem_kappa": "tem.kappa", "tem_iters_gen": "tem.iters_gen",
+                              "tem_iters_inf": "tem.iters_inf"})
     # "temt": recurrent positional encodings; "sinusoidal": fixed time-index encodings (baseline).
     kind: str = choice("temt", ("temt", "sinusoidal", "tem"))
     # Positional-encoding units (the cells expected to become grid-like).
@@ -235,30 +317,8 @@ class ModelConfig(TypedConfig):
     # is a structural assumption (modular cells), so that what the energy cost selects
     # *within* a module is what training shows.
     cells_modular: bool = False
-    # --- kind = "tem" (hippo_rep.models.tem; Whittington et al. 2020). Module 0 is the
-    # highest frequency. Abstract-location units per frequency module (torch_tem default
-    # n_g = 3 x n_g_subsampled).
-    tem_n_g: tuple[int, ...] = (30, 30, 24, 18, 18)
-    # Units of each module that enter the memory, g_down (torch_tem n_g_subsampled).
-    tem_n_g_sub: tuple[int, ...] = (10, 10, 8, 6, 6)
-    # Compressed (two-hot) sensory units x_c (torch_tem n_x_c); needs n_x_c choose 2 >= n_obs.
-    tem_n_x_c: int = setting(10, _size("MAX_WIDTH", low=2))
-    # Initial temporal-filtering rate per module, x_f <- (1 - a) x_f + a x_c, learned
-    # (torch_tem f_initial); higher = less smoothing = higher frequency.
-    tem_freqs: tuple[float, ...] = (0.99, 0.3, 0.09, 0.03, 0.01)
-    # Hidden units per module of the action -> D_a transition MLP (torch_tem d_hidden_dim).
-    tem_transition_hidden: int = setting(20, _size("MAX_WIDTH"))
-    # Hebbian forgetting lambda and learning rate eta (paper; torch_tem lambda, eta), reached
-    # after train.tem_lambda_ramp / train.tem_eta_ramp iterations.
-    tem_lambda: float = setting(
-        0.9999, Rule(low=0, high=1, low_open=True, why="a per-step decay"))
-    tem_eta: float = setting(0.5, _POSITIVE)
-    # Attractor decay kappa of h <- f(kappa h + h M) (paper; torch_tem kappa).
-    tem_kappa: float = setting(0.8, _NON_NEGATIVE)
-    # Attractor iterations per module: generative memory (low frequencies stop early,
-    # torch_tem i_attractor_max_freq_gen) and inference memory (torch_tem ..._inf).
-    tem_iters_gen: tuple[int, ...] = (5, 4, 3, 2, 1)
-    tem_iters_inf: tuple[int, ...] = (5, 5, 5, 5, 5)
+    # The TEM section, [model.tem]: TEM's sizes, rates and attractor (model.kind = "tem").
+    tem: TEMModelConfig = field(default_factory=TEMModelConfig)
 
     def check(self) -> None:
         if self.memory == "fam" and self.fam_slots < 1:
@@ -296,33 +356,40 @@ class ModelConfig(TypedConfig):
             raise ConfigError("model.g_norm = \"plane\" needs model.transition_param = "
                               "\"waves\" (rotation planes of two units); got "
                               f"transition_param = {self.transition_param!r}")
-        self._check_tem()
 
-    def _check_tem(self) -> None:
-        """TEM's per-module tuples: one entry per module each, sizes and rates in range."""
-        n_f = len(self.tem_n_g)
-        if n_f < 1:
-            raise ConfigError("model.tem_n_g must list at least one module")
-        for key in ("tem_n_g_sub", "tem_freqs", "tem_iters_gen", "tem_iters_inf"):
-            if len(getattr(self, key)) != n_f:
-                raise ConfigError(f"model.{key} must have one entry per module ({n_f}, as "
-                                  f"model.tem_n_g); got {len(getattr(self, key))}")
-        for key, low, high, cap in (("tem_n_g", 1, MAX_WIDTH, "MAX_WIDTH"),
-                                    ("tem_n_g_sub", 1, MAX_WIDTH, "MAX_WIDTH"),
-                                    ("tem_iters_gen", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS"),
-                                    ("tem_iters_inf", 0, MAX_TEM_ITERS, "MAX_TEM_ITERS")):
-            for v in getattr(self, key):
-                if not low <= v <= high:
-                    raise ConfigError(f"model.{key} entries must be ≥ {low} and ≤ {cap} = "
-                                      f"{high}; got {v}")
-        for f, (g, sub) in enumerate(zip(self.tem_n_g, self.tem_n_g_sub, strict=True)):
-            if sub > g:
-                raise ConfigError(f"model.tem_n_g_sub[{f}] = {sub} exceeds model.tem_n_g[{f}] "
-                                  f"= {g} (it is a subset of the module)")
-        for v in self.tem_freqs:
-            if not 0 < v < 1:
-                raise ConfigError("model.tem_freqs entries must be > 0 and < 1 (filtering "
-                                  f"rates); got {v}")
+
+@dataclass(frozen=True)
+class TEMTrainConfig(TypedConfig):
+    """The ``train.tem`` section (``[train.tem]``): TEM's loss weights and annealing, read when
+    model.kind = "tem" (torch_tem parameters.py defaults; see
+    hippo_rep.models.tem.tem_schedule)."""
+
+    section = "train.tem"
+    # Weights of the p losses (p_g, p_x), the three x cross-entropies and the g loss
+    # (torch_tem loss_weights_p/x/g).
+    loss_p: float = setting(1.0, _NON_NEGATIVE)
+    loss_x: float = setting(1.0, _NON_NEGATIVE)
+    loss_g: float = setting(1.0, _NON_NEGATIVE)
+    # L2 on g and L1 on p (torch_tem loss_weights_reg_g / reg_p).
+    loss_reg_g: float = setting(0.01, _NON_NEGATIVE)
+    loss_reg_p: float = setting(0.02, _NON_NEGATIVE)
+    # Steps whose loss terms count: "all", or only "revisits" (steps at a node the walk has
+    # visited before, as torch_tem trains (its run.py): a first visit's observation cannot
+    # be predicted, and its latent terms pull p and g toward an empty memory's retrievals).
+    loss_on: str = choice("all", ("all", "revisits"))
+    # Iterations over which the p and g losses ramp in (torch_tem loss_weights_p_g_it).
+    latent_ramp: int = setting(2000, _DIVIDES)
+    # Iterations over which the L1 on p decays to 0 (torch_tem loss_weights_reg_p_it).
+    reg_p_decay: int = setting(4000, _DIVIDES)
+    # Iterations over which eta and lambda ramp up to model.tem.eta / model.tem.lambda_
+    # (torch_tem eta_it, lambda_it).
+    eta_ramp: int = setting(16000, _DIVIDES)
+    lambda_ramp: int = setting(200, _DIVIDES)
+    # Centre and width, in iterations, of the logistic fall of the offset that makes
+    # inference ignore memory-inferred g early on (torch_tem p2g_sig_half_it, p2g_sig_scale_it).
+    p2g_half: int = setting(
+        400, Rule(low=-MAX_ITERATIONS, high=MAX_ITERATIONS, cap="MAX_ITERATIONS"))
+    p2g_width: int = setting(200, _DIVIDES)
 
 
 @dataclass(frozen=True)
@@ -330,6 +397,11 @@ class TrainConfig(TypedConfig):
     """The ``train`` section: optimiser, schedule, losses, checkpoints and evaluation."""
 
     section = "train"
+    #: TEM's keys were ``train.tem_*`` before the [train.tem] section held them: older
+    #: checkpoints and config.toml files hold them under these names.
+    moved = MappingProxyType({f"tem_{k}": f"tem.{k}" for k in (
+        "loss_p", "loss_x", "loss_g", "loss_reg_g", "loss_reg_p", "loss_on", "latent_ramp",
+        "reg_p_decay", "eta_ramp", "lambda_ramp", "p2g_half", "p2g_width")})
     # Seed of weights and of every training batch (batch i uses the stream (seed, i)).
     seed: int = setting(0, _size("MAX_SEED", low=0))
     # Gradient steps; each uses a fresh batch of environments.
@@ -353,7 +425,7 @@ class TrainConfig(TypedConfig):
     chunk_len: int = setting(0, _size("MAX_WALK_STEPS", low=0))
     # One optimiser step per chunk instead of one per walk (torch_tem's regime: its iteration
     # is one 20-step chunk with the memory carried on). An iteration then makes
-    # ceil(walk_steps / chunk_len) updates, and TEM's annealing (train.tem_*) counts updates.
+    # ceil(walk_steps / chunk_len) updates, and TEM's annealing ([train.tem]) counts updates.
     step_every_chunk: bool = False
     # Loss 1: cross-entropy of the prediction from g_pi (the real next-step prediction).
     loss_pi: float = setting(1.0, _NON_NEGATIVE)
@@ -449,32 +521,8 @@ class TrainConfig(TypedConfig):
     # machine with g++ and ninja, ~1 minute; hippo_rep.models.fused_cpp), the same numbers;
     # where it cannot build, the fused Python loop runs and says so once.
     fast_step: bool = True
-    # --- model.kind = "tem": loss weights and annealing (torch_tem parameters.py defaults;
-    # see hippo_rep.models.tem.tem_schedule). Weights of the p losses (p_g, p_x), the three
-    # x cross-entropies and the g loss (torch_tem loss_weights_p/x/g).
-    tem_loss_p: float = setting(1.0, _NON_NEGATIVE)
-    tem_loss_x: float = setting(1.0, _NON_NEGATIVE)
-    tem_loss_g: float = setting(1.0, _NON_NEGATIVE)
-    # L2 on g and L1 on p (torch_tem loss_weights_reg_g / reg_p).
-    tem_loss_reg_g: float = setting(0.01, _NON_NEGATIVE)
-    tem_loss_reg_p: float = setting(0.02, _NON_NEGATIVE)
-    # Steps whose loss terms count: "all", or only "revisits" (steps at a node the walk has
-    # visited before, as torch_tem trains (its run.py): a first visit's observation cannot
-    # be predicted, and its latent terms pull p and g toward an empty memory's retrievals).
-    tem_loss_on: str = choice("all", ("all", "revisits"))
-    # Iterations over which the p and g losses ramp in (torch_tem loss_weights_p_g_it).
-    tem_latent_ramp: int = setting(2000, _DIVIDES)
-    # Iterations over which the L1 on p decays to 0 (torch_tem loss_weights_reg_p_it).
-    tem_reg_p_decay: int = setting(4000, _DIVIDES)
-    # Iterations over which eta and lambda ramp up to model.tem_eta / tem_lambda
-    # (torch_tem eta_it, lambda_it).
-    tem_eta_ramp: int = setting(16000, _DIVIDES)
-    tem_lambda_ramp: int = setting(200, _DIVIDES)
-    # Centre and width, in iterations, of the logistic fall of the offset that makes
-    # inference ignore memory-inferred g early on (torch_tem p2g_sig_half_it, p2g_sig_scale_it).
-    tem_p2g_half: int = setting(
-        400, Rule(low=-MAX_ITERATIONS, high=MAX_ITERATIONS, cap="MAX_ITERATIONS"))
-    tem_p2g_width: int = setting(200, _DIVIDES)
+    # The TEM section, [train.tem]: TEM's loss weights and annealing (model.kind = "tem").
+    tem: TEMTrainConfig = field(default_factory=TEMTrainConfig)
 
     def check(self) -> None:
         if self.init_continue and not self.init_from:
@@ -499,18 +547,17 @@ class Config(TypedConfig):
         if self.train.loss_isometry > 0 and m.kind != "temt":
             raise ConfigError(f"train.loss_isometry needs model.kind = \"temt\" (the modules of "
                               f"its g); got {m.kind!r}")
-        if m.kind == "tem" and math.comb(m.tem_n_x_c, 2) < self.world.n_obs:
-            raise ConfigError(f"model.tem_n_x_c = {m.tem_n_x_c} has {math.comb(m.tem_n_x_c, 2)} "
+        if m.kind == "tem" and math.comb(m.tem.n_x_c, 2) < self.world.n_obs:
+            raise ConfigError(f"model.tem.n_x_c = {m.tem.n_x_c} has {math.comb(m.tem.n_x_c, 2)} "
                               f"two-hot codes, fewer than world.n_obs = {self.world.n_obs}")
 
 
 _SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}
 
-#: One rule per numeric key ("section.key"), as the fields declare them (tests check that
-#: every numeric field has one).
-RULES: dict[str, Rule] = {f"{name}.{f.name}": f.metadata["rule"]
-                          for name, cls in _SECTIONS.items() for f in dataclasses.fields(cls)
-                          if f.type in ("int", "float") and "rule" in f.metadata}
+#: One rule per numeric key ("section.key", "model.tem.n_x_c" in a section's section), as the
+#: fields declare them (tests check that every numeric field has one).
+RULES: dict[str, Rule] = {key: f.metadata["rule"] for key, f, typ in Config.keys()
+                          if typ in (int, float) and "rule" in f.metadata}
 
 
 def from_dict(data: dict, source: str = "config") -> Config:
@@ -535,7 +582,10 @@ def world_kind(cfg: Config) -> str:
 
 
 def parse_override(text: str) -> tuple[str, str, object]:
-    """Split ``section.key=value``; the value is read as TOML, else kept as a bare string."""
+    """Split ``section.key=value``; the value is read as TOML, else kept as a bare string.
+
+    The key may be dotted itself (``model.tem.n_g=[6,4]`` → ``("model", "tem.n_g", [6, 4])``).
+    """
     lhs, sep, rhs = text.partition("=")
     if not sep or "." not in lhs:
         raise ConfigError(f"override {quote(text)} is not section.key=value (e.g. train.lr=3e-4)")
@@ -550,11 +600,16 @@ def parse_override(text: str) -> tuple[str, str, object]:
 
 
 def apply_overrides(data: dict, overrides) -> dict:
-    """Return a copy of nested ``data`` with ``section.key=value`` overrides applied."""
-    out = {k: dict(v) for k, v in data.items()}
+    """Return a copy of nested ``data`` with ``section.key=value`` overrides applied.
+
+    ``data`` and the overrides' keys are read under their current names first
+    (:meth:`~hippo_rep.typed_config.TypedConfig.upgrade`, :data:`ModelConfig.moved`): an old
+    ``model.tem_n_g=...`` sets ``model.tem.n_g``, also over a file that has either name.
+    """
+    out = Config.upgrade(copy.deepcopy(data))
     for text in overrides or ():
         section, key, value = parse_override(text)
-        out.setdefault(section, {})[key] = value
+        set_path(out, Config.new_key(f"{section}.{key}"), value)
     return out
 
 
@@ -575,11 +630,18 @@ def load_config(source: str | Path = "small", overrides=()) -> Config:
 
 
 def read_raw(source: str | Path) -> tuple[dict, str]:
-    """The nested dict of a preset or TOML file, and a name for error messages."""
+    """The nested dict of a preset or TOML file, its moved keys under their current names
+    (an older file's ``[model] tem_n_g`` as ``[model.tem] n_g``), and a name for error
+    messages."""
     if str(source) in PRESETS:
         name = f"preset {source!r}"
         text = resources.files("hippo_rep").joinpath(f"presets/{source}.toml").read_text()
-        return read_toml(None, text=text, name=name), name
-    if not Path(source).is_file():
+        data = read_toml(None, text=text, name=name)
+    elif not Path(source).is_file():
         raise ConfigError(f"config {str(source)!r} not found (presets: {', '.join(PRESETS)})")
-    return read_toml(source), str(source)
+    else:
+        data, name = read_toml(source), str(source)
+    try:
+        return Config.upgrade(data), name
+    except ConfigError as err:
+        raise ConfigError(f"{name}: {err}") from None

@@ -6,9 +6,12 @@ a default with a comment saying what it means, and optionally a :class:`Rule`
 (``field: int = setting(4, Rule(low=1))``). Constructing one coerces values (an integer given
 for a float, a list for a tuple), checks every type and rule and then the class's own
 :meth:`TypedConfig.check`, so every instance is valid. A field whose type is another
-:class:`TypedConfig` is a section (``[model]`` in TOML); :meth:`TypedConfig.from_dict` refuses
+:class:`TypedConfig` is a section (``[model]`` in TOML), and a section may hold sections of
+its own (``[model.tem]``, keys ``model.tem.n_g``); :meth:`TypedConfig.from_dict` refuses
 unknown sections and keys with a did-you-mean and prefixes every message with its source (the
-file). Errors are one line, of the class's :attr:`TypedConfig.error` type.
+file). Errors are one line, of the class's :attr:`TypedConfig.error` type. A key that moved
+(:attr:`TypedConfig.moved`, e.g. ``model.tem_n_g`` → ``model.tem.n_g``) is still read under
+its old name, so files written before the move load unchanged.
 """
 
 from __future__ import annotations
@@ -137,6 +140,11 @@ class TypedConfig:
     error = ConfigError
     #: Keys that older versions wrote and that did nothing: dropped by :meth:`from_dict`.
     removed = frozenset()
+    #: Keys that older versions wrote under another name: old key → its path now, dotted and
+    #: relative to this section (``"tem_n_g": "tem.n_g"`` in ``model``). :meth:`from_dict`
+    #: (through :meth:`upgrade`) reads the old key as the new one; giving both is an error;
+    #: what :meth:`to_dict` writes has the new names only.
+    moved = types.MappingProxyType({})
 
     def __post_init__(self):
         for f, typ in _fields(type(self)):
@@ -188,17 +196,85 @@ class TypedConfig:
             raise cls.error(f"{source}: {err}") from None
 
     @classmethod
+    def upgrade(cls, data):
+        """A copy of the (nested) table ``data`` with every moved key (:attr:`moved`, in this
+        section and the sections it holds) at its new path; ``data`` itself is not changed
+        and anything that is not a table comes back as it is.
+
+        Raises
+        ------
+        ConfigError
+            An old key given beside its new path, or a new path through a key that is not a
+            table.
+        """
+        if not isinstance(data, dict):
+            return data
+        prefix = f"{cls.section}." if cls.section else ""
+        out = dict(data)
+        for old, new in cls.moved.items():
+            if old not in out:
+                continue
+            value = out.pop(old)
+            *parents, leaf = new.split(".")
+            table, path = out, prefix
+            for part in parents:
+                sub = table.get(part, {})
+                if not isinstance(sub, dict):
+                    raise ConfigError(f"{path}{part} must be a table (it holds {prefix}{new}, "
+                                      f"the new name of {prefix}{old}); got "
+                                      f"{type(sub).__name__}")
+                sub = table[part] = dict(sub)  # a copy: data is not changed
+                table, path = sub, f"{path}{part}."
+            if leaf in table:
+                raise ConfigError(f"{prefix}{old} is the old name of {prefix}{new}; give one "
+                                  "of them")
+            table[leaf] = value
+        for name, typ in _sections(cls):
+            if name in out:
+                out[name] = typ.upgrade(out[name])
+        return out
+
+    @classmethod
+    def new_key(cls, key: str) -> str:
+        """The dotted ``key`` (relative to this class: ``"model.tem_n_g"`` of the whole
+        config) under its current name (``"model.tem.n_g"``); a key that did not move, or that
+        names nothing, comes back as it is."""
+        head, dot, rest = key.partition(".")
+        moved = cls.moved.get(head)
+        if moved is not None:
+            return cls.new_key(f"{moved}.{rest}" if dot else moved)
+        sections = dict(_sections(cls))
+        if dot and head in sections:
+            return f"{head}.{sections[head].new_key(rest)}"
+        return key
+
+    @classmethod
+    def keys(cls) -> list[tuple[str, dataclasses.Field, object]]:
+        """Every key of this config that holds a value (not a section), as (dotted path
+        relative to this class, field, type), in field order, a section's keys in its
+        place."""
+        out = []
+        for f, typ in _fields(cls):
+            if _is_section(typ):
+                out += [(f"{f.name}.{k}", g, t) for k, g, t in typ.keys()]
+            else:
+                out.append((f.name, f, typ))
+        return out
+
+    @classmethod
     def _build(cls, data):
         names = {f.name: typ for f, typ in _fields(cls)}
         where = f"[{cls.section}]" if cls.section else "the config"
         if not isinstance(data, dict):
             raise ConfigError(f"{where} must be a table; got {type(data).__name__}")
-        data = {k: v for k, v in data.items() if k not in cls.removed}
+        data = {k: v for k, v in cls.upgrade(data).items() if k not in cls.removed}
         unknown = sorted(map(str, set(data) - set(names)))
         if unknown:
             kind = "section" if all(map(_is_section, names.values())) else "key"
             prefix = f"{cls.section}." if cls.section else ""
-            near = difflib.get_close_matches(unknown[0], list(names), n=1)
+            # a misspelt old name (cls.moved) gets the new name as its hint
+            near = difflib.get_close_matches(unknown[0], [*names, *cls.moved], n=1)
+            near = [cls.moved.get(k, k) for k in near]
             hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
             shown = quote(", ".join(prefix + k for k in unknown))[1:-1]
             raise ConfigError(f"unknown {kind}(s) {shown}{hint}; valid {kind}s in {where}: "
@@ -248,5 +324,51 @@ def read_toml(path: str | Path, error: type[Exception] = ConfigError, text: str 
         raise error(f"{name}: not valid TOML ({quote(str(err))[1:-1]})") from None
 
 
+def _sections(cls) -> list[tuple[str, type]]:
+    """(name, class) of each section field of config class ``cls``."""
+    return [(f.name, typ) for f, typ in _fields(cls) if _is_section(typ)]
+
+
 def _section_errors(cls) -> list[type[Exception]]:
-    return [typ.error for _, typ in _fields(cls) if _is_section(typ)]
+    """The error types of the sections ``cls`` holds, at any depth."""
+    return [err for _, typ in _sections(cls) for err in (typ.error, *_section_errors(typ))]
+
+
+def get_path(data, key: str):
+    """The value at dotted ``key`` of a (nested) dict or config (``"model.tem.n_g"``)."""
+    for part in key.split("."):
+        data = data[part] if isinstance(data, dict) else getattr(data, part)
+    return data
+
+
+def set_path(data: dict, key: str, value) -> None:
+    """Set dotted ``key`` of nested dict ``data`` to ``value`` in place, making the tables on
+    its way (``"model.tem.n_g"`` → ``data["model"]["tem"]["n_g"]``).
+
+    Raises
+    ------
+    ConfigError
+        A part on the way holds a value, not a table.
+    """
+    *parents, leaf = key.split(".")
+    table, path = data, ""
+    for part in parents:
+        path += part
+        sub = table.setdefault(part, {})
+        if not isinstance(sub, dict):
+            raise ConfigError(f"{path} is not a [section] table (it holds {quote(sub)}), so it "
+                              f"has no key {key}")
+        table = sub
+        path += "."
+    table[leaf] = value
+
+
+def flat_items(data: dict, prefix: str = "") -> dict:
+    """A nested dict as one level of dotted keys (``{"model.tem.n_g": ...}``)."""
+    out = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out.update(flat_items(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

@@ -126,7 +126,9 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     tem, temt = runs["tem"], runs["temt"]
     # TEM as torch_tem trains it: 10 updates per 200-step walk, loss at revisits; it learned,
     # stayed below TEM-t's ceiling, and passed 0.5 after TEM-t did, in updates and seconds
-    assert "train.tem_loss_on=revisits" in speed["overrides"]["tem"]
+    # (recorded as train.tem_loss_on before TEM's keys moved to [train.tem])
+    assert {"train.tem_loss_on=revisits", "train.tem.loss_on=revisits"} & \
+        set(speed["overrides"]["tem"])
     assert all(r["updates"] == 10 * r["walk_steps"] // 200 for r in tem)
     assert tem[-1]["zero_shot"] > 5 * tem[0]["zero_shot"]
     assert max(r["zero_shot"] for r in temt) >= 0.9 > max(r["zero_shot"] for r in tem)
@@ -158,7 +160,7 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     # the shipped 8x8 TEM continues that run from its last checkpoint (shipped in session 9
     # with this hash) at its iteration; its metrics, evaluation and analysis are of it
     model, cfg, payload = load_checkpoint(DATA / "tem_8x8.pt")
-    assert cfg.train.init_continue and cfg.train.tem_loss_on == "revisits"
+    assert cfg.train.init_continue and cfg.train.tem.loss_on == "revisits"
     assert payload["extra"]["init_from_sha256"] == SESSION9_TEM_8X8
     with open(DATA / "tem_8x8_metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))

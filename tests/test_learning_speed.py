@@ -176,9 +176,9 @@ def _bench():
 #: A TEM small enough to make a few updates in a fraction of a second.
 TINY_TEM = ["world.worlds=[\"square:3\"]", "world.n_obs=6", "world.walk_steps=8",
             "train.chunk_len=4", "train.batch_size=2", "train.threads=1",
-            "model.tem_n_g=[4,4]", "model.tem_n_g_sub=[2,2]", "model.tem_n_x_c=4",
-            "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]",
-            "model.tem_iters_inf=[2,2]", "model.tem_transition_hidden=4"]
+            "model.tem.n_g=[4,4]", "model.tem.n_g_sub=[2,2]", "model.tem.n_x_c=4",
+            "model.tem.freqs=[0.9,0.2]", "model.tem.iters_gen=[2,1]",
+            "model.tem.iters_inf=[2,2]", "model.tem.transition_hidden=4"]
 
 
 @pytest.mark.parametrize("kind, per_walk", [("temt", 1), ("tem", 10)])
@@ -278,3 +278,13 @@ def test_merge_adds_a_second_tem_run_beside_the_same_temt(tmp_path):
     paths[1].write_text(json.dumps(fake_speed() | {"worlds": ["square:5"]}))
     with pytest.raises(SystemExit, match="worlds differs"):
         bench.merge(str(paths[0]), str(paths[1]), "tem_per_chunk", str(tmp_path / "m.json"))
+
+
+def test_resume_reads_overrides_recorded_under_the_old_key_names():
+    """A learning JSON written before TEM's keys moved to [train.tem] records them as
+    ``train.tem_*``; ``--resume`` compares them under their current names."""
+    bench = _bench()
+    old = ["train.threads=1", "train.tem_eta_ramp=1", "train.tem_loss_on=revisits"]
+    new = ["train.threads=1", "train.tem.eta_ramp=1", "train.tem.loss_on=revisits"]
+    assert bench._current_names(old) == bench._current_names(new) == new
+    assert bench._current_names(["train.tem_eta_ramp=2"]) != bench._current_names(new[1:2])

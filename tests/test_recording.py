@@ -87,7 +87,7 @@ def test_shapes_coords_and_attrs(ckpt, full):
     assert a["hippo_rep_kind"] == "recording" and a["world"] == world.spec
     assert a["checkpoint_sha256"] == file_sha256(ckpt)
     assert a["seed"] == 3 and a["n_steps"] == T and a["same_observations"] == 0
-    # (through JSON: tuples such as model.tem_n_g come back as lists)
+    # (through JSON: tuples such as model.tem.n_g come back as lists)
     assert json.loads(a["model_config"]) == json.loads(json.dumps(cfg.to_dict()["model"]))
     assert json.loads(a["world_config"])["worlds"] == [world.spec]
     rc = json.loads(a["recording_config"])

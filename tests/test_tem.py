@@ -12,9 +12,9 @@ from hippo_rep.training.evaluate import evaluate_checkpoint
 
 #: A TEM small enough for tests: two modules (6 and 4 units, 3 and 2 in the memory), x_c of
 #: 5 units → p has (3 + 2) x 5 = 25 units, so walks of > 12 steps fold the memory.
-SMALL = ['model.kind="tem"', "model.tem_n_g=[6,4]", "model.tem_n_g_sub=[3,2]",
-         "model.tem_freqs=[0.9,0.2]", "model.tem_iters_gen=[2,1]", "model.tem_iters_inf=[2,2]",
-         "model.tem_n_x_c=5", "model.tem_transition_hidden=4"]
+SMALL = ['model.kind="tem"', "model.tem.n_g=[6,4]", "model.tem.n_g_sub=[3,2]",
+         "model.tem.freqs=[0.9,0.2]", "model.tem.iters_gen=[2,1]", "model.tem.iters_inf=[2,2]",
+         "model.tem.n_x_c=5", "model.tem.transition_hidden=4"]
 
 
 def hebbian_update(M: torch.Tensor, p: torch.Tensor, p_hat: torch.Tensor, lam: float,
@@ -87,21 +87,21 @@ def test_f_p_and_attractor_hand_case():
 def test_schedule_ramps_and_decays():
     cfg = load_config("tem")
     mc, tc = cfg.model, cfg.train
-    s0, s_half, s_end = (tem_schedule(mc, tc, i) for i in (0, tc.tem_p2g_half, 10**6))
-    assert s0["eta"] == pytest.approx(mc.tem_eta / tc.tem_eta_ramp)
-    assert s0["lambda"] == pytest.approx(mc.tem_lambda / tc.tem_lambda_ramp)
-    assert s_end["eta"] == mc.tem_eta and s_end["lambda"] == mc.tem_lambda
+    s0, s_half, s_end = (tem_schedule(mc, tc, i) for i in (0, tc.tem.p2g_half, 10**6))
+    assert s0["eta"] == pytest.approx(mc.tem.eta / tc.tem.eta_ramp)
+    assert s0["lambda"] == pytest.approx(mc.tem.lambda_ / tc.tem.lambda_ramp)
+    assert s_end["eta"] == mc.tem.eta and s_end["lambda"] == mc.tem.lambda_
     assert s_half["p2g_offset"] == pytest.approx(0.5)
     assert s0["p2g_offset"] > 0.8 and s_end["p2g_offset"] < 1e-6
-    assert s0["weights"]["g"] == pytest.approx(tc.tem_loss_g / tc.tem_latent_ramp)
-    assert s0["weights"]["reg_p"] == tc.tem_loss_reg_p and s_end["weights"]["reg_p"] == 0
-    assert s_end["weights"]["p_x"] == pytest.approx(tc.tem_loss_p)
+    assert s0["weights"]["g"] == pytest.approx(tc.tem.loss_g / tc.tem.latent_ramp)
+    assert s0["weights"]["reg_p"] == tc.tem.loss_reg_p and s_end["weights"]["reg_p"] == 0
+    assert s_end["weights"]["p_x"] == pytest.approx(tc.tem.loss_p)
 
 
 def test_tem_preset_trains_as_torch_tem():
     """torch_tem: an Adam step per 20-step chunk, 20,000 of them, losses at revisits only."""
     cfg = load_config("tem")
-    assert cfg.train.chunk_len == 20 and cfg.train.tem_loss_on == "revisits"
+    assert cfg.train.chunk_len == 20 and cfg.train.tem.loss_on == "revisits"
     assert T.updates_per_walk(cfg) * cfg.train.iterations == 20_000
 
 
@@ -125,7 +125,7 @@ def test_revisit_only_loss_is_torch_tems_reduction(pattern):
     model = small_model()
     obs, act = walk(B=3, L=12)
     out, _ = model(obs, act)
-    tc = small_cfg('train.tem_loss_on="revisits"').train
+    tc = small_cfg('train.tem.loss_on="revisits"').train
     g = torch.Generator().manual_seed(1)
     revisit = {"mixed": torch.rand(3, 12, generator=g) < 0.5,
                "all": torch.ones(3, 12, dtype=torch.bool),
@@ -133,7 +133,7 @@ def test_revisit_only_loss_is_torch_tems_reduction(pattern):
     revisit[:, 0] = False  # a walk's first step is never a revisit
     got = model.training_losses(out, 700, tc, revisit=revisit)["loss"]
     torch.testing.assert_close(got, _loop_loss(model, out, 700, tc, revisit))
-    every = model.training_losses(out, 700, small_cfg().train)["loss"]  # tem_loss_on "all"
+    every = model.training_losses(out, 700, small_cfg().train)["loss"]  # tem.loss_on "all"
     if pattern == "none":
         assert got == 0
     elif pattern == "mixed":  # first visits and unequal env counts change the loss
@@ -144,7 +144,7 @@ def test_revisit_only_loss_is_torch_tems_reduction(pattern):
 
 # ------------------------------------------------------------------ the model's memory
 #: Module frequencies falling with the index (TEM's order) or rising (the general path).
-FREQ_ORDERS = [("model.tem_freqs=[0.9,0.2]",), ("model.tem_freqs=[0.2,0.9]",)]
+FREQ_ORDERS = [("model.tem.freqs=[0.9,0.2]",), ("model.tem.freqs=[0.2,0.9]",)]
 
 
 @pytest.mark.parametrize("extra", FREQ_ORDERS)
@@ -159,7 +159,7 @@ def test_memory_holds_the_hebbian_rule_of_p_inf(extra):
     eta, lam = float(model.eta), float(model.lam)
     n_p = model.n_p
     mask = torch.ones(n_p, n_p)
-    if model.config.tem_freqs[0] > model.config.tem_freqs[1]:
+    if model.config.tem.freqs[0] > model.config.tem.freqs[1]:
         mask[:15, 15:] = 0  # module 0 (units 0-14, high frequency) does not send to module 1
     else:
         mask[15:, :15] = 0  # module 1 (units 15-24) is the high-frequency one
@@ -177,7 +177,7 @@ def test_memory_holds_the_hebbian_rule_of_p_inf(extra):
 @pytest.mark.parametrize("extra", FREQ_ORDERS)
 def test_factored_read_equals_dense_matrix_product(extra):
     model = small_model(0, *extra)
-    assert model.conn_suffix == (model.config.tem_freqs[0] > model.config.tem_freqs[1])
+    assert model.conn_suffix == (model.config.tem.freqs[0] > model.config.tem.freqs[1])
     obs, act = walk(L=20)
     with torch.no_grad():
         _, state = model(obs[:, :8], act[:, :8])
@@ -244,7 +244,7 @@ def test_first_prediction_depends_on_nothing_seen():
 # ------------------------------------------------------------------ training
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch):
     cfg = small_cfg("train.iterations=6", "train.chunk_len=16", "train.checkpoint_every=2",
-                    "train.tem_eta_ramp=4", "train.tem_lambda_ramp=3")
+                    "train.tem.eta_ramp=4", "train.tem.lambda_ramp=3")
     T.train(cfg, tmp_path / "a", progress=False)
     ref = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model_state"]
     header = (tmp_path / "a" / "metrics.csv").read_text().splitlines()[0].split(",")
@@ -300,13 +300,13 @@ def test_tiny_tem_beats_chance_on_held_out_revisits(tmp_path):
     Measured (100 iterations, 20–50 s on a busy 2-core machine; 16 held-out walks), training
     seeds 0 / 1 / 2: revisit 0.28 / 0.28 / 0.20, loop closure 0.26 / 0.28 / 0.19, first visit
     0.08 / 0.07 / 0.11 (chance 0.1); the bounds below hold for all three."""
-    cfg = load_config("tiny", [*SMALL[:1], "model.tem_n_g=[12,12]", "model.tem_n_g_sub=[4,4]",
-                               "model.tem_freqs=[0.99,0.3]", "model.tem_iters_gen=[2,1]",
-                               "model.tem_iters_inf=[2,2]", "model.tem_n_x_c=5",
+    cfg = load_config("tiny", [*SMALL[:1], "model.tem.n_g=[12,12]", "model.tem.n_g_sub=[4,4]",
+                               "model.tem.freqs=[0.99,0.3]", "model.tem.iters_gen=[2,1]",
+                               "model.tem.iters_inf=[2,2]", "model.tem.n_x_c=5",
                                "train.iterations=100", "train.lr=1e-2",
-                               "train.tem_eta_ramp=1", "train.tem_lambda_ramp=1",
-                               "train.tem_latent_ramp=1", "train.tem_reg_p_decay=1",
-                               "train.tem_p2g_half=100000"])
+                               "train.tem.eta_ramp=1", "train.tem.lambda_ramp=1",
+                               "train.tem.latent_ramp=1", "train.tem.reg_p_decay=1",
+                               "train.tem.p2g_half=100000"])
     T.train(cfg, tmp_path / "r", progress=False)
     res = evaluate_checkpoint(tmp_path / "r" / "checkpoint.pt", n_envs=16, seed=5)
     chance = 1 / cfg.world.n_obs
@@ -317,13 +317,13 @@ def test_tiny_tem_beats_chance_on_held_out_revisits(tmp_path):
 
 # ------------------------------------------------------------------ config errors
 @pytest.mark.parametrize("override,needle", [
-    ("model.tem_n_g_sub=[7,2]", "model.tem_n_g_sub[0] = 7 exceeds model.tem_n_g[0] = 6"),
-    ("model.tem_freqs=[0.9]", "model.tem_freqs must have one entry per module"),
-    ("model.tem_freqs=[0.9,1.5]", "model.tem_freqs entries must be > 0 and < 1"),
-    ("model.tem_iters_gen=[2,-1]", "model.tem_iters_gen entries must be ≥ 0"),
-    ("model.tem_n_g=[6,0]", "model.tem_n_g entries must be ≥ 1"),
-    ("model.tem_n_x_c=4", "model.tem_n_x_c = 4 has 6 two-hot codes, fewer than world.n_obs"),
-    ("model.tem_n_g=6", "model.tem_n_g must be a list"),
+    ("model.tem.n_g_sub=[7,2]", "model.tem.n_g_sub[0] = 7 exceeds model.tem.n_g[0] = 6"),
+    ("model.tem.freqs=[0.9]", "model.tem.freqs must have one entry per module"),
+    ("model.tem.freqs=[0.9,1.5]", "model.tem.freqs entries must be > 0 and < 1"),
+    ("model.tem.iters_gen=[2,-1]", "model.tem.iters_gen entries must be ≥ 0"),
+    ("model.tem.n_g=[6,0]", "model.tem.n_g entries must be ≥ 1"),
+    ("model.tem.n_x_c=4", "model.tem.n_x_c = 4 has 6 two-hot codes, fewer than world.n_obs"),
+    ("model.tem.n_g=6", "model.tem.n_g must be a list"),
 ])
 def test_bad_tem_values_are_one_line_errors(tmp_path, capsys, override, needle):
     with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):

@@ -23,8 +23,8 @@ from hippo_rep.training.checkpoint import load_checkpoint
 from tests.test_tem import hebbian_update, memory_matrices, small_cfg, walk
 
 #: TEM's annealing switched off so that the trained memory runs at its final η and λ.
-FINAL_SCHEDULE = ("train.tem_eta_ramp=1", "train.tem_lambda_ramp=1", "train.tem_latent_ramp=1",
-                  "train.tem_p2g_half=100000", "model.tem_lambda=0.9")
+FINAL_SCHEDULE = ("train.tem.eta_ramp=1", "train.tem.lambda_ramp=1", "train.tem.latent_ramp=1",
+                  "train.tem.p2g_half=100000", "model.tem.lambda_=0.9")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def run(model):
 def test_tem_hebbian_read_is_linear_attention_over_stored_pairs(model, run):
     obs, state, out = run
     T_ = obs.shape[1]
-    eta, lam, kappa = float(model.eta), float(model.lam), model.config.tem_kappa
+    eta, lam, kappa = float(model.eta), float(model.lam), model.config.tem.kappa
     weights = lam ** torch.arange(T_ - 1, -1, -1, dtype=torch.float32)  # age of each write
     module = model.unit_coords()["p_module"]
     conn = model.conn_gen.bool()  # conn[m, f]: module m sends to module f
@@ -107,7 +107,7 @@ def x_tilde(model, obs):
 
 def test_a1_identities_on_trained_tem_memory(model, run):
     obs, _, out = run
-    n_sub = model.config.tem_n_g_sub[0]
+    n_sub = model.config.tem.n_g_sub[0]
     g_idx = model.pad_idx[0, :n_sub]  # g̃ of module 0: its first n_sub units
     X = x_tilde(model, obs)[:, :, 0]  # (B, L, n_x)
     G = out["g"][..., g_idx]  # (B, L, n_sub)

@@ -408,7 +408,7 @@ def test_transition_lr_scale(tmp_path, scale):
 
 
 #: tests/test_tem.py's tiny TEM with short ramps, for the trainer's per-chunk updates.
-TEM_SMALL = [*SMALL, "train.tem_eta_ramp=50", "train.tem_latent_ramp=50"]
+TEM_SMALL = [*SMALL, "train.tem.eta_ramp=50", "train.tem.latent_ramp=50"]
 
 
 def _per_chunk_reference(cfg, iterations: int):
@@ -450,7 +450,7 @@ def _per_chunk_reference(cfg, iterations: int):
 def test_step_every_chunk_takes_one_update_per_chunk(tmp_path, kind):
     extra = ["train.chunk_len=10", "train.step_every_chunk=true", "train.iterations=2",
              *(TEM_SMALL if kind != "temt" else []),
-             *(['train.tem_loss_on="revisits"'] if kind == "tem_revisits" else [])]
+             *(['train.tem.loss_on="revisits"'] if kind == "tem_revisits" else [])]
     cfg = tiny(*extra)
     tr = T.Trainer(cfg, tmp_path / "run", progress=False)
     assert tr.updates_per_iteration == 4  # 40-step walks in chunks of 10

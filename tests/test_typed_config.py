@@ -4,6 +4,7 @@ one-line errors naming the source, TOML/JSON round trips; and that every config 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import pytest
 
@@ -119,3 +120,71 @@ def test_every_config_uses_the_helper_and_round_trips(cls, tmp_path):
 def test_each_config_raises_its_own_error_with_a_hint(cls, data, error, needle):
     with pytest.raises(error, match=r"^src: .*" + needle.replace(".", r"\.").replace("?", r"\?")):
         cls.from_dict(data, "src")
+
+
+# ------------------------------------------------------------- sections inside sections
+@dataclass(frozen=True)
+class Sub(TypedConfig):
+    section = "mid.sub"
+    error = ToyError
+    # A size.
+    k: int = setting(2, Rule(low=1))
+    # Sizes.
+    ks: tuple[int, ...] = (1,)
+
+
+@dataclass(frozen=True)
+class Mid(TypedConfig):
+    section = "mid"
+    error = ToyError
+    moved = MappingProxyType({"sub_k": "sub.k", "sub_ks": "sub.ks"})
+    # A flag.
+    on: bool = False
+    sub: Sub = field(default_factory=Sub)
+
+
+@dataclass(frozen=True)
+class Top(TypedConfig):
+    error = ToyError
+    mid: Mid = field(default_factory=Mid)
+
+
+def test_a_section_in_a_section_round_trips_as_a_dotted_table(tmp_path):
+    c = Top(Mid(on=True, sub=Sub(k=5, ks=(3, 4))))
+    assert Top.from_json(c.to_json()) == c
+    text = c.to_toml()
+    assert "[mid.sub]" in text and "sub_k" not in text
+    (tmp_path / "c.toml").write_text(text)
+    assert Top.from_toml(tmp_path / "c.toml") == c
+    assert Top.from_dict({"mid": {"sub": {"k": 5, "ks": [3, 4]}, "on": True}}) == c
+    assert [k for k, _, _ in Top.keys()] == ["mid.on", "mid.sub.k", "mid.sub.ks"]
+
+
+def test_moved_keys_are_read_under_their_new_names():
+    old = {"mid": {"sub_k": 5, "sub_ks": [3], "on": True}}
+    assert Top.from_dict(old) == Top(Mid(on=True, sub=Sub(k=5, ks=(3,))))
+    assert Top.upgrade(old) == {"mid": {"on": True, "sub": {"k": 5, "ks": [3]}}}
+    assert old == {"mid": {"sub_k": 5, "sub_ks": [3], "on": True}}  # not changed
+    assert Top.upgrade({"mid": 3}) == {"mid": 3}  # not a table: left for _build to refuse
+    assert Top.new_key("mid.sub_k") == "mid.sub.k" and Mid.new_key("sub_ks") == "sub.ks"
+    for key in ("mid.on", "mid.sub.k", "nope.sub_k", "mid.zzz"):
+        assert Top.new_key(key) == key
+
+
+@pytest.mark.parametrize("data,needle", [
+    ({"mid": {"sub": {"kk": 1}}}, "t.toml: unknown key(s) mid.sub.kk (did you mean mid.sub.k?); "
+                                  "valid keys in [mid.sub]: k, ks"),
+    ({"mid": {"sbu": {}}}, "t.toml: unknown key(s) mid.sbu (did you mean mid.sub?); valid keys "
+                           "in [mid]: on, sub"),
+    ({"mid": {"sub": 3}}, "t.toml: [mid.sub] must be a table; got int"),
+    ({"mid": {"sub": {"k": 0}}}, "t.toml: mid.sub.k must be ≥ 1; got 0"),
+    ({"mid": {"sub_k": 0}}, "t.toml: mid.sub.k must be ≥ 1; got 0"),
+    ({"mid": {"sub_k": 1, "sub": {"k": 2}}},
+     "t.toml: mid.sub_k is the old name of mid.sub.k; give one of them"),
+    ({"mid": {"sub_k": 1, "sub": 3}},
+     "t.toml: mid.sub must be a table (it holds mid.sub.k, the new name of mid.sub_k); got int"),
+])
+def test_errors_in_a_section_in_a_section_name_the_key_and_the_section(data, needle):
+    with pytest.raises(ToyError) as info:
+        Top.from_dict(data, "t.toml")
+    assert str(info.value) == needle

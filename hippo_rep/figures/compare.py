@@ -54,12 +54,22 @@ COMPARE_COLORS = {"TEM g": GREY, "TEM p": VERMILLION, "TEM-t g": BLUE,
 
 def _tem_modules(tem) -> np.ndarray:
     """Frequency module of each g unit of a TEM analysis (the ``module`` coord of its
-    recording: contiguous blocks of ``model.tem_n_g`` units, 0 = highest frequency)."""
+    recording: contiguous blocks of ``model.tem.n_g`` units, 0 = highest frequency). A
+    recording made before the key moved holds it as ``tem_n_g``
+    (:data:`~hippo_rep.config.ModelConfig.moved`)."""
     import json
 
-    sizes = json.loads(tem.attrs.get("model_config", "{}")).get("tem_n_g")
+    from hippo_rep.config import ConfigError, ModelConfig
+
+    try:
+        model = ModelConfig.upgrade(json.loads(tem.attrs.get("model_config", "{}")))
+    except ConfigError:
+        model = {}
+    tem_section = model.get("tem") if isinstance(model, dict) else None
+    sizes = tem_section.get("n_g") if isinstance(tem_section, dict) else None
     if not sizes:
-        raise MissingInput("the TEM analysis has no model_config with tem_n_g (not a TEM?)")
+        raise MissingInput("the TEM analysis has no model_config with model.tem.n_g (not a "
+                           "TEM?)")
     return np.repeat(np.arange(len(sizes)), sizes)
 
 

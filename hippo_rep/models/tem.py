@@ -8,31 +8,36 @@ Abstract location g (n_f frequency modules, module 0 the highest frequency)::
 
     g_gen_t = clamp(g_{t-1} + g_{t-1} D_{a_t}, -1, 1)                     (path integration)
 
-D_a is a block matrix produced from the action by a small MLP (hidden ``tem_transition_hidden``
-per module); module f receives input only from modules of lower or equal frequency
-(hierarchical, low → high). A new walk starts at the learned g_init.
+Sizes, rates and iteration counts are the ``[model.tem]`` section's
+(:class:`~hippo_rep.config.TEMModelConfig`), the loss weights and annealing the
+``[train.tem]`` section's (:class:`~hippo_rep.config.TEMTrainConfig`).
 
-Sensory input: x_c = two-hot compression of x (``tem_n_x_c`` units); per module
-x_f ← (1 − α_f) x_f + α_f x_c, α_f = sigmoid(learned), initially ``tem_freqs``; the memory sees
-x̃_f = sigmoid(w_f) · normalise(relu(x_f − mean x_f)).
+D_a is a block matrix produced from the action by a small MLP (hidden
+``model.tem.transition_hidden`` per module); module f receives input only from modules of
+lower or equal frequency (hierarchical, low → high). A new walk starts at the learned g_init.
+
+Sensory input: x_c = two-hot compression of x (``model.tem.n_x_c`` units); per module
+x_f ← (1 − α_f) x_f + α_f x_c, α_f = sigmoid(learned), initially ``model.tem.freqs``; the
+memory sees x̃_f = sigmoid(w_f) · normalise(relu(x_f − mean x_f)).
 
 Grounded location p (per module, flattened, n_p = Σ_f n_sub_f · n_x_c)::
 
     p_f = f_p(flatten(g_down_f ⊗ x̃_f)),   f_p(z) = leaky_relu(clamp(z, −1, 1))
 
-g_down_f = the first ``tem_n_g_sub[f]`` units of module f.
+g_down_f = the first ``model.tem.n_g_sub[f]`` units of module f.
 
 Hebbian memory (two of them: generative M_gen, hierarchically masked, and inference M_inf)::
 
     M_t = λ M_{t−1} + η (p_t + p̂_t)ᵀ (p_t − p̂_t)         (row = from, column = to)
 
 with p̂ the memory retrieved at t (only the unpredicted part is added). Retrieval is the
-attractor h ← f_p(κ h + h M) from a query, iterated ``tem_iters_gen`` / ``tem_iters_inf``
-times per module (low frequencies stop early in the generative memory). torch_tem also
-clamps M to [−1, 1] after each update; the paper does not, and neither does this
-module, which lets M be kept exactly as its rank-one terms (``TEMState.U``, ``V``): a
-retrieval then costs O(steps · n_p) instead of O(n_p²) while the walk is shorter than
-n_p / 2 steps, and the terms are folded into a dense matrix beyond that.
+attractor h ← f_p(κ h + h M) from a query, iterated ``model.tem.iters_gen`` /
+``model.tem.iters_inf`` times per module (low frequencies stop early in the generative
+memory). torch_tem also clamps M to [−1, 1] after each update; the paper does not, and
+neither does this module, which lets M be kept exactly as its rank-one terms
+(``TEMState.U``, ``V``): a retrieval then costs O(steps · n_p) instead of O(n_p²) while the
+walk is shorter than n_p / 2 steps, and the terms are folded into a dense matrix beyond
+that.
 
 Inference pass: p_x = attractor(x̃ tiled over g units; M_inf); g_mem = MLP(p_x summed over
 sensory units), clamped; g_inf = the precision-weighted mean of g_gen (σ from an MLP of
@@ -49,8 +54,9 @@ Losses (unweighted, means over environments and steps, in torch_tem's order): ``
 ``reg_g`` ‖g_inf‖², ``reg_p`` ‖p_inf‖₁ (torch_tem's L1). Their weights and annealing are in
 :func:`tem_schedule`.
 
-Shapes: B environments, L steps in the chunk, n_g = Σ tem_n_g, n_p as above. The only Python
-loops are over time steps and attractor iterations; modules are handled with block masks.
+Shapes: B environments, L steps in the chunk, n_g = Σ model.tem.n_g, n_p as above. The only
+Python loops are over time steps and attractor iterations; modules are handled with block
+masks.
 """
 
 from __future__ import annotations
@@ -196,7 +202,7 @@ def two_hot_codes(n_obs: int, n_x_c: int) -> torch.Tensor:
     """Distinct two-hot codes of ``n_x_c`` units for ``n_obs`` observations, (n_obs, n_x_c)."""
     pairs = list(itertools.islice(itertools.combinations(range(n_x_c), 2), n_obs))
     if len(pairs) < n_obs:
-        raise ValueError(f"model.tem_n_x_c = {n_x_c} gives {len(pairs)} two-hot codes; "
+        raise ValueError(f"model.tem.n_x_c = {n_x_c} gives {len(pairs)} two-hot codes; "
                          f"world.n_obs = {n_obs} needs more")
     codes = torch.zeros(n_obs, n_x_c)
     idx = torch.tensor(pairs)
@@ -220,27 +226,27 @@ def tem_schedule(model_cfg: ModelConfig, train_cfg: TrainConfig, iteration: int)
     """TEM's annealing at gradient step ``iteration`` (torch_tem's parameter_iteration).
 
     Returns ``eta`` and ``lambda`` (Hebbian learning and forgetting, ramped linearly over
-    ``train.tem_eta_ramp`` / ``train.tem_lambda_ramp`` iterations), ``p2g_offset`` (a
-    logistic fall from 1 to 0 centred at ``train.tem_p2g_half``, width
-    ``train.tem_p2g_width``: how much inference ignores memory-inferred g), and ``weights``
+    ``train.tem.eta_ramp`` / ``train.tem.lambda_ramp`` iterations), ``p2g_offset`` (a
+    logistic fall from 1 to 0 centred at ``train.tem.p2g_half``, width
+    ``train.tem.p2g_width``: how much inference ignores memory-inferred g), and ``weights``
     of :data:`LOSS_NAMES`: the latent-consistency losses (``p_g``, ``p_x``, ``g``) ramp in over
-    ``train.tem_latent_ramp`` (``p_x`` also × (1 − p2g_offset)); ``reg_p`` decays to 0 over
-    ``train.tem_reg_p_decay``; the x losses and ``reg_g`` stay constant.
+    ``train.tem.latent_ramp`` (``p_x`` also × (1 − p2g_offset)); ``reg_p`` decays to 0 over
+    ``train.tem.reg_p_decay``; the x losses and ``reg_g`` stay constant.
     """
     mc, tc = model_cfg, train_cfg
 
     def ramp(n: int) -> float:
         return min((iteration + 1) / n, 1.0)
 
-    z = (iteration - tc.tem_p2g_half) / tc.tem_p2g_width
+    z = (iteration - tc.tem.p2g_half) / tc.tem.p2g_width
     p2g = 0.5 * (1.0 - math.tanh(z / 2))  # 1 / (1 + e^z), overflow-free
-    latent = ramp(tc.tem_latent_ramp)
-    weights = {"p_g": latent * tc.tem_loss_p, "p_x": latent * tc.tem_loss_p * (1 - p2g),
-               "x_gen": tc.tem_loss_x, "x_g": tc.tem_loss_x, "x_p": tc.tem_loss_x,
-               "g": latent * tc.tem_loss_g, "reg_g": tc.tem_loss_reg_g,
-               "reg_p": (1 - min(iteration / tc.tem_reg_p_decay, 1.0)) * tc.tem_loss_reg_p}
-    return {"eta": ramp(tc.tem_eta_ramp) * mc.tem_eta,
-            "lambda": ramp(tc.tem_lambda_ramp) * mc.tem_lambda,
+    latent = ramp(tc.tem.latent_ramp)
+    weights = {"p_g": latent * tc.tem.loss_p, "p_x": latent * tc.tem.loss_p * (1 - p2g),
+               "x_gen": tc.tem.loss_x, "x_g": tc.tem.loss_x, "x_p": tc.tem.loss_x,
+               "g": latent * tc.tem.loss_g, "reg_g": tc.tem.loss_reg_g,
+               "reg_p": (1 - min(iteration / tc.tem.reg_p_decay, 1.0)) * tc.tem.loss_reg_p}
+    return {"eta": ramp(tc.tem.eta_ramp) * mc.tem.eta,
+            "lambda": ramp(tc.tem.lambda_ramp) * mc.tem.lambda_,
             "p2g_offset": p2g, "weights": weights}
 
 
@@ -250,7 +256,7 @@ class TEM(nn.Module):
     Parameters
     ----------
     config : ModelConfig
-        ``kind = "tem"``; sizes from the ``tem_*`` keys.
+        ``kind = "tem"``; sizes from its ``tem`` section (``[model.tem]``).
     n_actions : int
         Size of the action set; action 0 is stay (a zero action vector).
     n_obs : int
@@ -263,12 +269,12 @@ class TEM(nn.Module):
     def __init__(self, config: ModelConfig, n_actions: int, n_obs: int):
         super().__init__()
         self.config, self.n_actions, self.n_obs = config, n_actions, n_obs
-        n_g, n_sub = list(config.tem_n_g), list(config.tem_n_g_sub)
-        n_f, n_x = len(n_g), config.tem_n_x_c
+        n_g, n_sub = list(config.tem.n_g), list(config.tem.n_g_sub)
+        n_f, n_x = len(n_g), config.tem.n_x_c
         self.n_f, self.n_x = n_f, n_x
         self.n_g, self.n_sub = sum(n_g), sum(n_sub)
         self.n_p = self.n_sub * n_x
-        freqs = torch.tensor(config.tem_freqs, dtype=torch.float32)
+        freqs = torch.tensor(config.tem.freqs, dtype=torch.float32)
         # conn[m, f]: module m may send to module f (lower or equal frequency → higher).
         conn = freqs[:, None] <= freqs[None, :]
         g_mod = torch.repeat_interleave(torch.arange(n_f), torch.tensor(n_g))
@@ -294,9 +300,9 @@ class TEM(nn.Module):
         # Frequencies falling with the module index (the default): conn is "from m ≥ f".
         self.conn_suffix = bool(torch.equal(conn, torch.ones(n_f, n_f).triu().bool().T))
         self.register_buffer("conn_inf", torch.ones(n_f, n_f), persistent=False)
-        self.register_buffer("iters_gen", torch.tensor(config.tem_iters_gen)[:, None],
+        self.register_buffer("iters_gen", torch.tensor(config.tem.iters_gen)[:, None],
                              persistent=False)
-        self.register_buffer("iters_inf", torch.tensor(config.tem_iters_inf)[:, None],
+        self.register_buffer("iters_inf", torch.tensor(config.tem.iters_inf)[:, None],
                              persistent=False)
         self.register_buffer("two_hot", two_hot_codes(n_obs, n_x), persistent=False)
         # Transition D_a: entries (row = from unit, col = to unit) allowed by conn.
@@ -309,7 +315,7 @@ class TEM(nn.Module):
             cols.append(torch.nonzero(g_mod == f)[:, 0][c])
         self.register_buffer("D_rows", torch.cat(rows), persistent=False)
         self.register_buffer("D_cols", torch.cat(cols), persistent=False)
-        h = config.tem_transition_hidden
+        h = config.tem.transition_hidden
         self.D_hidden = nn.Linear(n_actions - 1, h * n_f)
         nn.init.xavier_normal_(self.D_hidden.weight)
         nn.init.zeros_(self.D_hidden.bias)
@@ -339,8 +345,8 @@ class TEM(nn.Module):
                                              -2 * G_INIT_STD, 2 * G_INIT_STD))
         # Annealed values (set by the trainer each iteration; saved with the weights so that
         # a checkpoint runs as it was trained). A fresh model has the final values.
-        self.register_buffer("eta", torch.tensor(float(config.tem_eta)))
-        self.register_buffer("lam", torch.tensor(float(config.tem_lambda)))
+        self.register_buffer("eta", torch.tensor(float(config.tem.eta)))
+        self.register_buffer("lam", torch.tensor(float(config.tem.lambda_)))
         self.register_buffer("p2g_offset", torch.tensor(0.0))
 
     # ------------------------------------------------------------------ schedule
@@ -356,15 +362,15 @@ class TEM(nn.Module):
                         revisit: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """The weighted sum ``loss`` of the chunk's terms, and each term as ``tem_<name>``.
 
-        With ``train.tem_loss_on = "revisits"`` a term counts only at steps whose node the
+        With ``train.tem.loss_on = "revisits"`` a term counts only at steps whose node the
         walk has visited before (``revisit``, (B, L) bool), as torch_tem trains: each step's
         terms are averaged over the environments revisiting there, then averaged over the
         chunk's L steps (a step with no revisit adds 0). With ``"all"``: means over all steps.
         """
         terms = out.terms
-        if train_cfg.tem_loss_on == "revisits":
+        if train_cfg.tem.loss_on == "revisits":
             if revisit is None:
-                raise ValueError('train.tem_loss_on = "revisits" needs the revisit mask')
+                raise ValueError('train.tem.loss_on = "revisits" needs the revisit mask')
             m = revisit.to(out.g.dtype)
             w = m / m.sum(0, keepdim=True).clamp(min=1.0) / m.shape[1]  # (B, L)
             terms = {k: (v * w).sum() for k, v in out.step_terms.items()}
@@ -497,7 +503,7 @@ class TEM(nn.Module):
             state = self.initial_state(B)
         if state.n_terms + L > self.n_p // 2:
             state = self.fold(state)
-        lam, eta, kappa = float(self.lam), float(self.eta), self.config.tem_kappa
+        lam, eta, kappa = float(self.lam), float(self.eta), self.config.tem.kappa
         K0, dev = state.n_terms, obs.device
         D_flat = self.transition_deltas().transpose(0, 1).reshape(self.n_g, -1)
         alpha = torch.sigmoid(self.alpha_raw)[None, :, None]

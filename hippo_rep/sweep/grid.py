@@ -3,10 +3,10 @@ its config and a readable, stable folder name."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 import tomllib
-import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from hippo_rep.config import (
     read_raw,
 )
 from hippo_rep.defaults import SWEEP_SEEDS
+from hippo_rep.typed_config import get_path, set_path
 
 #: Seeds per grid combination when not given (``train.seed`` = 0).
 DEFAULT_SEEDS = SWEEP_SEEDS
@@ -58,11 +59,9 @@ class Run:
 
 # ------------------------------------------------------------------------------ the grid
 def config_keys() -> list[str]:
-    """Every ``section.key`` of :class:`~hippo_rep.config.Config`."""
-    keys = []
-    for section, cls in typing.get_type_hints(Config).items():
-        keys += [f"{section}.{k}" for k in typing.get_type_hints(cls)]
-    return keys
+    """Every ``section.key`` of :class:`~hippo_rep.config.Config` (``section.sub.key`` in a
+    section's section, e.g. ``model.tem.n_g``)."""
+    return [key for key, _, _ in Config.keys()]
 
 
 def parse_values(text: str, key: str = "value") -> list:
@@ -86,6 +85,8 @@ def parse_values(text: str, key: str = "value") -> list:
 def parse_grid(specs: Iterable[str] | Mapping[str, Sequence]) -> dict[str, list]:
     """``["section.key=v1,v2", ...]`` (or a mapping key → values) → ``{key: [values]}``.
 
+    A key that moved is read under its new name (``model.tem_n_g`` → ``model.tem.n_g``).
+
     Raises
     ------
     ConfigError
@@ -106,6 +107,7 @@ def parse_grid(specs: Iterable[str] | Mapping[str, Sequence]) -> dict[str, list]
     else:
         pairs = [(str(k), list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in items]
     for key, values in pairs:
+        key = Config.new_key(key)
         if key not in valid:
             raise ConfigError(f"unknown grid key {key!r}; valid keys: {', '.join(valid)}")
         if key == "train.seed":
@@ -186,15 +188,13 @@ def expand_sweep(config, grid, n_seeds: int,
     for index in itertools.product(*(range(len(grid[k])) for k in keys)):
         combo = [grid[k][i] for k, i in zip(keys, index, strict=True)]
         for seed in range(n_seeds):
-            data = {s: dict(v) for s, v in raw.items()}
+            data = copy.deepcopy(raw)
             for key, value in zip(keys, combo, strict=True):
-                section, _, name = key.partition(".")
-                data.setdefault(section, {})[name] = value
-            data.setdefault("train", {})["seed"] = seed
+                set_path(data, key, value)
+            set_path(data, "train.seed", seed)
             where = ", ".join(f"{k}={v!r}" for k, v in zip(keys, combo, strict=True))
             cfg = from_dict(data, f"{source} with {where or 'no grid'}")
-            lab = {dims[k]: _label(getattr(getattr(cfg, k.partition(".")[0]),
-                                           k.partition(".")[2])) for k in keys}
+            lab = {dims[k]: _label(get_path(cfg, k)) for k in keys}
             for k, i in zip(keys, index, strict=True):
                 labels[k][i] = lab[dims[k]]
                 seen = [v for j, v in labels[k].items() if j != i]

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hippo_rep import __version__
-from hippo_rep.config import Config
+from hippo_rep.config import Config, ConfigError
 from hippo_rep.fileio import read_json, remove_path
 from hippo_rep.sweep.grid import Run, SweepError, grid_dims
+from hippo_rep.typed_config import flat_items
 
 #: The manifest's file name, at the sweep's root.
 MANIFEST = "sweep.json"
@@ -23,11 +24,15 @@ NON_IDENTITY_KEYS = ("train.device", "train.threads")
 
 
 def _identity_config(cfg: dict) -> dict:
-    out = {s: dict(v) for s, v in cfg.items()}
-    for key in NON_IDENTITY_KEYS:
-        section, _, name = key.partition(".")
-        out.get(section, {}).pop(name, None)
-    return out
+    """``cfg`` as dotted keys under their current names (a manifest written before a key
+    moved, e.g. ``model.tem_n_g`` → ``model.tem.n_g``, compares equal), without
+    :data:`NON_IDENTITY_KEYS`."""
+    try:
+        cfg = Config.upgrade(cfg)
+    except ConfigError:  # an old key beside its new name: compared as written
+        pass
+    flat = flat_items(cfg) if isinstance(cfg, dict) else {}
+    return {k: v for k, v in flat.items() if k not in NON_IDENTITY_KEYS}
 
 
 def build_manifest(runs: Sequence[Run], base: Config, labels: Mapping[str, list], n_seeds: int,
@@ -52,17 +57,18 @@ def build_manifest(runs: Sequence[Run], base: Config, labels: Mapping[str, list]
 
 
 def _identity(manifest: dict) -> dict:
+    grid = manifest.get("grid")
+    if isinstance(grid, dict):
+        grid = {Config.new_key(str(k)): v for k, v in grid.items()}
     return {"base_config": _identity_config(manifest.get("base_config", {})),
-            "grid": manifest.get("grid"), "settings": manifest.get("settings")}
+            "grid": grid, "settings": manifest.get("settings")}
 
 
 def _differences(old: dict, new: dict) -> list[str]:
     a, b = _identity(old), _identity(new)
-    diffs = []
-    for section in sorted(set(a["base_config"]) | set(b["base_config"])):
-        sa, sb = a["base_config"].get(section, {}), b["base_config"].get(section, {})
-        diffs += [f"{section}.{k}: {sa.get(k)!r} → {sb.get(k)!r}"
-                  for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)]
+    ca, cb = a["base_config"], b["base_config"]
+    diffs = [f"{k}: {ca.get(k)!r} → {cb.get(k)!r}"
+             for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
     if a["grid"] != b["grid"]:
         diffs.append(f"grid: {a['grid']} → {b['grid']}")
     if a["settings"] != b["settings"]:

@@ -25,6 +25,7 @@ from hippo_rep.training.checkpoint import (
     save_checkpoint,
 )
 from hippo_rep.training.evaluate import evaluate
+from hippo_rep.typed_config import flat_items
 from hippo_rep.worlds import (
     WorldError,
     home_region,
@@ -73,8 +74,8 @@ def continue_config(path, overrides=()) -> Config:
 
 
 def _changed_keys(a: Config, b: Config) -> set[str]:
-    da, db = a.to_dict(), b.to_dict()
-    return {f"{s}.{k}" for s in da for k in da[s] if da[s][k] != db[s][k]}
+    da, db = flat_items(a.to_dict()), flat_items(b.to_dict())
+    return {k for k in da if da[k] != db[k]}
 
 
 def _check_same_run(saved: Config, config: Config, where: str, source: str,
