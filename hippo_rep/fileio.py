@@ -3,6 +3,7 @@ outputs, and the quoting of file values in error messages (no torch)."""
 
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
@@ -131,6 +132,19 @@ _UMASK = _current_umask()
 def write_json(path: str | Path, data, indent: int = 2) -> None:
     """Write ``data`` as JSON to ``path`` atomically (:func:`atomic_write`)."""
     atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=indent)))
+
+
+def write_csv(path: str | Path, fields, rows=(), **options) -> None:
+    """Write a header of ``fields``, then ``rows`` (dicts), as CSV to ``path`` atomically
+    (:func:`atomic_write`); ``options`` go to :class:`csv.DictWriter` (e.g.
+    ``extrasaction="ignore"``, ``lineterminator="\\n"``)."""
+    def write(tmp) -> None:
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fields, **options)
+            w.writeheader()
+            w.writerows(rows)
+
+    atomic_write(path, write)
 
 
 def atomic_write(path: str | Path, write) -> None:

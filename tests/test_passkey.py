@@ -8,6 +8,7 @@ import torch
 from hippo_rep import cli
 from hippo_rep.models.fam import FAMConfigError
 from hippo_rep.tasks import passkey as P
+from hippo_rep.training.trainer import warmup_cosine
 
 torch.set_num_threads(1)
 
@@ -72,6 +73,15 @@ def test_tiny_passkey_run_beats_chance_beyond_the_window(trained):
     assert hist[-1]["step"] == 150 and hist[-1]["loss"] < hist[0]["loss"]
 
 
+def test_training_takes_the_trainers_schedule(trained):
+    _, _, cfg, hist = trained
+    tc = cfg.train
+    # logged after the step's scheduler update: the rate of the next step, as LambdaLR gives it
+    assert [r["lr"] for r in hist] == [
+        tc.lr * warmup_cosine(r["step"], 1.0, tc.warmup, tc.steps) for r in hist]
+    assert hist[-1]["lr"] == pytest.approx(0.1 * tc.lr)
+
+
 def test_checkpoint_round_trip(trained):
     out, model, cfg, _ = trained
     assert not list(out.glob(".*.tmp"))
@@ -80,7 +90,8 @@ def test_checkpoint_round_trip(trained):
     x, _ = P.make_batch(4, 12, np.random.default_rng(1))
     with torch.no_grad():
         torch.testing.assert_close(m2(x).logits, model(x).logits, atol=0, rtol=0)
-    assert (out / "metrics.csv").read_text().startswith("step,loss,accuracy")
+    text = (out / "metrics.csv").read_bytes()
+    assert text.startswith(b"step,loss,accuracy,lr,seconds\n") and b"\r" not in text
 
 
 def test_bad_checkpoints_raise_clear_errors(tmp_path, trained):
@@ -108,7 +119,9 @@ def test_sweep_writes_tables_and_reuses_runs(tmp_path):
     assert {(r["variant"], r["filler"]) for r in rows} == {
         (v, f) for v in ("bswa_m1", "sum") for f in (0, 16)}
     assert all(r["n_seeds"] == 2 for r in rows)
-    assert (tmp_path / "sweep.csv").read_text().startswith("variant,filler,accuracy,std")
+    text = (tmp_path / "sweep.csv").read_bytes()
+    assert text.startswith(b"variant,filler,accuracy,std,n_seeds,per_seed,n_prompts,ci_low,"
+                           b"ci_high\n") and b"\r" not in text
     table = json.loads((tmp_path / "sweep.json").read_text())
     assert table["seeds"] == [0, 1] and table["rows"] == rows
     assert (tmp_path / "runs" / "sum_s1" / "checkpoint.pt").is_file()

@@ -26,7 +26,7 @@ from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
 from hippo_rep.recording import open_recording
 from hippo_rep.sweep.results import open_sweep
 
-#: Keys every PassKey sweep row needs (:func:`hippo_rep.tasks.passkey.read_sweep`).
+#: Keys every PassKey sweep row needs (:func:`hippo_rep.tasks.results.read_sweep`).
 PASSKEY_ROW_KEYS = ("variant", "filler", "accuracy", "std")
 #: Display labels of evaluation results by ``meta.model_kind``.
 MODEL_LABELS = {"temt": "TEM-t"}
@@ -47,7 +47,7 @@ class FigureInputs:
     ``evals`` maps a model label (e.g. "TEM-t", "sinusoidal") to an evaluation result (the JSON
     of ``hippo-rep evaluate``). ``analysis`` and ``recording`` are xarray Datasets.
     ``passkey`` holds the seed-averaged rows of a PassKey sweep
-    (:func:`hippo_rep.tasks.passkey.read_sweep`: ``variant``, ``filler`` in tokens,
+    (:func:`hippo_rep.tasks.results.read_sweep`: ``variant``, ``filler`` in tokens,
     ``accuracy`` and ``std`` as fractions). ``sweep`` is a sweep's table
     (:func:`hippo_rep.sweep.open_sweep`). ``delay`` is a long-delay loop-closure result
     (:func:`hippo_rep.tasks.delay.delay_experiment`; with a ``run`` dim when several were

@@ -1,4 +1,4 @@
-"""Panels of the PassKey sweep (rows of :func:`hippo_rep.tasks.passkey.read_sweep`: dicts with
+"""Panels of the PassKey sweep (rows of :func:`hippo_rep.tasks.results.read_sweep`: dicts with
 ``variant``, ``filler`` (tokens), ``accuracy`` and ``std`` (fractions over seeds))."""
 
 from __future__ import annotations

@@ -17,14 +17,16 @@ Randomness is explicit: model initialisation from ``torch.manual_seed(train.seed
 batches from ``numpy.random.default_rng([train.seed, 0])``, state-passing draws from
 ``default_rng([train.seed, 1])``, evaluation prompts from ``default_rng([seed, filler])`` (the
 same prompts for a filler length whatever other lengths are evaluated).
+
+The machinery is shared: training takes the trainer's learning-rate schedule and gradient
+step (``warmup_cosine``, ``apply_gradients`` of :mod:`hippo_rep.training.trainer`), checkpoints
+are :mod:`hippo_rep.training.checkpoint`'s (kind ``"passkey"``), the configs are typed
+(:mod:`hippo_rep.typed_config`), and the sweep table's statistics, writer and reader live,
+torch-free, in :mod:`hippo_rep.tasks.results`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hippo_rep.fileio import atomic_write, read_json, write_json
+from hippo_rep.fileio import read_json, write_csv, write_json
 from hippo_rep.models.fam import (
     FAM_VARIANTS,
     FAMConfig,
@@ -48,15 +50,25 @@ from hippo_rep.tasks import (
     PASSKEY_VARIANT_DEFINED_BY,
     PASSKEY_VARIANTS,
 )
-from hippo_rep.tasks.results import (  # torch-free: figures read sweeps without torch
-    CHANCE,
-    CONFIDENCE,
+
+# the sweep table (statistics, writer, reader) is torch-free, so that figures read sweeps
+# without torch; the names marked F401 are re-exported for callers of the task
+from hippo_rep.tasks.results import (
+    CHANCE,  # noqa: F401
+    CONFIDENCE,  # noqa: F401
     N_KEYS,
+    TARGET_HALF_WIDTH,  # noqa: F401
     PassKeyError,
-    read_sweep,  # noqa: F401 (re-exported: the sweep's reader lives with it)
-    wilson_interval,
+    format_table,  # noqa: F401
+    prompts_needed,  # noqa: F401
+    read_sweep,  # noqa: F401
+    summarise,
+    wide_intervals,  # noqa: F401
+    wilson_interval,  # noqa: F401
+    write_sweep,
 )
 from hippo_rep.training import checkpoint
+from hippo_rep.training.trainer import apply_gradients, warmup_cosine
 from hippo_rep.typed_config import Rule, TypedConfig, setting
 
 PAD, BOS, KEY, QUERY = 0, 1, 2, 3
@@ -74,8 +86,8 @@ DEFAULT_SWEEP = PASSKEY_DEFAULT_SWEEP
 DEFAULT_FILLERS = PASSKEY_DEFAULT_FILLERS
 #: Prompts per filler length evaluated by default (see ``hippo_rep.tasks``).
 DEFAULT_PROMPTS = PASSKEY_DEFAULT_PROMPTS
-#: Interval half-width (fraction) above which more prompts are needed to read an accuracy.
-TARGET_HALF_WIDTH = 0.03
+#: Columns of a run's metrics.csv (one row per ``train.log_every`` steps).
+METRICS_COLUMNS = ("step", "loss", "accuracy", "lr", "seconds")
 
 #: Options that act only for some attention variants: option → the variants it acts on, and
 #: what the others lack. Setting one for another variant is refused: it would do nothing.
@@ -185,7 +197,7 @@ class PassKeyConfig(TypedConfig):
         PassKeyError
             Naming the override and the variant.
         """
-        from hippo_rep.config import parse_override
+        from hippo_rep.config import apply_overrides, parse_override
 
         data = self.to_dict()
         parsed = [parse_override(text) for text in overrides]
@@ -200,9 +212,7 @@ class PassKeyConfig(TypedConfig):
                         f"model.{key}={value!r} conflicts with variant {variant!r}, which is "
                         f"defined by model.{key} = {preset[key]!r}; {hint}")
             data["model"].update(preset)
-        for section, key, value in parsed:
-            data.setdefault(section, {})[key] = value
-        cfg = PassKeyConfig.from_dict(data, "passkey config")
+        cfg = PassKeyConfig.from_dict(apply_overrides(data, overrides), "passkey config")
         for section, key, _ in parsed:
             why = inert_option(cfg, f"{section}.{key}")
             if why:
@@ -268,14 +278,6 @@ def answer_of(logits: torch.Tensor) -> torch.Tensor:
 
 
 # -------------------------------------------------------------------------- training
-def _lr_factor(step: int, cfg: PassKeyTrainConfig) -> float:
-    if cfg.warmup and step < cfg.warmup:
-        return (step + 1) / cfg.warmup
-    span = max(1, cfg.steps - cfg.warmup)
-    frac = min(1.0, (step - cfg.warmup) / span)
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
-
-
 def train(cfg: PassKeyConfig, out: str | Path | None = None,
           log: Callable[[dict], None] | None = None) -> tuple[FAMTransformer, list[dict]]:
     """Train a model on PassKey; write ``checkpoint.pt`` and ``metrics.csv`` into ``out``.
@@ -290,7 +292,9 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     model = build_fam_model(mc, seed=tc.seed)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, tc))
+    # the trainer's schedule: linear warm-up, then cosine decay to 10% of train.lr
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: warmup_cosine(s, 1.0, tc.warmup, tc.steps))
     data_rng = np.random.default_rng([tc.seed, 0])
     pass_rng = np.random.default_rng([tc.seed, 1])
     weights = {a: w for a, w in (("diversity", tc.diversity_weight),
@@ -312,11 +316,8 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
         total = loss
         for a, w in weights.items():  # diversity, then recon
             total = total + w * res.aux[a]
-        opt.zero_grad(set_to_none=True)
         total.backward()
-        if tc.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-        opt.step()
+        apply_gradients(model, opt, tc.grad_clip)
         sched.step()
         if res.state is not None:
             prev = res.state.detach()
@@ -334,7 +335,8 @@ def train(cfg: PassKeyConfig, out: str | Path | None = None,
     if out is not None:
         out = Path(out)
         save_checkpoint(out / "checkpoint.pt", model, cfg, tc.steps, opt, history)
-        _write_csv(out / "metrics.csv", history, ["step", "loss", "accuracy", "lr", "seconds"])
+        write_csv(out / "metrics.csv", METRICS_COLUMNS, history, extrasaction="ignore",
+                  lineterminator="\n")
     return model, history
 
 
@@ -368,30 +370,6 @@ def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
     return out
 
 
-def prompts_needed(accuracy: float, half_width: float = TARGET_HALF_WIDTH,
-                   confidence: float = CONFIDENCE) -> int:
-    """The fewest prompts whose Wilson interval around ``accuracy`` is at most
-    2 × ``half_width`` wide (e.g. 388 for 0.9 at ±0.03, 1,064 for 0.5)."""
-    from scipy.stats import norm
-
-    if not 0 <= accuracy <= 1 or not 0 < half_width < 0.5:
-        raise PassKeyError(f"need 0 ≤ accuracy ≤ 1 and 0 < half_width < 0.5; got {accuracy}, "
-                           f"{half_width}")
-    z = float(norm.ppf(0.5 + confidence / 2))
-
-    def half(n):  # Wilson half-width at a continuous accuracy
-        return z / (1 + z * z / n) * np.sqrt(accuracy * (1 - accuracy) / n + z * z / (4 * n * n))
-
-    n = 1
-    while half(n) > half_width:
-        n *= 2
-    lo = n // 2
-    while lo + 1 < n:  # half-width shrinks with n: bisect the first n that is narrow enough
-        mid = (lo + n) // 2
-        lo, n = (lo, mid) if half(mid) <= half_width else (mid, n)
-    return n
-
-
 # ------------------------------------------------------------------------ checkpoints
 def save_checkpoint(path, model: FAMTransformer, cfg: PassKeyConfig, step: int,
                     optimizer=None, history: list | None = None) -> None:
@@ -417,66 +395,6 @@ def load_checkpoint(path) -> tuple[FAMTransformer, PassKeyConfig, dict]:
 
 
 # ------------------------------------------------------------------------------ sweep
-def _write_csv(path: Path, rows: list[dict], cols: list[str]) -> None:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
-
-
-def summarise(runs: list[dict]) -> list[dict]:
-    """Seed-averaged rows ``{variant, filler, accuracy, std, n_seeds, per_seed, n_prompts,
-    ci_low, ci_high}`` from per-run results ``{variant, seed, n_samples, accuracy: {filler:
-    acc}}`` (order kept).
-
-    ``ci_low``/``ci_high`` is the 95% Wilson interval of the prompts of all seeds pooled
-    (``n_prompts`` of them): it covers the sampling of prompts, not seed-to-seed variation
-    (``std``, the SD over seeds)."""
-    order, acc = [], {}
-    for r in runs:
-        for filler, a in r["accuracy"].items():
-            key = (r["variant"], int(filler))
-            if key not in acc:
-                order.append(key)
-                acc[key] = []
-            acc[key].append((r["seed"], a, int(r["n_samples"])))
-    rows = []
-    for key in order:
-        vals = np.array([a for _, a, _ in acc[key]])
-        n = sum(k for _, _, k in acc[key])
-        hits = sum(round(a * k) for _, a, k in acc[key])
-        lo, hi = wilson_interval(hits / n, n)
-        rows.append({"variant": key[0], "filler": key[1], "accuracy": float(vals.mean()),
-                     "std": float(vals.std()), "n_seeds": len(vals),
-                     "per_seed": " ".join(f"{s}:{a:.3f}" for s, a, _ in acc[key]),
-                     "n_prompts": n, "ci_low": lo, "ci_high": hi})
-    return rows
-
-
-def wide_intervals(rows: list[dict], half_width: float = TARGET_HALF_WIDTH) -> list[dict]:
-    """The rows whose 95% interval is wider than ±``half_width`` (half its width; a Wilson
-    interval is not centred on the accuracy), each with ``prompts_needed`` (pooled prompts
-    for ±``half_width`` at its accuracy)."""
-    out = []
-    for r in rows:
-        if (r["ci_high"] - r["ci_low"]) / 2 > half_width:
-            out.append({**r, "prompts_needed": prompts_needed(r["accuracy"], half_width)})
-    return out
-
-
-def format_table(rows: list[dict]) -> str:
-    """Variants as rows, filler lengths as columns, seed-averaged accuracy."""
-    variants = list(dict.fromkeys(r["variant"] for r in rows))
-    fillers = sorted({r["filler"] for r in rows})
-    cell = {(r["variant"], r["filler"]): r["accuracy"] for r in rows}
-    lines = [f"{'variant':10s}" + "".join(f"{f:>7d}" for f in fillers)]
-    for v in variants:
-        lines.append(f"{v:10s}" + "".join(f"{cell[(v, f)]:7.2f}" if (v, f) in cell
-                                          else f"{'-':>7s}" for f in fillers))
-    return "\n".join(lines)
-
-
 def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
           seeds: Sequence[int] = (0, 1), base: PassKeyConfig | None = None,
           fillers: Sequence[int] = DEFAULT_FILLERS, n_samples: int = DEFAULT_PROMPTS,
@@ -538,23 +456,5 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
             say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
                 + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
         runs.append(result)
-        _write_sweep(out, runs, overrides, seeds, n_samples)
+        write_sweep(out, runs, overrides, seeds, n_samples)
     return summarise(runs)
-
-
-def _write_sweep(out: Path, runs, overrides, seeds, n_samples) -> None:
-    rows = summarise(runs)
-    _write_csv(out / "sweep.csv", rows, ["variant", "filler", "accuracy", "std", "n_seeds",
-                                         "per_seed", "n_prompts", "ci_low", "ci_high"])
-    configs = {}
-    for r in runs:  # as read back from the runs' checkpoints; seeds differ only in train.seed
-        cfg = json.loads(json.dumps(r["config"]))
-        cfg["train"].pop("seed", None)
-        configs.setdefault(r["variant"], cfg)
-    meta = {"overrides": list(overrides), "configs": configs,
-            "variants": {v: c["model"] for v, c in configs.items()},
-            "seeds": [int(s) for s in seeds], "n_samples": n_samples,
-            "threads": sorted({r.get("threads") for r in runs if r.get("threads")}),
-            "confidence": CONFIDENCE, "chance": CHANCE, "rows": rows}
-    write_json(out / "sweep.json", meta)
-    write_json(out / "runs.json", runs)

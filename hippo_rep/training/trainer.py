@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from hippo_rep.config import Config, apply_overrides, from_dict, world_kind
-from hippo_rep.fileio import atomic_write, remove_path
+from hippo_rep.fileio import atomic_write, remove_path, write_csv
 from hippo_rep.models import fused
 from hippo_rep.models.memory import load_across_memory
 from hippo_rep.models.registry import Chunk, build_model, model_spec
@@ -109,13 +109,29 @@ def updates_per_walk(cfg: Config) -> int:
         if tc.step_every_chunk else 1
 
 
+def warmup_cosine(step: int, peak: float, warmup: int, total: int) -> float:
+    """Learning rate at ``step`` (0-based) of ``total``: linear warm-up over ``warmup`` steps
+    to ``peak``, then cosine decay to 10% of ``peak`` at the last step (also PassKey's,
+    :mod:`hippo_rep.tasks.passkey`, through ``LambdaLR`` with ``peak`` 1)."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    frac = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
 def lr_at(cfg: Config, iteration: int) -> float:
-    """Linear warm-up, then cosine decay to 10% of the peak at the last iteration."""
+    """The learning rate of ``iteration`` (:func:`warmup_cosine` of ``train.lr``)."""
     tc = cfg.train
-    if iteration < tc.warmup:
-        return tc.lr * (iteration + 1) / tc.warmup
-    frac = (iteration - tc.warmup) / max(1, tc.iterations - tc.warmup)
-    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+    return warmup_cosine(iteration, tc.lr, tc.warmup, tc.iterations)
+
+
+def apply_gradients(model: torch.nn.Module, optimizer, grad_clip: float) -> None:
+    """Clip the accumulated gradient's norm to ``grad_clip`` (0: no clipping), take an
+    optimiser step and clear the gradients."""
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 class Trainer:
@@ -351,9 +367,7 @@ class Trainer:
 
     def _update(self, iteration: int) -> None:
         """Clip the accumulated gradient, take an optimiser step, check the weights."""
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train.grad_clip)
-        self.optim.step()
-        self.optim.zero_grad(set_to_none=True)
+        apply_gradients(self.model, self.optim, self.cfg.train.grad_clip)
         self._check_finite(iteration + 1)
 
     def held_out(self) -> dict[str, float]:
@@ -442,13 +456,7 @@ def _drop_rows_after(path: Path, iteration: int, fields=METRIC_FIELDS) -> None:
 
 def _write_metrics(path: Path, fields, rows=()) -> None:
     """Write metrics.csv (its header, then ``rows``) atomically."""
-    def write(tmp):
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fields)
-            w.writeheader()
-            w.writerows(rows)
-
-    atomic_write(path, write)
+    write_csv(path, fields, rows)
 
 
 def _progress(start: int, total: int, enabled: bool):
