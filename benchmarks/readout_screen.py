@@ -177,6 +177,14 @@ SCRATCH["waves_iso100_plane_modular_5k"] = [*SCRATCH["waves_iso100_plane_readout
 SCRATCH["waves_iso100_plane_ratio_range_5k"] = [*SCRATCH["waves_iso100_plane_ratio_5k"],
                                                 "train.isometry_range_per_module=true",
                                                 "train.isometry_stride=96"]
+#: Modular cells on modules of distinct spacing (each cell one module, one lattice) ...
+SCRATCH["waves_iso100_plane_range_modular_5k"] = [
+    *SCRATCH["waves_iso100_plane_ratio_range_5k"], "model.cells_modular=true",
+    "model.n_cells=60"]
+#: ... and modular cells, three a module (30 cells): fewer cells to carry each module's
+#: three waves (six modular cells a module mostly became bands).
+SCRATCH["waves_iso100_plane_modular3_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
+                                             "model.cells_modular=true", "model.n_cells=30"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

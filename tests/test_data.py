@@ -248,6 +248,29 @@ def test_shipped_long_waves_run_learned_triads_in_almost_every_module():
     assert int(last["iteration"]) == 20000
 
 
+def test_shipped_range_run_learned_triads_of_distinct_spacing():
+    """data/temt_waves_range*: with the modules' isometry scales 1.15 apart and each module's
+    pairs within its own range, W_a's modules are hexagonal triads whose wavelengths grow
+    from module to module by about the scale ratio (modules of distinct spacing)."""
+    from hippo_rep.models.transitions import module_waves
+    from hippo_rep.training.checkpoint import load_checkpoint, read_checkpoint
+
+    path = DATA / "temt_waves_range.pt"
+    assert read_checkpoint(path)["optimizer_state"] is None
+    model, cfg, _ = load_checkpoint(path)
+    assert cfg.train.isometry_range_per_module and cfg.train.isometry_scale_ratio == 1.15
+    modules = module_waves(model, "hex")
+    triads = [(m, np.mean(w["hexagonal_triad"]["wavelengths"]))
+              for m, w in enumerate(modules) if w["hexagonal_triad"]["found"]]
+    assert len(triads) >= 6  # 7 of 10 when shipped
+    # each triad's wavelength is about 5.6 nodes × 1.15^m, its module's isometry optimum
+    for m, length in triads:
+        assert length == pytest.approx(5.6 * 1.15 ** m, rel=0.1)
+    ev = json.loads((DATA / "temt_waves_range_eval.json").read_text())
+    assert sum(m["hexagonal_triad"]["found"] for m in ev["transitions"]["modules"]) >= 6
+    assert ev["model"]["revisit_new_edge"] >= 0.95  # held-out loop closure
+
+
 def test_the_model_grown_grid_cells_are_hexagonal_lattices():
     """The shipped known-weights control (W_a frozen at a hexagonal triad, non-negative
     read-out cells with an energy cost): the classifier calls some of its cells hexagonal,
