@@ -185,6 +185,9 @@ SCRATCH["waves_iso100_plane_range_modular_5k"] = [
 #: three waves (six modular cells a module mostly became bands).
 SCRATCH["waves_iso100_plane_modular3_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"],
                                              "model.cells_modular=true", "model.n_cells=30"]
+#: Modular cells at a stronger energy cost (1): sparser cells, spots rather than stripes?
+SCRATCH["waves_iso100_plane_modular_e1_5k"] = [*SCRATCH["waves_iso100_plane_modular_5k"],
+                                               "train.loss_cells_energy=1.0"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

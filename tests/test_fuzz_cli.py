@@ -388,10 +388,11 @@ def test_hostile_names_match_generators(bad_files):
 
 
 # ------------------------------------------------------------------------ config values
-NUMERIC = [f"{s}.{f.name}" for s, cls in C._SECTIONS.items()
-           for f in __import__("dataclasses").fields(cls) if f.type in ("int", "float")]
-OTHER = [f"{s}.{f.name}" for s, cls in C._SECTIONS.items()
-         for f in __import__("dataclasses").fields(cls) if f.type not in ("int", "float")]
+# every key that holds a value, those of nested sections ([model.tem], [train.tem]) included
+NUMERIC = [f"{s}.{k}" for s, cls in C._SECTIONS.items()
+           for k, f, _ in cls.keys() if f.type in ("int", "float")]
+OTHER = [f"{s}.{k}" for s, cls in C._SECTIONS.items()
+         for k, f, _ in cls.keys() if f.type not in ("int", "float")]
 #: Values no numeric key accepts (out-of-range values per key: tests/test_training_guards.py).
 NUMERIC_BAD = ["nan", "-inf", "'text'", "true", "{a=1}", "1e400"]
 CONFIG_CASES = [(k, v) for k in NUMERIC for v in NUMERIC_BAD]
