@@ -308,20 +308,19 @@ def _triad_mixing(cells, modules) -> dict:
     :data:`SAME_ORIENTATION`; each wave of a map with three waves goes to the nearest group;
     ``triad_orientations`` counts the groups and ``mixed_3wave`` is the fraction of
     three-wave maps whose waves come from more than one group (an interference of two
-    lattices turned apart, not one lattice)."""
+    lattices turned apart, not one lattice), ``mixed_hex`` the same among the hexagonal
+    ones."""
+    from hippo_rep.analysis.modules import circular_mean_60
+
     triads = [m["hexagonal_triad"] for m in modules or [] if m["hexagonal_triad"]["found"]]
     if not triads:
         return {"triad_orientations": 0, "mixed_3wave": np.nan}
-
-    def orientation(angles):  # circular mean of angles mod 60°, in degrees
-        z = np.exp(1j * np.deg2rad(np.asarray(angles) * 6)).mean(-1)
-        return np.rad2deg(np.angle(z)) / 6 % 60
 
     def gap(a, b):
         return np.abs((a - b + 30) % 60 - 30)
 
     groups: list[float] = []
-    for o in sorted(orientation(t["angles"]) for t in triads):
+    for o in sorted(circular_mean_60(np.asarray(t["angles"])) for t in triads):
         if not groups or gap(o, groups[-1]) > SAME_ORIENTATION:
             groups.append(o)
     if len(groups) > 1 and gap(groups[0], groups[-1]) <= SAME_ORIENTATION:
@@ -330,8 +329,10 @@ def _triad_mixing(cells, modules) -> dict:
     angles = cells["wave_angle"].transpose("env", "unit", "wave").values[three] % 60
     nearest = np.argmin(gap(angles[..., None], np.asarray(groups)), -1)
     mixed = (nearest != nearest[:, :1]).any(-1)
+    grid = cells["is_grid"].transpose("env", "unit").values[three]
     return {"triad_orientations": len(groups),
-            "mixed_3wave": float(mixed.mean()) if len(mixed) else np.nan}
+            "mixed_3wave": float(mixed.mean()) if len(mixed) else np.nan,
+            "mixed_hex": float(mixed[grid].mean()) if grid.any() else np.nan}
 
 
 def _row(run_dir: Path) -> dict:

@@ -167,6 +167,21 @@ def test_transition_isometry_of_known_waves(ratio, per_module):
     assert got == pytest.approx(want, rel=1e-4)
 
 
+def test_with_equal_plane_powers_every_state_gives_the_same_isometry_error():
+    """Learned waves rotate each plane and g_norm=plane keeps every plane at unit RMS, so a
+    module's distance after a move does not depend on the state it starts from (why a
+    coarse isometry_stride loses nothing there)."""
+    cfg = _cfg(["model.g_module_size=6", "model.transition_param=waves", "model.g_norm=plane",
+                "train.isometry_stride=1", "train.isometry_scale_ratio=1.15",
+                "train.isometry_range_per_module=true"])
+    m = build_model(cfg.model, n_actions=n_actions_for("hex"), n_obs=cfg.world.n_obs)
+    g = m._norm(torch.randn(5, cfg.model.n_g, generator=torch.Generator().manual_seed(0)))
+    with torch.no_grad():
+        each = [float(transition_isometry_loss(m, g[i].view(1, 1, -1), "hex", cfg))
+                for i in range(5)]
+    assert each == pytest.approx([each[0]] * 5, rel=1e-5) and each[0] > 0
+
+
 @pytest.mark.parametrize("pairs", ["walk", "transition"])
 def test_isometry_trains_the_modules_and_logs(tmp_path, pairs):
     w0, rows0 = _weights_after(MODULES, 3, tmp_path, "off")

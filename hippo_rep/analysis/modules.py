@@ -33,7 +33,7 @@ class ModulesError(ValueError):
     argument)."""
 
 
-def _circular_mean_60(deg: np.ndarray) -> float:
+def circular_mean_60(deg: np.ndarray) -> float:
     """Circular mean of orientations in degrees modulo 60 (a hexagonal lattice's period)."""
     z = np.exp(1j * np.deg2rad(deg) * 6).mean()
     return float(np.rad2deg(np.angle(z)) / 6 % 60)
@@ -93,7 +93,7 @@ def grid_modules(analysis: xr.Dataset, gap: float = MODULE_GAP,
     unit_or = np.full(spacing.shape[0], np.nan)
     for i in np.flatnonzero(member):
         unit_sp[i] = np.median(spacing[i, grid[i]])
-        unit_or[i] = _circular_mean_60(orient[i, grid[i]])
+        unit_or[i] = circular_mean_60(orient[i, grid[i]])
     order = np.flatnonzero(member)[np.argsort(unit_sp[member], kind="stable")]
     labels = np.full(spacing.shape[0], -1, dtype=np.int64)
     if order.size:
@@ -101,7 +101,7 @@ def grid_modules(analysis: xr.Dataset, gap: float = MODULE_GAP,
         labels[order] = np.concatenate([[0], np.cumsum(s[1:] > s[:-1] * (1 + gap))])
     n = int(labels.max()) + 1 if order.size else 0
     mod_sp = np.array([np.median(unit_sp[labels == m]) for m in range(n)])
-    mod_or = np.array([_circular_mean_60(unit_or[labels == m]) for m in range(n)])
+    mod_or = np.array([circular_mean_60(unit_or[labels == m]) for m in range(n)])
     size = np.array([int((labels == m).sum()) for m in range(n)], dtype=np.int64)
     ratio = np.concatenate([[np.nan], mod_sp[1:] / mod_sp[:-1]]) if n else np.zeros(0)
     unit_coords = {k: c for k, c in analysis.coords.items() if c.dims == ("unit",)}

@@ -209,8 +209,8 @@ def transition_isometry_loss(model, g: torch.Tensor, kind: str, cfg: Config) -> 
     ends = torch.stack([levels[len(p)].view(-1, *x.shape)[index[tuple(p)]]
                         for p, _ in displacements])  # (displacements, states, n_g)
     dist = torch.tensor([d for _, d in displacements]).to(s)
-    du = ((unit(ends.reshape(-1, x.shape[-1])) - unit(x).repeat(len(displacements), 1, 1))
-          .pow(2).sum(-1) + 1e-12).sqrt().view(len(displacements), x.shape[0], -1)
+    moved = unit(ends.reshape(-1, x.shape[-1])).view(*ends.shape[:2], -1, size)
+    du = ((moved - unit(x)).pow(2).sum(-1) + 1e-12).sqrt()  # (displacements, states, modules)
     err = (du - s * dist[:, None, None]).pow(2).mean(1)  # (displacements, modules)
     # each module's error is its mean over its own displacements, so every module weighs
     # the same (with one range for all this is the mean over displacements and modules)
