@@ -188,6 +188,21 @@ SCRATCH["waves_iso100_plane_modular3_5k"] = [*SCRATCH["waves_iso100_plane_readou
 #: Modular cells at a stronger energy cost (1): sparser cells, spots rather than stripes?
 SCRATCH["waves_iso100_plane_modular_e1_5k"] = [*SCRATCH["waves_iso100_plane_modular_5k"],
                                                "train.loss_cells_energy=1.0"]
+#: Cells with a fixed firing budget (each reads a unit-norm row of A: with every plane of g
+#: at unit RMS its variance over the plane is 1), signed with a non-negativity penalty, whose
+#: energy and non-negativity are taken over a virtual square of 60 nodes a side (g moved by
+#: W_a; ``train.cells_virtual``): Dorrell et al.'s constraints on an unbounded plane. On the
+#: shipped ``temt_waves_plane`` g the same constraints, fitted without training, made 88% of
+#: the maps hexagonal (benchmarks/cell_objective_toy.py) ...
+SCRATCH["waves_iso100_plane_unit_virtual_5k"] = [
+    *SCRATCH["waves_iso100_plane_readout_fast_5k"], "model.cells_activation=none",
+    "model.cells_unit_norm=true", "train.loss_cells_neg=10", "train.cells_virtual=512"]
+#: ... and on modules of distinct spacing (a square of 100 nodes: five periods of the
+#: longest, ~20-node, module).
+SCRATCH["waves_iso100_plane_range_unit_virtual_5k"] = [
+    *SCRATCH["waves_iso100_plane_ratio_range_5k"], "model.cells_activation=none",
+    "model.cells_unit_norm=true", "train.loss_cells_neg=10", "train.cells_virtual=512",
+    "train.cells_virtual_extent=100"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -317,6 +317,13 @@ class ModelConfig(TypedConfig):
     # is a structural assumption (modular cells), so that what the energy cost selects
     # *within* a module is what training shows.
     cells_modular: bool = False
+    # Each read-out cell reads a unit-norm row of A (r = σ_c(Â g + b), Â_c = A_c / ‖A_c‖).
+    # With g's rotation planes at unit RMS (g_norm = "plane") every cell's variance over the
+    # unbounded plane is then 1: a fixed firing budget (Dorrell et al. 2023), so the energy
+    # cost pays for the offset b a non-negative cell needs, least for three waves of one
+    # triad in phase (a lattice of peaks). False: A's scale is free against W_e and the
+    # energy cost mostly shrinks the cells (benchmarks/cell_objective_toy.py).
+    cells_unit_norm: bool = False
     # The TEM section, [model.tem]: TEM's sizes, rates and attractor (model.kind = "tem").
     tem: TEMModelConfig = field(default_factory=TEMModelConfig)
 
@@ -335,6 +342,9 @@ class ModelConfig(TypedConfig):
             raise ConfigError(f"model.g_module_size = {self.g_module_size} must be even and "
                               f"divide model.n_g = {self.n_g}, with model.kind = \"temt\" "
                               f"(got kind = {self.kind!r})")
+        if self.cells_unit_norm and self.cells != "readout":
+            raise ConfigError("model.cells_unit_norm = true needs model.cells = \"readout\"; "
+                              f"got cells = {self.cells!r}")
         if self.cells_modular and (self.cells != "readout" or not self.g_module_size):
             raise ConfigError("model.cells_modular = true needs model.cells = \"readout\" and "
                               f"grid modules (model.g_module_size > 0); got cells = "
@@ -452,6 +462,16 @@ class TrainConfig(TypedConfig):
     # Non-negativity of the read-out cells: mean relu(-r)² (for model.cells_activation =
     # "none"; ReLU cells are non-negative already).
     loss_cells_neg: float = setting(0.0, _NON_NEGATIVE)
+    # Where the cell constraints (loss_cells_energy, loss_cells_neg) are evaluated: 0 on the
+    # walk's own states; n > 0 on n states of the chunk, each moved by W_a to a random
+    # displacement in a square of cells_virtual_extent nodes (model.transition_param =
+    # "waves": plane p turns by k_p · x), states and W_a detached, so the constraints shape
+    # only A and b. A small world shows less than a period of the longer waves, and there the
+    # cheapest cells mix modules into bumps at the arena's scale; the virtual square shows
+    # them whole periods, the unbounded plane of the theory (benchmarks/cell_objective_toy.py).
+    cells_virtual: int = setting(0, _size("MAX_BATCH", low=0))
+    # Side (nodes) of cells_virtual's square: several periods of the longest waves.
+    cells_virtual_extent: float = setting(60.0, _POSITIVE)
     # Walk-constant power of g: per environment ||mean_t g_t||² / mean_t ||g_t||² over the
     # chunk (0 for a zero-mean code, 1 for a constant one). A recurrence with an eigenvalue-1
     # subspace can carry an offset in g itself, which crowds out the spatial code under
@@ -547,6 +567,14 @@ class Config(TypedConfig):
         if self.train.loss_isometry > 0 and m.kind != "temt":
             raise ConfigError(f"train.loss_isometry needs model.kind = \"temt\" (the modules of "
                               f"its g); got {m.kind!r}")
+        if self.train.cells_virtual and (m.cells != "readout" or m.transition_param != "waves"
+                                         or m.transition_activation != "linear"):
+            raise ConfigError("train.cells_virtual > 0 needs model.cells = \"readout\" and a "
+                              "linear wave W_a (model.transition_param = \"waves\", "
+                              "model.transition_activation = \"linear\") to move g to any "
+                              f"displacement; got cells = {m.cells!r}, transition_param = "
+                              f"{m.transition_param!r}, transition_activation = "
+                              f"{m.transition_activation!r}")
         if m.kind == "tem" and math.comb(m.tem.n_x_c, 2) < self.world.n_obs:
             raise ConfigError(f"model.tem.n_x_c = {m.tem.n_x_c} has {math.comb(m.tem.n_x_c, 2)} "
                               f"two-hot codes, fewer than world.n_obs = {self.world.n_obs}")

@@ -13,6 +13,7 @@ from hippo_rep.models.temt_losses import (
     CELL_METRIC_FIELDS,
     cell_losses,
     cells_weight,
+    virtual_cells,
     walk_constant_power,
 )
 from hippo_rep.models.transitions import hexagonal_triad, transition_diagnostics
@@ -120,6 +121,89 @@ def test_energy_cost_shrinks_the_cells():
     assert m.cell_readout.weight.grad.abs().sum() > 0
     after = cell_losses(m(obs, act)[0], cfg, 1.0)
     assert float(after["loss_cells_energy"]) < float(before["loss_cells_energy"])
+
+
+WAVES = [*READOUT, "model.n_g=24", "model.transition_param=waves", "model.g_norm=plane"]
+UNIT = [*WAVES, "model.cells_activation=none", "model.cells_unit_norm=true"]
+
+
+def test_displace_is_the_moves_of_w_a():
+    """TEMt.displace by an action's displacement is one move (g W_a; the move's rescaling,
+    whose ε shrinks a unit-RMS plane by ~1e-4, applied to both), and two displacements
+    compose."""
+    m, cfg = _model(WAVES)
+    m = m.double()
+    g = m._norm(torch.randn(5, 24, dtype=torch.float64))
+    W = m.transition_matrices()
+    for a in range(1, m.n_actions):
+        x = m.move_disp[a].double().expand(5, 2)
+        torch.testing.assert_close(m._norm(m.displace(g, x)), m.move(g, a, W))
+    x, y = torch.randn(5, 2, dtype=torch.float64) * 7, torch.randn(5, 2, dtype=torch.float64) * 7
+    torch.testing.assert_close(m.displace(m.displace(g, x), y), m.displace(g, x + y))
+
+
+def test_unit_norm_cells_ignore_the_scale_of_their_weights():
+    m, cfg = _model(UNIT)
+    g = torch.randn(7, 24)
+    r0 = m.cell_activity(g)
+    with torch.no_grad():
+        m.cell_readout.weight.mul_(torch.rand(20, 1) * 5 + 0.1)  # a scale per cell
+    torch.testing.assert_close(m.cell_activity(g), r0)
+    free, _ = _model([*WAVES, "model.cells_activation=none"])
+    free.load_state_dict(m.state_dict())
+    assert not torch.allclose(free.cell_activity(g), r0)  # the option changes the output
+    with pytest.raises(ConfigError, match="cells_unit_norm"):
+        load_config("tiny", ["model.cells_unit_norm=true"])
+
+
+def test_virtual_constraints_see_whole_periods():
+    """Over a square many wavelengths wide, a unit-norm cell has mean r² = 1 + b² (variance 1:
+    every plane of g at unit RMS) whatever its weights, and a cell on one wave with b = 0
+    has mean relu(−r)² = E[relu(−√2 cos θ)²] = 1/2, in a 3×3 training world."""
+    sets = [*UNIT, "world.worlds=[\"square:3\"]", "train.cells_virtual=4096",
+            "train.cells_virtual_extent=400", "train.loss_cells_neg=1",
+            "train.loss_cells_energy=1"]
+    m, cfg = _model(sets)
+    obs, act = _batch(cfg)
+    out, _ = m(obs, act)
+    b = 0.7
+    with torch.no_grad():
+        m.cell_readout.bias.fill_(b)
+    r = virtual_cells(m, out.g, cfg, iteration=3)
+    assert r.shape == (4096, 20)
+    np.testing.assert_allclose(r.pow(2).mean(0).detach().numpy(), 1 + b ** 2, rtol=0.1)
+    with torch.no_grad():
+        m.cell_readout.weight.zero_()
+        m.cell_readout.weight[:, 0] = 1.0  # every cell: plane 0's cosine unit
+        m.cell_readout.bias.zero_()
+    parts = cell_losses(out, cfg, 1.0, virtual_cells(m, out.g, cfg, iteration=3))
+    assert abs(float(parts["loss_cells_neg"]) - 0.5) < 0.05
+    assert abs(float(parts["loss_cells_energy"]) - 1.0) < 0.08
+    # reproducible from (seed, iteration), and another iteration draws other places
+    torch.testing.assert_close(virtual_cells(m, out.g, cfg, 3), virtual_cells(m, out.g, cfg, 3))
+    assert not torch.equal(virtual_cells(m, out.g, cfg, 3), virtual_cells(m, out.g, cfg, 4))
+
+
+def test_virtual_constraints_train_the_cells_only():
+    m, cfg = _model([*UNIT, "train.cells_virtual=64", "train.loss_cells_neg=1",
+                     "train.loss_cells_energy=1"])
+    obs, act = _batch(cfg)
+    out, _ = m(obs, act)
+    cell_losses(out, cfg, 1.0, virtual_cells(m, out.g, cfg, 0))["loss"].backward()
+    grads = {k: p.grad for k, p in m.named_parameters()}
+    assert grads["cell_readout.weight"].abs().sum() > 0
+    assert grads["cell_readout.bias"].abs().sum() > 0
+    assert all(g is None or not g.any() for k, g in grads.items() if not k.startswith("cell_"))
+
+
+@pytest.mark.parametrize("sets", [["model.cells=readout", "train.cells_virtual=8"],
+                                  [*READOUT, "model.transition_param=waves",
+                                   "model.g_norm=plane", "model.n_g=24",
+                                   "model.transition_activation=relu",
+                                   "train.cells_virtual=8"]])
+def test_virtual_constraints_need_linear_wave_transitions(sets):
+    with pytest.raises(ConfigError, match="cells_virtual"):
+        load_config("tiny", sets)
 
 
 def test_walk_constant_power_of_known_populations():

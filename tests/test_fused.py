@@ -171,6 +171,14 @@ TRAIN_SETTINGS = {
     "waves_plane_isometry": ["model.transition_param=waves", "model.n_g=24",
                              "model.g_module_size=6", "model.g_norm=plane",
                              "train.loss_isometry=1"],
+    # read-out cells keyed by the prediction, with a fixed budget and virtual constraints
+    "waves_unit_cells_virtual": ["model.transition_param=waves", "model.n_g=24",
+                                 "model.g_module_size=6", "model.g_norm=plane",
+                                 "model.cells=readout", "model.n_cells=12",
+                                 "model.cells_activation=none", "model.cells_unit_norm=true",
+                                 "train.loss_cells_energy=0.3", "train.loss_cells_neg=10",
+                                 "train.cells_virtual=64", "train.cells_ramp_start=0",
+                                 "train.cells_ramp=0"],
 }
 
 

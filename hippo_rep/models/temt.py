@@ -221,11 +221,27 @@ class TEMt(nn.Module):
         (..., n_cells); ``model.cells = "readout"`` only."""
         if self.cell_readout is None:
             raise ValueError("cell_activity needs model.cells = \"readout\"")
-        if self.config.cells_modular:
-            r = F.linear(g, self.cell_readout.weight * self.cell_mask, self.cell_readout.bias)
+        if self.config.cells_modular or self.config.cells_unit_norm:
+            w = self.cell_readout.weight
+            if self.config.cells_modular:
+                w = w * self.cell_mask
+            if self.config.cells_unit_norm:  # a fixed variance per cell (see the config)
+                w = w / w.norm(dim=1, keepdim=True).clamp_min(1e-12)
+            r = F.linear(g, w, self.cell_readout.bias)
         else:
             r = self.cell_readout(g)
         return torch.relu(r) if self.config.cells_activation == "relu" else r
+
+    def displace(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """States ``g`` (N, n_g) moved by W_a to displacements ``x`` (N, 2) in nodes, any real
+        x (``transition_param = "waves"``, linear): rotation plane p turns by k_p · x, as
+        ``g W_a`` does for one move's displacement. W_a is detached: for the cells' virtual
+        constraints (``train.cells_virtual``)."""
+        k = self.W_a.detach().to(g.dtype)  # (planes, 2): wave vectors, rad per node
+        theta = x @ k.T  # (N, planes)
+        c, s = theta.cos(), theta.sin()
+        g0, g1 = g[:, 0::2], g[:, 1::2]  # row g times [[c, s], [-s, c]], plane by plane
+        return torch.stack([g0 * c - g1 * s, g0 * s + g1 * c], -1).reshape(g.shape)
 
     def _keys(self, g: torch.Tensor) -> torch.Tensor:
         """Prediction keys (= queries) of positional encodings g: z(g) W_e, or r(g) W_e for

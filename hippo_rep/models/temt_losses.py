@@ -80,19 +80,37 @@ def cells_weight(cfg: Config, iteration: int) -> float:
     return min(1.0, (iteration - tc.cells_ramp_start + 1) / tc.cells_ramp)
 
 
-def cell_losses(out: Output, cfg: Config, weight: float) -> dict[str, torch.Tensor]:
+def virtual_cells(model, g: torch.Tensor, cfg: Config, iteration: int) -> torch.Tensor:
+    """The read-out cells at ``train.cells_virtual`` virtual places: states of ``g``
+    (B, L, n_g), detached, each moved by :meth:`TEMt.displace` to a displacement uniform in
+    a square of ``train.cells_virtual_extent`` nodes → (cells_virtual, n_cells). States and
+    displacements are drawn from ``(train.seed, iteration)`` alone (reproducible, and apart
+    from the walks' random stream)."""
+    tc = cfg.train
+    gen = torch.Generator().manual_seed(tc.seed * 1_000_003 + iteration)
+    flat = g.detach().reshape(-1, g.shape[-1])
+    idx = torch.randint(len(flat), (tc.cells_virtual,), generator=gen)
+    x = torch.rand(tc.cells_virtual, 2, generator=gen) * tc.cells_virtual_extent
+    return model.cell_activity(model.displace(flat[idx.to(g.device)], x.to(g)))
+
+
+def cell_losses(out: Output, cfg: Config, weight: float,
+                cells: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """The cell constraints for one chunk, unweighted (``loss_cells_energy``: mean r²;
     ``loss_cells_neg``: mean relu(−r)²; ``loss_g_const``: the mean over environments of
     :func:`walk_constant_power` of g over the chunk), and ``loss``: their sum with the
-    ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`).
+    ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`). ``cells``: the cells
+    the energy and non-negativity are taken on (default ``out.cells``, the walk's;
+    :func:`virtual_cells` with ``train.cells_virtual``).
     """
     tc = cfg.train
     zero = out.g.new_zeros(())
     parts = {"loss_cells_energy": zero, "loss_cells_neg": zero,
              "loss_g_const": walk_constant_power(out.g).mean()}
-    if out.cells is not None:
-        parts["loss_cells_energy"] = out.cells.pow(2).mean()
-        parts["loss_cells_neg"] = torch.relu(-out.cells).pow(2).mean()
+    cells = out.cells if cells is None else cells
+    if cells is not None:
+        parts["loss_cells_energy"] = cells.pow(2).mean()
+        parts["loss_cells_neg"] = torch.relu(-cells).pow(2).mean()
     parts["loss"] = weight * (tc.loss_cells_energy * parts["loss_cells_energy"]
                               + tc.loss_cells_neg * parts["loss_cells_neg"]
                               + tc.loss_g_const * parts["loss_g_const"])
@@ -234,7 +252,9 @@ def chunk_losses(model, out: Output, chunk, cfg: Config,
     parts = losses(out, chunk.obs, cfg, corrected_g)
     if has_cell_terms(cfg):
         w = cells_weight(cfg, chunk.iteration)
-        cells = cell_losses(out, cfg, w)
+        virtual = (virtual_cells(model, out.g, cfg, chunk.iteration) if tc.cells_virtual
+                   else None)
+        cells = cell_losses(out, cfg, w, virtual)
         parts = {**parts, **{k: v for k, v in cells.items() if k != "loss"},
                  "loss": parts["loss"] + cells["loss"], "cells_weight": torch.tensor(w)}
     if tc.loss_isometry > 0:
