@@ -203,6 +203,17 @@ SCRATCH["waves_iso100_plane_range_unit_virtual_5k"] = [
     *SCRATCH["waves_iso100_plane_ratio_range_5k"], "model.cells_activation=none",
     "model.cells_unit_norm=true", "train.loss_cells_neg=10", "train.cells_virtual=512",
     "train.cells_virtual_extent=100"]
+#: The same cells on a g grown already: continuing the shipped ``temt_waves_plane`` run (the
+#: 5,000-iteration setting above, seed 1: 7 of 10 modules triads) for 1,500 iterations with
+#: the new cell rules (``train.init_from`` may change them), W_a frozen (a cell curriculum on a
+#: fixed learned g: from scratch the new cells kept 3 of 10 triads and became bands) or
+#: learning as before.
+_FROM_PLANE = [*SCRATCH["waves_iso100_plane_unit_virtual_5k"],
+               "train.init_from=data/temt_waves_plane.pt", "train.iterations=1500"]
+SCRATCH["plane_then_unit_virtual_frozen"] = [*_FROM_PLANE, "train.transition_lr_scale=0",
+                                             "train.loss_isometry=0", "train.loss_loop=0",
+                                             "train.loss_inverse=0"]
+SCRATCH["plane_then_unit_virtual"] = _FROM_PLANE
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

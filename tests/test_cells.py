@@ -20,7 +20,7 @@ from hippo_rep.models.transitions import hexagonal_triad, transition_diagnostics
 from hippo_rep.recording import record_checkpoint
 from hippo_rep.training.checkpoint import load_checkpoint, save_checkpoint
 from hippo_rep.training.evaluate import evaluate
-from hippo_rep.training.trainer import Trainer, metric_fields
+from hippo_rep.training.trainer import Trainer, TrainingError, metric_fields
 from hippo_rep.worlds import n_actions_for, parse_world, sample_episodes
 
 READOUT = ["model.cells=readout", "model.n_cells=20"]
@@ -408,3 +408,16 @@ def test_a_model_with_a_triad_and_known_readout_grows_grids_the_analysis_sees(tm
     assert np.all(np.abs(cells["triad_phase"].values[:, :4]) < 45)
     assert not is_grid[:, 4:].any() and cells["is_band"].values[:, 4:8].all()
     assert np.all(np.abs(cells["triad_phase"].values[:, 8:]) > 135)
+
+
+def test_a_readout_run_starts_from_another_with_other_cell_rules(tmp_path):
+    """init_from may change the cells' rules (A keeps its shape), not their count."""
+    cfg = load_config("tiny", [*WAVES, "train.iterations=1"])
+    src = Trainer(cfg, tmp_path / "src", progress=False).run()
+    run = load_config("tiny", [*UNIT, "train.iterations=1", f"train.init_from={src}"])
+    tr = Trainer(run, tmp_path / "dst", progress=False)
+    model, _, _ = load_checkpoint(src)
+    torch.testing.assert_close(tr.model.cell_readout.weight, model.cell_readout.weight)
+    other = load_config("tiny", [*UNIT, "model.n_cells=12", f"train.init_from={src}"])
+    with pytest.raises(TrainingError, match="init_from"):
+        Trainer(other, tmp_path / "bad", progress=False)

@@ -54,6 +54,9 @@ def metric_fields(config: Config) -> tuple[str, ...]:
 #: Model keys that may differ between a run and its ``train.init_from`` source.
 _MEMORY_KEYS = ("memory", "memory_block", "memory_blocks", "fam_slots", "fam_beta_init",
                 "fam_update", "hebbian_decay")
+#: ... and the read-out cells' rules, which keep A's shape (a trained read-out model's g with
+#: other cell constraints: its cells re-learn under them).
+_CELL_RULE_KEYS = ("cells_activation", "cells_unit_norm", "cells_modular", "cells_bias_init")
 _RESUMABLE_CHANGES = {"train.iterations", "train.checkpoint_every", "train.log_every",
                       "train.eval_every", "train.eval_envs", "train.device", "train.threads",
                       "train.fast_step"}
@@ -241,10 +244,12 @@ class Trainer:
         model, cfg, payload = load_checkpoint(path)
         check_actions(self.worlds[0], payload["n_actions"], f"train.init_from {path!r}",
                       TrainingError)
-        same = replace(cfg.model, **{k: getattr(self.cfg.model, k) for k in _MEMORY_KEYS})
+        free = (*_MEMORY_KEYS, *(_CELL_RULE_KEYS if cfg.model.cells == "readout" else ()))
+        same = replace(cfg.model, **{k: getattr(self.cfg.model, k) for k in free})
         if same != self.cfg.model or payload["n_obs"] != self.cfg.world.n_obs:
             raise TrainingError(f"train.init_from: {path!r} has another model config or n_obs "
-                                "than this run (only model.memory* may differ)")
+                                "than this run (only model.memory* and, between read-out "
+                                "models, the cells' rules may differ)")
         problems = load_across_memory(self.model, model.state_dict())
         if problems:
             raise TrainingError(f"train.init_from: {path!r}: weights do not fit "
