@@ -214,6 +214,13 @@ SCRATCH["plane_then_unit_virtual_frozen"] = [*_FROM_PLANE, "train.transition_lr_
                                              "train.loss_isometry=0", "train.loss_loop=0",
                                              "train.loss_inverse=0"]
 SCRATCH["plane_then_unit_virtual"] = _FROM_PLANE
+#: ... with each cell's variance over the virtual square held at 1 (free A: where two
+#: modules share their waves, unit-norm rows met the budget by reading them in antiphase;
+#: the energy fell to 0.58), W_a frozen, the energy cost at 0.3 and at 3.
+_VAR = ["model.cells_unit_norm=false", "train.loss_cells_var=10"]
+SCRATCH["plane_then_var_virtual_frozen"] = [*SCRATCH["plane_then_unit_virtual_frozen"], *_VAR]
+SCRATCH["plane_then_var_virtual_frozen_e3"] = [*SCRATCH["plane_then_var_virtual_frozen"],
+                                               "train.loss_cells_energy=3"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -462,6 +462,12 @@ class TrainConfig(TypedConfig):
     # Non-negativity of the read-out cells: mean relu(-r)² (for model.cells_activation =
     # "none"; ReLU cells are non-negative already).
     loss_cells_neg: float = setting(0.0, _NON_NEGATIVE)
+    # Each read-out cell's variance held at 1: the mean over cells of (Var r_c − 1)², over the
+    # places of the cell constraints (below). A fixed firing budget that a cell cannot meet by
+    # reading two planes of one wave in antiphase, as unit-norm rows can where two modules
+    # share their waves (model.cells_unit_norm; the energy over a virtual square then fell
+    # to 0.58 < 1). The energy cost then pays only for the offset.
+    loss_cells_var: float = setting(0.0, _NON_NEGATIVE)
     # Where the cell constraints (loss_cells_energy, loss_cells_neg) are evaluated: 0 on the
     # walk's own states; n > 0 on n states of the chunk, each moved by W_a to a random
     # displacement in a square of cells_virtual_extent nodes (model.transition_param =
@@ -567,6 +573,9 @@ class Config(TypedConfig):
         if self.train.loss_isometry > 0 and m.kind != "temt":
             raise ConfigError(f"train.loss_isometry needs model.kind = \"temt\" (the modules of "
                               f"its g); got {m.kind!r}")
+        if self.train.loss_cells_var > 0 and m.cells != "readout":
+            raise ConfigError("train.loss_cells_var > 0 needs model.cells = \"readout\"; got "
+                              f"cells = {m.cells!r}")
         if self.train.cells_virtual and (m.cells != "readout" or m.transition_param != "waves"
                                          or m.transition_activation != "linear"):
             raise ConfigError("train.cells_virtual > 0 needs model.cells = \"readout\" and a "

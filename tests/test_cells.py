@@ -421,3 +421,22 @@ def test_a_readout_run_starts_from_another_with_other_cell_rules(tmp_path):
     other = load_config("tiny", [*UNIT, "model.n_cells=12", f"train.init_from={src}"])
     with pytest.raises(TrainingError, match="init_from"):
         Trainer(other, tmp_path / "bad", progress=False)
+
+
+def test_variance_term_holds_each_cell_at_unit_variance():
+    """loss_cells_var = mean over cells of (Var r_c − 1)²: cells of known variances give the
+    closed form, descent moves a cell's variance towards 1, and it needs read-out cells."""
+    m, cfg = _model([*UNIT, "model.cells_unit_norm=false", "train.loss_cells_var=1"])
+    obs, act = _batch(cfg)
+    out, _ = m(obs, act)
+    std = torch.tensor([0.5, 1.0, 2.0])
+    cells = torch.randn(4096, 3, generator=torch.Generator().manual_seed(0))
+    cells = (cells - cells.mean(0)) / cells.std(0) * std + 3.0
+    expected = float(((std ** 2 - 1) ** 2).mean())
+    assert float(cell_losses(out, cfg, 1.0, cells)["loss_cells_var"]) == pytest.approx(expected)
+    before = float(cell_losses(out, cfg, 1.0)["loss_cells_var"])
+    _descend(m, cell_losses(out, cfg, 1.0)["loss"], 0.01)
+    after = float(cell_losses(m(obs, act)[0], cfg, 1.0)["loss_cells_var"])
+    assert after < before
+    with pytest.raises(ConfigError, match="loss_cells_var"):
+        load_config("tiny", ["train.loss_cells_var=1"])

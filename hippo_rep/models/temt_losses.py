@@ -23,6 +23,9 @@ from hippo_rep.worlds import DIRECTIONS
 #: Extra metrics of runs with read-out cells or a walk-constant penalty (:func:`cell_losses`).
 CELL_METRIC_FIELDS = ("loss_cells_energy", "loss_cells_neg", "loss_g_const", "cells_weight")
 
+#: ... and of runs with the cells' variance term (``train.loss_cells_var``).
+CELL_VAR_FIELDS = ("loss_cells_var",)
+
 #: Extra metrics of runs with an isometry or loop loss (:func:`isometry_loss`,
 #: ``TEMt.loop_error``).
 ISOMETRY_METRIC_FIELDS = ("loss_isometry", "loss_loop")
@@ -39,6 +42,7 @@ def optional_metric_fields(cfg: Config) -> tuple[str, ...]:
     (:data:`CELL_METRIC_FIELDS`) and the isometry and loop terms
     (:data:`ISOMETRY_METRIC_FIELDS`)."""
     return ((CELL_METRIC_FIELDS if has_cell_terms(cfg) else ())
+            + (CELL_VAR_FIELDS if cfg.train.loss_cells_var > 0 else ())
             + (ISOMETRY_METRIC_FIELDS if cfg.train.loss_isometry > 0
                or cfg.train.loss_loop > 0 else ()))
 
@@ -101,7 +105,8 @@ def cell_losses(out: Output, cfg: Config, weight: float,
     :func:`walk_constant_power` of g over the chunk), and ``loss``: their sum with the
     ``train.loss_*`` weights times ``weight`` (:func:`cells_weight`). ``cells``: the cells
     the energy and non-negativity are taken on (default ``out.cells``, the walk's;
-    :func:`virtual_cells` with ``train.cells_virtual``).
+    :func:`virtual_cells` with ``train.cells_virtual``). With ``train.loss_cells_var`` also
+    ``loss_cells_var``: the mean over cells of (variance over those places − 1)².
     """
     tc = cfg.train
     zero = out.g.new_zeros(())
@@ -111,9 +116,13 @@ def cell_losses(out: Output, cfg: Config, weight: float,
     if cells is not None:
         parts["loss_cells_energy"] = cells.pow(2).mean()
         parts["loss_cells_neg"] = torch.relu(-cells).pow(2).mean()
+        if tc.loss_cells_var > 0:
+            flat = cells.reshape(-1, cells.shape[-1])
+            parts["loss_cells_var"] = (flat.var(0) - 1).pow(2).mean()
     parts["loss"] = weight * (tc.loss_cells_energy * parts["loss_cells_energy"]
                               + tc.loss_cells_neg * parts["loss_cells_neg"]
-                              + tc.loss_g_const * parts["loss_g_const"])
+                              + tc.loss_g_const * parts["loss_g_const"]
+                              + tc.loss_cells_var * parts.get("loss_cells_var", zero))
     return parts
 
 
