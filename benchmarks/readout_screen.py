@@ -221,6 +221,15 @@ _VAR = ["model.cells_unit_norm=false", "train.loss_cells_var=10"]
 SCRATCH["plane_then_var_virtual_frozen"] = [*SCRATCH["plane_then_unit_virtual_frozen"], *_VAR]
 SCRATCH["plane_then_var_virtual_frozen_e3"] = [*SCRATCH["plane_then_var_virtual_frozen"],
                                                "train.loss_cells_energy=3"]
+#: ... the same with W_a learning as in its first 5,000 iterations (isometry, loop and
+#: inverse losses) ...
+SCRATCH["plane_then_var_virtual_e3"] = [*_FROM_PLANE, *_VAR, "train.loss_cells_energy=3"]
+#: ... and from the seed-2 run of the 5,000-iteration setting (``run OUT --seeds 2 --only
+#: waves_iso100_plane_readout_fast_5k`` makes it; the path is that run's).
+SEED2_PLANE = ("runs/screen6_waves_iso100_plane_readout_fast_5k/"
+               "waves_iso100_plane_readout_fast_5k_hex_s2/checkpoint.pt")
+SCRATCH["plane_s2_then_var_virtual_frozen_e3"] = [
+    *SCRATCH["plane_then_var_virtual_frozen_e3"], f"train.init_from={SEED2_PLANE}"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 
