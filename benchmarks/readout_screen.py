@@ -230,6 +230,8 @@ SEED2_PLANE = ("runs/screen6_waves_iso100_plane_readout_fast_5k/"
                "waves_iso100_plane_readout_fast_5k_hex_s2/checkpoint.pt")
 SCRATCH["plane_s2_then_var_virtual_frozen_e3"] = [
     *SCRATCH["plane_then_var_virtual_frozen_e3"], f"train.init_from={SEED2_PLANE}"]
+SCRATCH["plane_s2_then_var_virtual_frozen_e10"] = [
+    *SCRATCH["plane_s2_then_var_virtual_frozen_e3"], "train.loss_cells_energy=10"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -318,11 +318,12 @@ class ModelConfig(TypedConfig):
     # *within* a module is what training shows.
     cells_modular: bool = False
     # Each read-out cell reads a unit-norm row of A (r = σ_c(Â g + b), Â_c = A_c / ‖A_c‖).
-    # With g's rotation planes at unit RMS (g_norm = "plane") every cell's variance over the
-    # unbounded plane is then 1: a fixed firing budget (Dorrell et al. 2023), so the energy
-    # cost pays for the offset b a non-negative cell needs, least for three waves of one
-    # triad in phase (a lattice of peaks). False: A's scale is free against W_e and the
-    # energy cost mostly shrinks the cells (benchmarks/cell_objective_toy.py).
+    # With g's rotation planes at unit RMS (g_norm = "plane") and no two planes on one wave
+    # vector, every cell's variance over the unbounded plane is then 1: a fixed firing
+    # budget (Dorrell et al. 2023; train.loss_cells_var holds it where planes share waves),
+    # so the energy cost pays for the offset b a non-negative cell needs, least for three
+    # waves of one triad in phase (a lattice of peaks). False: A's scale is free against
+    # W_e and the energy cost mostly shrinks the cells (benchmarks/cell_objective_toy.py).
     cells_unit_norm: bool = False
     # The TEM section, [model.tem]: TEM's sizes, rates and attractor (model.kind = "tem").
     tem: TEMModelConfig = field(default_factory=TEMModelConfig)
@@ -468,7 +469,7 @@ class TrainConfig(TypedConfig):
     # share their waves (model.cells_unit_norm; the energy over a virtual square then fell
     # to 0.58 < 1). The energy cost then pays only for the offset.
     loss_cells_var: float = setting(0.0, _NON_NEGATIVE)
-    # Where the cell constraints (loss_cells_energy, loss_cells_neg) are evaluated: 0 on the
+    # Where the cell constraints (loss_cells_energy, _neg, _var) are evaluated: 0 on the
     # walk's own states; n > 0 on n states of the chunk, each moved by W_a to a random
     # displacement in a square of cells_virtual_extent nodes (model.transition_param =
     # "waves": plane p turns by k_p · x), states and W_a detached, so the constraints shape
