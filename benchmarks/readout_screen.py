@@ -232,6 +232,16 @@ SCRATCH["plane_s2_then_var_virtual_frozen_e3"] = [
     *SCRATCH["plane_then_var_virtual_frozen_e3"], f"train.init_from={SEED2_PLANE}"]
 SCRATCH["plane_s2_then_var_virtual_frozen_e10"] = [
     *SCRATCH["plane_s2_then_var_virtual_frozen_e3"], "train.loss_cells_energy=10"]
+#: ... and with the constraints on the walk's own states instead of a virtual square (the toy's
+#: ``white``: 98% hexagonal on seed 2's g, where the virtual square gave bands).
+SCRATCH["plane_then_var_walk_frozen_e3"] = [*SCRATCH["plane_then_var_virtual_frozen_e3"],
+                                            "train.cells_virtual=0"]
+SCRATCH["plane_s2_then_var_walk_frozen_e3"] = [
+    *SCRATCH["plane_s2_then_var_virtual_frozen_e3"], "train.cells_virtual=0"]
+SCRATCH["plane_then_var_walk_e3"] = [*SCRATCH["plane_then_var_virtual_e3"],
+                                     "train.cells_virtual=0"]
+SCRATCH["plane_s2_then_var_walk_e3"] = [*SCRATCH["plane_then_var_walk_e3"],
+                                        f"train.init_from={SEED2_PLANE}"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

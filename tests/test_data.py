@@ -247,10 +247,11 @@ def test_shipped_long_waves_run_learned_triads_in_almost_every_module():
 
 def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     """data/temt_cells_budget*: the shipped temt_waves_plane run continued with read-out cells
-    under a fixed firing budget (variance 1 over a virtual square), non-negativity and an
-    energy cost, W_a frozen. Held-out loop closure stays ≥ 0.95; at least a quarter of the
-    (cell, environment) maps are hexagonal (lattices of peaks, above their shuffle null), and
-    most of those cells are hexagonal in every recorded environment. The evaluation and the
+    under a fixed firing budget (variance 1 over the walk), non-negativity and an energy
+    cost, W_a learning on (its isometry, loop and inverse losses as before). Held-out loop
+    closure stays ≥ 0.95; at least a quarter of the (cell, environment) maps are hexagonal
+    (lattices of peaks, above their shuffle null), and most of those cells are hexagonal in
+    every recorded environment. The evaluation and the
     analysis came from the shipped weights."""
     from hippo_rep.analysis.pipeline import open_analysis
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, read_checkpoint
@@ -259,8 +260,9 @@ def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     payload = read_checkpoint(path)
     assert payload["optimizer_state"] is None and payload["step"] == 1500
     _, cfg, _ = load_checkpoint(path)
-    assert cfg.train.loss_cells_var > 0 and cfg.train.cells_virtual > 0
-    assert cfg.model.cells_activation == "none" and cfg.train.transition_lr_scale == 0
+    assert cfg.train.loss_cells_var > 0 and cfg.train.loss_cells_energy > 0
+    assert cfg.model.cells_activation == "none" and cfg.train.transition_lr_scale > 0
+    assert cfg.train.loss_isometry > 0 and cfg.train.cells_virtual == 0
     assert cfg.train.init_from == "data/temt_waves_plane.pt"
     ev = json.loads((DATA / "temt_cells_budget_eval.json").read_text())
     assert ev["model"]["revisit_new_edge"] >= 0.95
@@ -268,9 +270,9 @@ def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     assert an.attrs["checkpoint_sha256"] == file_sha256(path)
     cells = an.hippo.population("g")
     grid = cells["is_grid"].values
-    assert grid.mean() >= 0.25  # 118 of 256 maps when shipped
+    assert grid.mean() >= 0.25  # 256 of 256 maps when shipped
     # signed cells (a penalty, not a ReLU, keeps them non-negative): the classifier allows
-    # trough lattices too; when shipped 115 of the 118 were lattices of peaks
+    # trough lattices too; when shipped all 256 were lattices of peaks
     assert np.mean(cells["lattice"].values[grid] == "peaks") >= 0.95
     every = cells["is_grid"].all("env").values
     assert every.sum() >= 0.5 * cells["is_grid"].any("env").values.sum()
