@@ -104,17 +104,16 @@ def fit(g: torch.Tensor, kind: str, seed: int) -> tuple[torch.Tensor, torch.Tens
 def virtual_g(model, states: torch.Tensor, seed: int) -> torch.Tensor:
     """g (N, n_g) at N = :data:`VIRTUAL_SAMPLES` ² random displacements in a square of
     :data:`VIRTUAL_EXTENT` nodes, each from a random recorded state of ``states`` (n, n_g),
-    moved by W_a (``TEMt.displace``), as ``train.cells_virtual`` does in training. States of
-    several environments: where two modules share their waves, their relative phase differs
-    between environments, and one state alone would let a cell mix them."""
+    moved by W_a (``temt_losses.virtual_states``, as ``train.cells_virtual`` does in
+    training). States of several environments: where two modules share their waves, their
+    relative phase differs between environments, and one state alone would let a cell mix
+    them."""
+    from hippo_rep.models.temt_losses import virtual_states
+
     if model.config.transition_param != "waves":
         raise SystemExit("--kinds virtual needs a model with model.transition_param = waves")
-    gen = torch.Generator().manual_seed(seed)
-    n = VIRTUAL_SAMPLES ** 2
-    idx = torch.randint(len(states), (n,), generator=gen)
-    x = torch.rand(n, 2, generator=gen) * VIRTUAL_EXTENT
     with torch.no_grad():
-        return model.displace(states[idx].float(), x)
+        return virtual_states(model, states.float(), VIRTUAL_SAMPLES ** 2, VIRTUAL_EXTENT, seed)
 
 
 def main() -> None:
@@ -128,10 +127,12 @@ def main() -> None:
     import hippo_rep.schema  # noqa: F401  (the ds.hippo accessor)
     from hippo_rep.analysis.pipeline import analyse
     from hippo_rep.recording.record import Recorder
+    from hippo_rep.training.evaluate import model_chunks
 
     rec = Recorder(args.checkpoint, n_envs=ENVS, n_steps=RECORD_STEPS, world=WORLD, seed=SEED)
     ds = rec.record()
-    outs = [out for _, _, out, _ in rec._model_chunks()]
+    outs = [out for _, _, out, _ in model_chunks(rec.model, rec.observations, rec.actions,
+                                                 rec.chunk, threads=rec.threads)]
     g = torch.cat([o.g.float() for o in outs], 1)  # (env, time, n_g), before the read-out
     g_pi = torch.cat([o.g_pi.float() for o in outs], 1)
     size = rec.config.model.g_module_size or g.shape[-1]

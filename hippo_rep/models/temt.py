@@ -221,15 +221,12 @@ class TEMt(nn.Module):
         (..., n_cells); ``model.cells = "readout"`` only."""
         if self.cell_readout is None:
             raise ValueError("cell_activity needs model.cells = \"readout\"")
-        if self.config.cells_modular or self.config.cells_unit_norm:
-            w = self.cell_readout.weight
-            if self.config.cells_modular:
-                w = w * self.cell_mask
-            if self.config.cells_unit_norm:  # a fixed variance per cell (see the config)
-                w = w / w.norm(dim=1, keepdim=True).clamp_min(1e-12)
-            r = F.linear(g, w, self.cell_readout.bias)
-        else:
-            r = self.cell_readout(g)
+        w = self.cell_readout.weight
+        if self.config.cells_modular:
+            w = w * self.cell_mask
+        if self.config.cells_unit_norm:  # a fixed variance per cell (see the config)
+            w = w / w.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        r = F.linear(g, w, self.cell_readout.bias)
         return torch.relu(r) if self.config.cells_activation == "relu" else r
 
     def displace(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

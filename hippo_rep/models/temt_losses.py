@@ -84,18 +84,25 @@ def cells_weight(cfg: Config, iteration: int) -> float:
     return min(1.0, (iteration - tc.cells_ramp_start + 1) / tc.cells_ramp)
 
 
-def virtual_cells(model, g: torch.Tensor, cfg: Config, iteration: int) -> torch.Tensor:
-    """The read-out cells at ``train.cells_virtual`` virtual places: states of ``g``
-    (B, L, n_g), detached, each moved by :meth:`TEMt.displace` to a displacement uniform in
-    a square of ``train.cells_virtual_extent`` nodes → (cells_virtual, n_cells). States and
-    displacements are drawn from ``(train.seed, iteration)`` alone (reproducible, and apart
-    from the walks' random stream)."""
-    tc = cfg.train
-    gen = torch.Generator().manual_seed(tc.seed * 1_000_003 + iteration)
+def virtual_states(model, g: torch.Tensor, n: int, extent: float, seed: int) -> torch.Tensor:
+    """``n`` states of ``g`` (..., n_g), detached and drawn at random, each moved by
+    :meth:`TEMt.displace` to a displacement uniform in a square of ``extent`` nodes → (n, n_g).
+    The draws come from ``seed`` alone (apart from the walks' random stream)."""
+    gen = torch.Generator().manual_seed(seed)
     flat = g.detach().reshape(-1, g.shape[-1])
-    idx = torch.randint(len(flat), (tc.cells_virtual,), generator=gen)
-    x = torch.rand(tc.cells_virtual, 2, generator=gen) * tc.cells_virtual_extent
-    return model.cell_activity(model.displace(flat[idx.to(g.device)], x.to(g)))
+    idx = torch.randint(len(flat), (n,), generator=gen)
+    x = torch.rand(n, 2, generator=gen) * extent
+    return model.displace(flat[idx.to(g.device)], x.to(g))
+
+
+def virtual_cells(model, g: torch.Tensor, cfg: Config, iteration: int) -> torch.Tensor:
+    """The read-out cells at ``train.cells_virtual`` virtual places (:func:`virtual_states`
+    of ``g`` (B, L, n_g) in a square of ``train.cells_virtual_extent`` nodes, drawn from
+    ``(train.seed, iteration)``) → (cells_virtual, n_cells)."""
+    tc = cfg.train
+    return model.cell_activity(virtual_states(model, g, tc.cells_virtual,
+                                              tc.cells_virtual_extent,
+                                              tc.seed * 1_000_003 + iteration))
 
 
 def cell_losses(out: Output, cfg: Config, weight: float,
