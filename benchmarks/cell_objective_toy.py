@@ -50,6 +50,8 @@ import argparse
 import numpy as np
 import torch
 
+#: The constraint sets (the module docstring says what each is).
+KINDS = ("random", "energy", "unit_relu", "unit", "white", "virtual")
 #: Cells fitted (the trained read-out's count).
 N_CELLS = 64
 #: Adam steps and learning rate of the fit (converged: the loss changes < 1e-4 at the end).
@@ -119,10 +121,15 @@ def virtual_g(model, states: torch.Tensor, seed: int) -> torch.Tensor:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default="data/temt_waves_range.pt")
-    p.add_argument("--kinds", default="random,energy,unit_relu,unit,white,virtual")
+    p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default="", help="write each analysis to SAVE_KIND.nc")
     args = p.parse_args()
+
+    kinds = args.kinds.split(",")
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        p.error(f"--kinds: unknown {', '.join(unknown)}; choose from {', '.join(KINDS)}")
 
     import hippo_rep.schema  # noqa: F401  (the ds.hippo accessor)
     from hippo_rep.analysis.pipeline import analyse
@@ -141,7 +148,7 @@ def main() -> None:
           f"envs × {RECORD_STEPS} steps, {SHUFFLES} shuffles")
     print(f"{'cells':>10s} {'hexagonal':>10s} {'two-wave':>9s} {'band':>6s} {'every env':>10s}"
           f" {'|psi| med':>10s} {'module share':>13s} {'mean r²':>8s} {'min r':>7s}")
-    for kind in args.kinds.split(","):
+    for kind in kinds:
         if kind == "virtual":
             a, b = fit(virtual_g(rec.model, flat, args.seed), "white", args.seed)
         else:
