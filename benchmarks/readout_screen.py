@@ -242,6 +242,19 @@ SCRATCH["plane_then_var_walk_e3"] = [*SCRATCH["plane_then_var_virtual_e3"],
                                      "train.cells_virtual=0"]
 SCRATCH["plane_s2_then_var_walk_e3"] = [*SCRATCH["plane_then_var_walk_e3"],
                                         f"train.init_from={SEED2_PLANE}"]
+#: The walk budget from scratch, one stage (the cells' constraints come in with the cell ramp
+#: at iterations 300-600, while W_a learns its waves): is the 5,000-iteration first stage
+#: with ReLU cells needed?
+_WALK_BUDGET = ["model.cells_activation=none", "model.cells_unit_norm=false",
+                "train.loss_cells_neg=10", "train.loss_cells_var=10",
+                "train.loss_cells_energy=3"]
+SCRATCH["plane_var_walk_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"], *_WALK_BUDGET]
+#: ... and on modules of distinct spacing: the shipped ``temt_waves_range`` run (7 of 10
+#: modules triads of 7.3-19.5 nodes) continued for 1,500 iterations with the walk budget,
+#: W_a learning as in its first 5,000 iterations.
+SCRATCH["range_then_var_walk_e3"] = [*SCRATCH["waves_iso100_plane_ratio_range_5k"],
+                                     *_WALK_BUDGET, "train.init_from=data/temt_waves_range.pt",
+                                     "train.iterations=1500"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -21,7 +21,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "hippo_rep.random_streams", "hippo_rep.datasets", "hippo_rep.cluster",
      "hippo_rep.typed_config", "hippo_rep.run_files"),
     ("hippo_rep.worlds",),  # graphs, observations, random and delay walks (numpy only)
-    ("hippo_rep.config", "hippo_rep.schema"),  # typed configs; recording and analysis formats
+    # typed configs and what each model kind accepts; recording and analysis formats
+    ("hippo_rep.config", "hippo_rep.model_kinds", "hippo_rep.schema"),
     ("hippo_rep.models",),  # nn.Modules only
     ("hippo_rep.training",),  # training loop, checkpoints, evaluation
     ("hippo_rep.tasks",),  # PassKey and the long-delay task

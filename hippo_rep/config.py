@@ -16,7 +16,6 @@ checkpoints and overrides, under their old names.
 from __future__ import annotations
 
 import copy
-import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from types import MappingProxyType
 
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import quote
+from hippo_rep.model_kinds import MODEL_KINDS, needs
 from hippo_rep.typed_config import (
     ConfigError,
     Rule,
@@ -188,8 +188,9 @@ class ModelConfig(TypedConfig):
                               "tem_lambda": "tem.lambda_", "tem_eta": "tem.eta",
                               "tem_kappa": "tem.kappa", "tem_iters_gen": "tem.iters_gen",
                               "tem_iters_inf": "tem.iters_inf"})
-    # "temt": recurrent positional encodings; "sinusoidal": fixed time-index encodings (baseline).
-    kind: str = choice("temt", ("temt", "sinusoidal", "tem"))
+    # "temt": recurrent positional encodings; "sinusoidal": fixed time-index encodings
+    # (baseline); "tem": TEM. What each accepts: hippo_rep.model_kinds.MODEL_KINDS.
+    kind: str = choice(next(iter(MODEL_KINDS)), tuple(MODEL_KINDS))
     # Positional-encoding units (the cells expected to become grid-like).
     n_g: int = setting(64, _size("MAX_WIDTH"))
     # Width of keys/queries z(g)·W_e.
@@ -332,17 +333,17 @@ class ModelConfig(TypedConfig):
         if self.memory == "fam" and self.fam_slots < 1:
             raise ConfigError(f"model.memory = \"fam\" needs model.fam_slots ≥ 1; got "
                               f"{self.fam_slots}")
-        if self.cells == "readout" and (self.kind != "temt"
-                                        or self.memory not in ("full", "window")):
-            raise ConfigError("model.cells = \"readout\" needs model.kind = \"temt\" and "
-                              "model.memory = \"full\" or \"window\" (FAM slots and the "
-                              "Hebbian memory key on g); got kind = "
-                              f"{self.kind!r}, memory = {self.memory!r}")
-        if self.g_module_size and (self.g_module_size % 2 or self.n_g % self.g_module_size
-                                   or self.kind != "temt"):
+        if self.cells == "readout" and (wrong := needs("readout_cells", self.kind)):
+            raise ConfigError(f"model.cells = \"readout\" needs {wrong}")
+        if self.cells == "readout" and self.memory not in ("full", "window"):
+            raise ConfigError("model.cells = \"readout\" needs model.memory = \"full\" or "
+                              "\"window\" (FAM slots and the Hebbian memory key on g); got "
+                              f"memory = {self.memory!r}")
+        if self.g_module_size and (wrong := needs("action_transitions", self.kind)):
+            raise ConfigError(f"model.g_module_size = {self.g_module_size} needs {wrong}")
+        if self.g_module_size and (self.g_module_size % 2 or self.n_g % self.g_module_size):
             raise ConfigError(f"model.g_module_size = {self.g_module_size} must be even and "
-                              f"divide model.n_g = {self.n_g}, with model.kind = \"temt\" "
-                              f"(got kind = {self.kind!r})")
+                              f"divide model.n_g = {self.n_g}")
         if self.cells_unit_norm and self.cells != "readout":
             raise ConfigError("model.cells_unit_norm = true needs model.cells = \"readout\"; "
                               f"got cells = {self.cells!r}")
@@ -350,8 +351,8 @@ class ModelConfig(TypedConfig):
             raise ConfigError("model.cells_modular = true needs model.cells = \"readout\" and "
                               f"grid modules (model.g_module_size > 0); got cells = "
                               f"{self.cells!r}, g_module_size = {self.g_module_size}")
-        if self.memory != "full" and self.kind != "temt":
-            raise ConfigError(f"model.memory = {self.memory!r} needs model.kind = \"temt\"")
+        if self.memory != "full" and (wrong := needs("memory_variants", self.kind)):
+            raise ConfigError(f"model.memory = {self.memory!r} needs {wrong}")
         if self.transition_init == "triad" and (self.g_module_size != 6
                                                 or self.transition_param == "free"):
             raise ConfigError("model.transition_init = \"triad\" needs model.g_module_size = 6 "
@@ -359,10 +360,12 @@ class ModelConfig(TypedConfig):
                               f"\"orthogonal\" or \"waves\"; got g_module_size = "
                               f"{self.g_module_size}, transition_param = "
                               f"{self.transition_param!r}")
-        if self.transition_param == "waves" and (self.n_g % 2 or self.kind != "temt"):
+        if self.transition_param == "waves" and (wrong := needs("action_transitions",
+                                                                self.kind)):
+            raise ConfigError(f"model.transition_param = \"waves\" needs {wrong}")
+        if self.transition_param == "waves" and self.n_g % 2:
             raise ConfigError("model.transition_param = \"waves\" needs an even model.n_g "
-                              f"(rotation planes of two units) and model.kind = \"temt\"; got "
-                              f"n_g = {self.n_g}, kind = {self.kind!r}")
+                              f"(rotation planes of two units); got n_g = {self.n_g}")
         if self.g_norm == "plane" and self.transition_param != "waves":
             raise ConfigError("model.g_norm = \"plane\" needs model.transition_param = "
                               "\"waves\" (rotation planes of two units); got "
@@ -571,9 +574,8 @@ class Config(TypedConfig):
 
     def check(self) -> None:
         m = self.model
-        if self.train.loss_isometry > 0 and m.kind != "temt":
-            raise ConfigError(f"train.loss_isometry needs model.kind = \"temt\" (the modules of "
-                              f"its g); got {m.kind!r}")
+        if self.train.loss_isometry > 0 and (wrong := needs("action_transitions", m.kind)):
+            raise ConfigError(f"train.loss_isometry needs {wrong}: the modules of its g")
         if self.train.loss_cells_var > 0 and m.cells != "readout":
             raise ConfigError("train.loss_cells_var > 0 needs model.cells = \"readout\"; got "
                               f"cells = {m.cells!r}")
@@ -585,9 +587,9 @@ class Config(TypedConfig):
                               f"displacement; got cells = {m.cells!r}, transition_param = "
                               f"{m.transition_param!r}, transition_activation = "
                               f"{m.transition_activation!r}")
-        if m.kind == "tem" and math.comb(m.tem.n_x_c, 2) < self.world.n_obs:
-            raise ConfigError(f"model.tem.n_x_c = {m.tem.n_x_c} has {math.comb(m.tem.n_x_c, 2)} "
-                              f"two-hot codes, fewer than world.n_obs = {self.world.n_obs}")
+        check = MODEL_KINDS[m.kind].check
+        if check is not None and (wrong := check(self)):
+            raise ConfigError(wrong)
 
 
 _SECTIONS = {"world": WorldConfig, "model": ModelConfig, "train": TrainConfig}

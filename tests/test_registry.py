@@ -3,13 +3,17 @@ model does (checked on the model itself, not against a copy of the table)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+import hippo_rep
 from hippo_rep.config import ConfigError, ModelConfig, load_config
+from hippo_rep.model_kinds import MODEL_KINDS, TRAITS, kinds_with
 from hippo_rep.models.registry import MODELS, Chunk, ModelSpec, build_model, model_spec
 from hippo_rep.models.tem import TEM
 from hippo_rep.models.temt import TEMt
@@ -37,7 +41,8 @@ def _walk(n_obs: int, seed: int = 0):
 
 def test_the_registry_holds_exactly_the_kinds_the_config_accepts():
     rule = next(f for f in dataclasses.fields(ModelConfig) if f.name == "kind").metadata["rule"]
-    assert set(MODELS) == set(rule.choices) == set(KINDS)
+    assert list(MODELS) == list(rule.choices) == list(MODEL_KINDS) == list(KINDS)
+    assert ModelConfig().kind == next(iter(MODEL_KINDS)) == "temt"
     assert all(isinstance(s, ModelSpec) for s in MODELS.values())
     with pytest.raises(dataclasses.FrozenInstanceError):
         MODELS["temt"].delay_task = False
@@ -157,3 +162,71 @@ def test_the_delay_task_refuses_exactly_the_kinds_without_tem_t_memory(tmp_path)
     save_checkpoint(tmp_path / "tem.pt", model, cfg, 0)
     with pytest.raises(DelayTaskError, match="model.kind"):
         delay_experiment(tmp_path / "tem.pt")
+
+
+#: Each trait of hippo_rep.model_kinds.KindTraits → config overrides that need it.
+TRAIT_OPTIONS = {
+    "readout_cells": ["model.cells=readout"],
+    "memory_variants": ["model.memory=window"],
+    "action_transitions": ["model.transition_param=waves", "model.g_module_size=6",
+                           "train.loss_isometry=1"],
+}
+
+
+def test_every_trait_gates_config_options():
+    assert set(TRAIT_OPTIONS) == set(TRAITS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("trait", "option"),
+                         [(t, o) for t, opts in TRAIT_OPTIONS.items() for o in opts])
+def test_config_accepts_an_option_exactly_for_the_kinds_with_its_trait(kind, trait, option):
+    """Config validation asks a kind's traits; a kind with the trait builds a model that
+    takes the option (its read-out cells, its memory, its modules or wave W_a)."""
+    overrides = [f"model.kind={kind}", "model.n_g=60", option]
+    if kind in kinds_with(trait):
+        cfg = load_config("tiny", overrides)
+        model = build_model(cfg.model, N_ACT, cfg.world.n_obs)
+        obs, act = _walk(cfg.world.n_obs)
+        out, _ = model(obs, act)
+        assert torch.isfinite(out.logits_pi).all()
+        assert (out.cells is not None) == (trait == "readout_cells")
+    else:
+        with pytest.raises(ConfigError, match=f"needs model.kind = \"temt\" \\(got '{kind}'\\)"):
+            load_config("tiny", overrides)
+
+
+def test_a_kinds_own_check_runs_on_the_whole_config():
+    """TEM's two-hot observation codes: C(n_x_c, 2) must cover world.n_obs."""
+    assert MODEL_KINDS["tem"].check is not None and MODEL_KINDS["temt"].check is None
+    with pytest.raises(ConfigError, match="model.tem.n_x_c = 4 has 6 two-hot codes, fewer than "
+                                          "world.n_obs = 7"):
+        load_config("tiny", ["model.kind=tem", "model.tem.n_x_c=4", "world.n_obs=7"])
+    load_config("tiny", ["model.kind=tem", "model.tem.n_x_c=4", "world.n_obs=6"])
+    load_config("tiny", ["model.kind=temt", "model.tem.n_x_c=4", "world.n_obs=7"])
+
+
+def kind_tests(source: str) -> list[int]:
+    """Lines of ``source`` that compare something with a model kind's name (``==``, ``!=``,
+    ``in`` or a ``case`` pattern)."""
+    names = set(MODEL_KINDS)
+    tests = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Compare)]
+    tests += [n.pattern for n in ast.walk(ast.parse(source)) if isinstance(n, ast.match_case)]
+    return sorted(t.lineno for t in tests
+                  if any(isinstance(c, ast.Constant) and c.value in names for c in ast.walk(t)))
+
+
+def test_kind_tests_finds_each_form_of_a_test():
+    src = ("a = kind == 'tem'\nb = 'temt' != k\nc = k in ('sinusoidal', 'x')\n"
+           "match k:\n    case 'tem':\n        pass\nd = {'temt': 1}['temt']\ne = k == 'x'\n")
+    assert kind_tests(src) == [1, 2, 3, 5]
+
+
+def test_no_model_kind_is_tested_by_name_outside_the_models_and_the_kinds():
+    """Outside hippo_rep/models/ and hippo_rep/model_kinds.py, code asks a kind's spec or
+    traits instead of comparing model.kind with a name."""
+    root = Path(hippo_rep.__file__).parent
+    found = {str(p.relative_to(root)): lines for p in sorted(root.rglob("*.py"))
+             if p.parent.name != "models" and p.name != "model_kinds.py"
+             and (lines := kind_tests(p.read_text()))}
+    assert found == {}

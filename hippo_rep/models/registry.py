@@ -3,9 +3,9 @@
 Code outside :mod:`hippo_rep.models` asks a kind's spec a question (a capability:
 "can its write threshold be calibrated?", "which extra metrics does it log?") or calls what
 the spec holds (its training losses and annealing: the trainer's only way to a model's
-losses) instead of testing the kind by name, so that a new kind is one entry here.
-:func:`build_model` builds every kind through :data:`MODELS`. Config validation
-(``hippo_rep.config``, a layer below) still names kinds itself.
+losses) instead of testing the kind by name, so that a new kind is one entry here (and one
+in :data:`hippo_rep.model_kinds.MODEL_KINDS`, the torch-free traits config validation asks).
+:func:`build_model` builds every kind through :data:`MODELS`.
 
 >>> model_spec("temt").calibrates_write_threshold
 True

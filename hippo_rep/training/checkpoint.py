@@ -23,6 +23,7 @@ import torch
 from hippo_rep import __version__
 from hippo_rep.config import Config, ConfigError, from_dict, world_kind
 from hippo_rep.fileio import MAX_QUOTE, atomic_write, quote
+from hippo_rep.model_kinds import MODEL_KINDS
 from hippo_rep.models.registry import build_model
 from hippo_rep.models.temt import TEMt
 from hippo_rep.worlds import KINDS as KINDS_OF_WORLDS
@@ -33,10 +34,9 @@ FORMAT_VERSION = 1
 #: Payload key of the SHA-256 of the model tensors (see :func:`weights_sha256`).
 WEIGHTS_SHA256_KEY = "weights_sha256"
 #: What a checkpoint can hold, and its name in messages.
-KINDS = {"temt": "TEM-t", "tem": "TEM", "sinusoidal": "sinusoidal-baseline",
-         "passkey": "PassKey"}
+KINDS = {**{kind: traits.label for kind, traits in MODEL_KINDS.items()}, "passkey": "PassKey"}
 #: The kinds :func:`load_checkpoint` rebuilds (models of the 2D worlds).
-WORLD_KINDS = ("temt", "tem", "sinusoidal")
+WORLD_KINDS = tuple(MODEL_KINDS)
 #: The format name of PassKey checkpoints written before ``kind`` existed.
 OLD_PASSKEY_FORMAT = "hippo_rep.passkey_checkpoint"
 _REQUIRED = ("format_version", "config", "model_state", "step")
