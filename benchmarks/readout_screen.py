@@ -255,6 +255,19 @@ SCRATCH["plane_var_walk_5k"] = [*SCRATCH["waves_iso100_plane_readout_fast_5k"], 
 SCRATCH["range_then_var_walk_e3"] = [*SCRATCH["waves_iso100_plane_ratio_range_5k"],
                                      *_WALK_BUDGET, "train.init_from=data/temt_waves_range.pt",
                                      "train.iterations=1500"]
+#: ... with each cell reading one module (``model.cells_modular``): continued with the walk
+#: budget, the free cells all read the shortest module (a 5.7-node triad); can cells held to
+#: one module each make lattices of distinct spacing?
+SCRATCH["range_then_var_walk_modular"] = [*SCRATCH["range_then_var_walk_e3"],
+                                          "model.cells_modular=true"]
+#: ... and on larger worlds with longer walks: on hex:10 and hex:12 the modular cells of the
+#: 6.7-9.7-node triads became lattices and those of the 11-19.5-node triads did not (bands or
+#: no pattern); do the longer modules' cells become lattices where the walks cover more of
+#: their period (hex:20 and hex:24, 600-step walks)?
+SCRATCH["range_then_var_walk_modular_wide"] = [*SCRATCH["range_then_var_walk_modular"],
+                                               "world.walk_steps=600"]
+#: Training worlds of the settings that do not train on :data:`SCRATCH_WORLD`.
+SETTING_WORLDS = {"range_then_var_walk_modular_wide": ("hex:20", "hex:24")}
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 
@@ -312,7 +325,8 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str],
             for name in names:
                 run_dir = out / f"{name}_{family}_s{seed}"
                 if name in SCRATCH:
-                    worlds = f"[\"{SCREEN_WORLD[family]}\", \"{SCRATCH_WORLD[family]}\"]"
+                    pair = SETTING_WORLDS.get(name, (SCREEN_WORLD[family], SCRATCH_WORLD[family]))
+                    worlds = "[" + ", ".join(f"\"{w}\"" for w in pair) + "]"
                     _train(run_dir, [*SCRATCH_COMMON, *SCRATCH[name], f"train.seed={seed}",
                                      f"train.isometry_scale={SCRATCH_SCALE[family]}",
                                      f"world.worlds={worlds}"], log)

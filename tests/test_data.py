@@ -185,20 +185,21 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     assert s1["reached"]["0.9"]["temt_per_chunk_lr3e-4"] is not None
 
 
-def test_shipped_unfinished_readout_run_continues_where_it_stopped():
-    """data/temt_readout_long.pt: the weights of an unfinished 20,000-iteration read-out run
-    at iteration 5,000; --continue-from resumes its schedule there, with the same settings."""
+def test_shipped_unfinished_run_continues_where_it_stopped():
+    """data/temt_isometry_long.pt: the weights of an unfinished 20,000-iteration run of the
+    isometry setting at iteration 5,000; --continue-from resumes its schedule there, with the
+    same settings."""
     from hippo_rep.training.checkpoint import read_checkpoint
     from hippo_rep.training.trainer import continue_config
 
-    path = DATA / "temt_readout_long.pt"
+    path = DATA / "temt_isometry_long.pt"
     payload = read_checkpoint(path)
     assert payload["optimizer_state"] is None and payload["step"] == 5000
     cfg = continue_config(path)
-    assert cfg.model.cells == "readout" and cfg.train.iterations == 20000
-    assert cfg.train.loss_cells_energy == 0.3 and cfg.train.transition_lr_scale == 1.0
+    assert cfg.train.iterations == 20000 and cfg.train.loss_isometry == 1.0
+    assert cfg.model.g_module_size == 6
     assert cfg.train.init_continue and cfg.train.init_from == str(path)
-    with open(DATA / "temt_readout_long_metrics.csv") as f:
+    with open(DATA / "temt_isometry_long_metrics.csv") as f:
         last = list(csv.DictReader(f))[-1]
     assert int(last["iteration"]) == 5000
 
@@ -276,6 +277,39 @@ def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     assert np.mean(cells["lattice"].values[grid] == "peaks") >= 0.95
     every = cells["is_grid"].all("env").values
     assert every.sum() >= 0.5 * cells["is_grid"].any("env").values.sum()
+
+
+def test_long_run_with_a_fixed_budget_grows_grid_cells_in_larger_worlds():
+    """data/temt_cells_budget_long*: the shipped 20,000-iteration temt_waves_plane_long run
+    (hex:12 and hex:16) continued for 1,500 iterations with the fixed-budget cells, then
+    calibrated. Held-out loop closure ≥ 0.95 at about one memory per node; recorded here from
+    the shipped weights in two held-out 16×16 environments, at least half the cells' maps are
+    hexagonal lattices of peaks (53 of 64 cells in all four environments when shipped), the
+    same cells in both environments."""
+    from hippo_rep.pipeline import analyse
+    from hippo_rep.recording.record import Recorder
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, read_checkpoint
+
+    path = DATA / "temt_cells_budget_long.pt"
+    payload = read_checkpoint(path)
+    assert payload["optimizer_state"] is None and payload["step"] == 1500
+    assert payload["extra"]["init_from_sha256"] == file_sha256(DATA / "temt_waves_plane_long.pt")
+    assert payload["extra"]["calibration"]["threshold"] == payload["config"]["model"][
+        "write_threshold"]
+    _, cfg, _ = load_checkpoint(path)
+    assert cfg.train.loss_cells_var > 0 and cfg.model.cells_activation == "none"
+    assert cfg.world.worlds == ("hex:12", "hex:16")
+    ev = json.loads((DATA / "temt_cells_budget_long_eval.json").read_text())
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(path)
+    assert ev["model"]["revisit_new_edge"] >= 0.95
+    assert ev["memory"]["memories_per_node"] <= 1.1
+    rec = Recorder(path, n_envs=2, n_steps=1500, world="hex:16", seed=2001).record()
+    cells = analyse(rec, shuffles=10, seed=0, variables=["g"], decode=False,
+                    progress=False).hippo.population("g")
+    grid = cells["is_grid"].values
+    assert grid.mean() >= 0.5  # 0.83 when shipped
+    assert np.all(cells["lattice"].values[grid] == "peaks")
+    assert cells["is_grid"].all("env").sum() >= 0.8 * cells["is_grid"].any("env").sum()
 
 
 def test_shipped_range_run_learned_triads_of_distinct_spacing():
