@@ -268,6 +268,11 @@ SCRATCH["range_then_var_walk_modular_wide"] = [*SCRATCH["range_then_var_walk_mod
                                                "world.walk_steps=600"]
 #: Training worlds of the settings that do not train on :data:`SCRATCH_WORLD`.
 SETTING_WORLDS = {"range_then_var_walk_modular_wide": ("hex:20", "hex:24")}
+#: ... and the two-stage route for a third seed (``run OUT --seeds 3 --only
+#: waves_iso100_plane_readout_fast_5k`` in runs/screen9_s3 makes its first stage).
+SEED3_PLANE = ("runs/screen9_s3/waves_iso100_plane_readout_fast_5k_hex_s3/checkpoint.pt")
+SCRATCH["plane_s3_then_var_walk_e3"] = [*SCRATCH["plane_then_var_walk_e3"],
+                                        f"train.init_from={SEED3_PLANE}"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
                                     "model.n_cells=60"]
 

@@ -312,6 +312,42 @@ def test_long_run_with_a_fixed_budget_grows_grid_cells_in_larger_worlds():
     assert cells["is_grid"].all("env").sum() >= 0.8 * cells["is_grid"].any("env").sum()
 
 
+def test_cells_held_to_one_module_are_lattices_of_several_spacings():
+    """data/temt_cells_modular*: the shipped temt_waves_range run (triads of distinct
+    spacing) continued with the fixed-budget cells, each cell reading one module (cell i on
+    module i mod 10), then calibrated. Recorded here from the shipped weights (two held-out
+    16×16 environments), cells of at least three modules are hexagonal lattices (plane-wave
+    share ≥ 0.6), each at its own module's spacing, spanning ×1.3 or more; loop closure ≥ 0.95."""
+    from hippo_rep.models.transitions import module_waves
+    from hippo_rep.pipeline import analyse
+    from hippo_rep.recording.record import Recorder
+    from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
+
+    path = DATA / "temt_cells_modular.pt"
+    model, cfg, payload = load_checkpoint(path)
+    assert cfg.model.cells_modular and cfg.train.loss_cells_var > 0
+    assert payload["extra"]["init_from_sha256"] == file_sha256(DATA / "temt_waves_range.pt")
+    ev = json.loads((DATA / "temt_cells_modular_eval.json").read_text())
+    assert ev["meta"]["checkpoint_sha256"] == file_sha256(path)
+    assert ev["model"]["revisit_new_edge"] >= 0.95
+    modules = module_waves(model, "hex")
+    rec = Recorder(path, n_envs=2, n_steps=1500, world="hex:16", seed=2001).record()
+    cells = analyse(rec, shuffles=10, seed=0, variables=["g"], decode=False,
+                    progress=False).hippo.population("g").transpose("unit", "env", ...)
+    lattice = cells["is_grid"].values & (cells["plane_wave_share"].values >= 0.6)
+    assert lattice.mean() >= 0.2  # 0.26 when shipped (modules of 6.7-9.7 nodes)
+    spacings = []
+    for m, waves in enumerate(modules):
+        own = lattice[m::len(modules)]  # the cells on module m
+        if own.any():
+            assert waves["hexagonal_triad"]["found"]
+            wavelength = np.mean(waves["hexagonal_triad"]["wavelengths"])
+            measured = cells["spacing_nodes"].values[m::len(modules)][own] * np.sqrt(3) / 2
+            assert np.median(measured) == pytest.approx(wavelength, rel=0.15)
+            spacings.append(wavelength)
+    assert len(spacings) >= 3 and max(spacings) >= 1.3 * min(spacings)
+
+
 def test_shipped_range_run_learned_triads_of_distinct_spacing():
     """data/temt_waves_range*: with the modules' isometry scales 1.15 apart and each module's
     pairs within its own range, W_a's modules are hexagonal triads whose wavelengths grow
