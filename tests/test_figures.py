@@ -572,3 +572,25 @@ def test_cli_figures_width_flag(tmp_path, capsys, monkeypatch):
         cli.main(["figures", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--width {single,double}" in text and "3.5 in" in text and "7 in" in text
+
+
+def test_grid_figure_gives_spacing_in_the_analysis_unit(synthetic_analysis):
+    """Panel titles give each unit's spacing in node spacings where the analysis holds
+    ``spacing_nodes`` (a model recording), else in bins; the title says which."""
+    def texts(fig):
+        return [fig._suptitle.get_text() if fig._suptitle else ""] + [
+            t.get_text() for ax in fig.axes for t in (ax.title,)] + [
+            t.get_text() for t in fig.texts]
+
+    # as at two bins a node (the synthetic recording has one)
+    halved = synthetic_analysis.assign(spacing_nodes=synthetic_analysis["spacing"] / 2)
+    g = halved.hippo.population("g")
+    top = g["unit"].values[int(np.nanargmax(g["gridness_60"].sel(env=g["env"].values[0])))]
+    nodes = float(g["spacing_nodes"].sel(env=g["env"].values[0], unit=top))
+    bins = float(g["spacing"].sel(env=g["env"].values[0], unit=top))
+    assert f"{nodes:.1f}" != f"{bins:.1f}"
+    shown = " ".join(texts(FIGURES["grid_cells"](FigureInputs(analysis=halved))))
+    assert "spacing in node spacings" in shown and f"sp. {nodes:.1f}" in shown
+    plain = synthetic_analysis.drop_vars("spacing_nodes")
+    shown = " ".join(texts(FIGURES["grid_cells"](FigureInputs(analysis=plain))))
+    assert "spacing in bins" in shown and f"sp. {bins:.1f}" in shown

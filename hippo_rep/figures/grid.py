@@ -38,6 +38,11 @@ def grid_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     """Rate maps of the most grid-like positional units (ranked in the first environment) with
     their autocorrelograms, gridness and spacing, in two environments."""
     ds = inputs.need("analysis", "rate_map", "gridness_60", "spacing").hippo.population(G)
+    # spacing in the recording's own unit where the analysis holds it (cm for a session, node
+    # spacings for a model's world), else in bins
+    spacing, unit = next(((k, u) for k, u in (("spacing_cm", "cm"),
+                                              ("spacing_nodes", "node spacings"))
+                          if k in ds), ("spacing", "bins"))
     envs = ds["env"].values[:2]
     score = ds["gridness_60"].sel(env=envs[0]).fillna(-np.inf)
     top = ds["unit"].values[np.argsort(-score.values)[:N_UNITS_SHOWN]]
@@ -52,7 +57,7 @@ def grid_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
         for i, (what, env) in enumerate(rows):
             m = ds["rate_map"].sel(env=env, unit=u)
             g60 = float(ds["gridness_60"].sel(env=env, unit=u))
-            sp = float(ds["spacing"].sel(env=env, unit=u))
+            sp = float(ds[spacing].sel(env=env, unit=u))
             if what == "map":
                 idx = int(ds["unit_index"].sel(unit=u))
                 rate_map(m, ax=axes[r0 + i, c], colorbar=True, units="",
@@ -68,5 +73,5 @@ def grid_cells_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     method = ds.attrs.get("grid_score_method", DEFAULT_GRID_METHOD)
     figure_title(fig, f"most grid-like {_g_name(ds)} (ranked by gridness-60, g60, in env "
                    f"{envs[0]}; method {method}; sp. = "
-                   f"spacing in bins)\n{map_caption(units, autocorrelograms=True)}")
+                   f"spacing in {unit})\n{map_caption(units, autocorrelograms=True)}")
     return fig
