@@ -33,6 +33,9 @@ model's recording would be:
   into bumps at the arena's scale (synthetic triads: single-module lattices on 40×40, mixed
   cells on 16×16); the virtual arena restores the conditions of the theory (an unbounded
   plane).
+- ``white_modular``: ``white`` with each cell reading one module (cell i on module i mod the
+  module count, as ``model.cells_modular``): can each module's cells be lattices of its own
+  spacing, given a recording that covers its period (``--world``, ``--steps``)?
 - ``random``: unit-norm random rows, b at the smallest offset that keeps them non-negative
   (no fitting: the negative control).
 
@@ -51,7 +54,7 @@ import numpy as np
 import torch
 
 #: The constraint sets (the module docstring says what each is).
-KINDS = ("random", "energy", "unit_relu", "unit", "white", "virtual")
+KINDS = ("random", "energy", "unit_relu", "unit", "white", "white_modular", "virtual")
 #: Cells fitted (the trained read-out's count).
 N_CELLS = 64
 #: Adam steps and learning rate of the fit (converged: the loss changes < 1e-4 at the end).
@@ -103,6 +106,18 @@ def fit(g: torch.Tensor, kind: str, seed: int) -> tuple[torch.Tensor, torch.Tens
     return w.detach(), b.detach()
 
 
+def fit_modular(g: torch.Tensor, size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``white`` fitted module by module: A (n_cells, n_g) zero outside each cell's module
+    (cell i on module i mod n_modules) and b (n_cells,)."""
+    n_modules = g.shape[1] // size
+    a, b = torch.zeros(N_CELLS, g.shape[1]), torch.zeros(N_CELLS)
+    for m in range(n_modules):
+        rows, units = torch.arange(m, N_CELLS, n_modules), slice(m * size, (m + 1) * size)
+        a_m, b_m = fit(g[:, units], "white", seed + m)
+        a[rows, units], b[rows] = a_m[:len(rows)], b_m[:len(rows)]
+    return a, b
+
+
 def virtual_g(model, states: torch.Tensor, seed: int) -> torch.Tensor:
     """g (N, n_g) at N = :data:`VIRTUAL_SAMPLES` ² random displacements in a square of
     :data:`VIRTUAL_EXTENT` nodes, each from a random recorded state of ``states`` (n, n_g),
@@ -124,6 +139,9 @@ def main() -> None:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default="", help="write each analysis to SAVE_KIND.nc")
+    p.add_argument("--world", default=WORLD, help=f"recorded world (default {WORLD})")
+    p.add_argument("--steps", type=int, default=RECORD_STEPS,
+                   help=f"steps per recorded walk (default {RECORD_STEPS})")
     args = p.parse_args()
 
     kinds = args.kinds.split(",")
@@ -136,7 +154,8 @@ def main() -> None:
     from hippo_rep.recording.record import Recorder
     from hippo_rep.training.evaluate import model_chunks
 
-    rec = Recorder(args.checkpoint, n_envs=ENVS, n_steps=RECORD_STEPS, world=WORLD, seed=SEED)
+    rec = Recorder(args.checkpoint, n_envs=ENVS, n_steps=args.steps, world=args.world,
+                   seed=SEED)
     ds = rec.record()
     outs = [out for _, _, out, _ in model_chunks(rec.model, rec.observations, rec.actions,
                                                  rec.chunk, threads=rec.threads)]
@@ -144,13 +163,15 @@ def main() -> None:
     g_pi = torch.cat([o.g_pi.float() for o in outs], 1)
     size = rec.config.model.g_module_size or g.shape[-1]
     flat = g.reshape(-1, g.shape[-1])
-    print(f"{args.checkpoint}: g {tuple(g.shape)}, modules of {size}; {WORLD} × {ENVS} "
-          f"envs × {RECORD_STEPS} steps, {SHUFFLES} shuffles")
+    print(f"{args.checkpoint}: g {tuple(g.shape)}, modules of {size}; {args.world} × {ENVS} "
+          f"envs × {args.steps} steps, {SHUFFLES} shuffles")
     print(f"{'cells':>10s} {'hexagonal':>10s} {'two-wave':>9s} {'band':>6s} {'every env':>10s}"
           f" {'|psi| med':>10s} {'module share':>13s} {'mean r²':>8s} {'min r':>7s}")
     for kind in kinds:
         if kind == "virtual":
             a, b = fit(virtual_g(rec.model, flat, args.seed), "white", args.seed)
+        elif kind == "white_modular":
+            a, b = fit_modular(flat, size, args.seed)
         else:
             a, b = fit(flat, kind, args.seed)
         relu = kind in ("energy", "unit_relu")
