@@ -270,7 +270,7 @@ SCRATCH["range_then_var_walk_modular_wide"] = [*SCRATCH["range_then_var_walk_mod
 SETTING_WORLDS = {"range_then_var_walk_modular_wide": ("hex:20", "hex:24")}
 #: ... and the two-stage route for a third seed (``run OUT --seeds 3 --only
 #: waves_iso100_plane_readout_fast_5k`` in runs/screen9_s3 makes its first stage).
-SEED3_PLANE = ("runs/screen9_s3/waves_iso100_plane_readout_fast_5k_hex_s3/checkpoint.pt")
+SEED3_PLANE = "runs/screen9_s3/waves_iso100_plane_readout_fast_5k_hex_s3/checkpoint.pt"
 SCRATCH["plane_s3_then_var_walk_e3"] = [*SCRATCH["plane_then_var_walk_e3"],
                                         f"train.init_from={SEED3_PLANE}"]
 SCRATCH["triad_readout_modular"] = [*SCRATCH["triad_readout_1500"], "model.cells_modular=true",
@@ -330,8 +330,8 @@ def run(out: Path, seeds: list[int], names: list[str], families: list[str],
             for name in names:
                 run_dir = out / f"{name}_{family}_s{seed}"
                 if name in SCRATCH:
-                    pair = SETTING_WORLDS.get(name, (SCREEN_WORLD[family], SCRATCH_WORLD[family]))
-                    worlds = "[" + ", ".join(f"\"{w}\"" for w in pair) + "]"
+                    worlds = json.dumps(list(SETTING_WORLDS.get(
+                        name, (SCREEN_WORLD[family], SCRATCH_WORLD[family]))))
                     _train(run_dir, [*SCRATCH_COMMON, *SCRATCH[name], f"train.seed={seed}",
                                      f"train.isometry_scale={SCRATCH_SCALE[family]}",
                                      f"world.worlds={worlds}"], log)

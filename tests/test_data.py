@@ -279,6 +279,17 @@ def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     assert every.sum() >= 0.5 * cells["is_grid"].any("env").values.sum()
 
 
+def recorded_cells(path):
+    """The cells (population ``g``) of shipped read-out weights ``path``, recorded here in two
+    held-out 16×16 hexagonal environments × 1,500 steps and analysed with 10 shuffles."""
+    from hippo_rep.pipeline import analyse
+    from hippo_rep.recording.record import Recorder
+
+    rec = Recorder(path, n_envs=2, n_steps=1500, world="hex:16", seed=2001).record()
+    return analyse(rec, shuffles=10, seed=0, variables=["g"], decode=False,
+                   progress=False).hippo.population("g")
+
+
 def test_long_run_with_a_fixed_budget_grows_grid_cells_in_larger_worlds():
     """data/temt_cells_budget_long*: the shipped 20,000-iteration temt_waves_plane_long run
     (hex:12 and hex:16) continued for 1,500 iterations with the fixed-budget cells, then
@@ -286,8 +297,6 @@ def test_long_run_with_a_fixed_budget_grows_grid_cells_in_larger_worlds():
     the shipped weights in two held-out 16×16 environments, at least half the cells' maps are
     hexagonal lattices of peaks (53 of 64 cells in all four environments when shipped), the
     same cells in both environments."""
-    from hippo_rep.pipeline import analyse
-    from hippo_rep.recording.record import Recorder
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, read_checkpoint
 
     path = DATA / "temt_cells_budget_long.pt"
@@ -303,9 +312,7 @@ def test_long_run_with_a_fixed_budget_grows_grid_cells_in_larger_worlds():
     assert ev["meta"]["checkpoint_sha256"] == file_sha256(path)
     assert ev["model"]["revisit_new_edge"] >= 0.95
     assert ev["memory"]["memories_per_node"] <= 1.1
-    rec = Recorder(path, n_envs=2, n_steps=1500, world="hex:16", seed=2001).record()
-    cells = analyse(rec, shuffles=10, seed=0, variables=["g"], decode=False,
-                    progress=False).hippo.population("g")
+    cells = recorded_cells(path)
     grid = cells["is_grid"].values
     assert grid.mean() >= 0.5  # 0.83 when shipped
     assert np.all(cells["lattice"].values[grid] == "peaks")
@@ -319,8 +326,6 @@ def test_cells_held_to_one_module_are_lattices_of_several_spacings():
     16×16 environments), cells of at least three modules are hexagonal lattices (plane-wave
     share ≥ 0.6), each at its own module's spacing, spanning ×1.3 or more; loop closure ≥ 0.95."""
     from hippo_rep.models.transitions import module_waves
-    from hippo_rep.pipeline import analyse
-    from hippo_rep.recording.record import Recorder
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 
     path = DATA / "temt_cells_modular.pt"
@@ -331,9 +336,7 @@ def test_cells_held_to_one_module_are_lattices_of_several_spacings():
     assert ev["meta"]["checkpoint_sha256"] == file_sha256(path)
     assert ev["model"]["revisit_new_edge"] >= 0.95
     modules = module_waves(model, "hex")
-    rec = Recorder(path, n_envs=2, n_steps=1500, world="hex:16", seed=2001).record()
-    cells = analyse(rec, shuffles=10, seed=0, variables=["g"], decode=False,
-                    progress=False).hippo.population("g").transpose("unit", "env", ...)
+    cells = recorded_cells(path).transpose("unit", "env", ...)
     lattice = cells["is_grid"].values & (cells["plane_wave_share"].values >= 0.6)
     assert lattice.mean() >= 0.2  # 0.26 when shipped (modules of 6.7-9.7 nodes)
     spacings = []

@@ -210,8 +210,9 @@ def kind_tests(source: str) -> list[int]:
     """Lines of ``source`` that compare something with a model kind's name (``==``, ``!=``,
     ``in`` or a ``case`` pattern)."""
     names = set(MODEL_KINDS)
-    tests = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Compare)]
-    tests += [n.pattern for n in ast.walk(ast.parse(source)) if isinstance(n, ast.match_case)]
+    nodes = list(ast.walk(ast.parse(source)))
+    tests = [n for n in nodes if isinstance(n, ast.Compare)]
+    tests += [n.pattern for n in nodes if isinstance(n, ast.match_case)]
     return sorted(t.lineno for t in tests
                   if any(isinstance(c, ast.Constant) and c.value in names for c in ast.walk(t)))
 
