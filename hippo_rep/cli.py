@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from hippo_rep import TORCH_INSTALL, __version__
 from hippo_rep import defaults as D
 from hippo_rep import tasks as T  # the torch-free names (tasks.delay and .passkey need torch)
 from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
-from hippo_rep.fileio import atomic_write, write_json
+from hippo_rep.fileio import OutputError, atomic_write, check_output_path, write_json
 
 #: Resolution of the ``passkey sweep --figure`` plot when written as a raster image, dots
 #: per inch.
@@ -34,64 +33,11 @@ MISSING_TORCH = ("this command needs PyTorch (the \"train\" extra), which is not
                  "run without it")
 
 
-class OutputError(ValueError):
-    """An output path that cannot be used (checked before any work starts)."""
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line, like every other error of the CLI."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())[:MAX_ERROR_LINE]}\n")
-
-
-def _resolved(path) -> Path:
-    return Path(path).expanduser().resolve()
-
-
-def check_output_path(path, flag: str, *, inputs=(), overwrite: bool | None = None,
-                 folder: bool = False) -> Path:
-    """Refuse an output before any work: the input itself, a folder where a file is expected
-    (or a file where a folder is), an existing file without ``--overwrite`` (when the command
-    has that flag: ``overwrite`` not None), or a place that cannot be written.
-
-    Raises
-    ------
-    OutputError, FileExistsError
-        Naming ``flag`` and the path.
-    """
-    import os
-
-    from hippo_rep.fileio import quote
-
-    path = Path(path)
-    if not str(path).strip():
-        raise OutputError(f"{flag} is empty")
-    shown = quote(str(path))
-    target = _resolved(path)
-    for src in inputs:
-        if src is None:
-            continue
-        src = _resolved(src)
-        if target == src or src in target.parents:
-            raise OutputError(f"{flag} {shown} is the input {quote(str(src))} itself (or inside "
-                              "it); choose another output")
-    if path.exists():
-        is_store = path.suffix.lower() == ".zarr"
-        if folder and not path.is_dir():
-            raise OutputError(f"{flag} {shown} is a file; a folder is expected")
-        if not folder and not is_store and path.is_dir():
-            raise OutputError(f"{flag} {shown} is a folder; a file is expected")
-        if not folder and overwrite is False:
-            raise FileExistsError(f"{flag} {shown} exists; pass --overwrite to replace it")
-    parent = path if folder and path.exists() else path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise OutputError(f"{flag} {shown}: {quote(str(parent))} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{flag} {shown}: folder {quote(str(parent))} is not writable")
-    return path
 
 
 def _counts(args, *checks) -> None:
@@ -111,69 +57,12 @@ def _world_arg(world):
     return world
 
 
-def _print_stage(stage: str, out, result, seconds: float | None) -> None:
-    """What a stage prints (its command, and ``hippo-rep demo``): ``out`` its output,
-    ``result`` the stage function's return value."""
-    if stage == "train":
-        print(f"trained in {seconds:.0f} s → {out}")
-    elif stage == "calibrate":
-        print(f"calibration walks: {result['envs']} envs × {result['steps']} steps of the "
-              f"training worlds (seed {result['seed']})")
-        for r in result["rounds"]:
-            print(f"threshold {r['threshold_used']:.3f}: {r['memories_per_node']:.2f} memories "
-                  f"per node; best criterion {r['threshold']:.3f} (revisits written again "
-                  f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})")
-        print(f"write threshold {result['initial_threshold']:g} → {result['threshold']:g}; "
-              f"wrote {out}")
-    elif stage == "evaluate":
-        _print_eval(result)
-        print(f"wrote {out}")
-    elif stage == "record":
-        from hippo_rep.recording import open_recording
+def _report(stage: str, out, result, t0: float | None = None) -> None:
+    """Print what ``stage`` says when done (:func:`~hippo_rep.pipeline.stages.stage_report`),
+    timed from ``t0`` (:func:`time.perf_counter`)."""
+    from hippo_rep.pipeline import stage_report
 
-        with open_recording(out) as ds:
-            print(f"recorded {ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of "
-                  f"{ds.attrs['world']} (seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g "
-                  "units, " + (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
-                               else f"{ds.sizes['memory']} memory neurons")
-                  + f") in {seconds:.1f} s → {out}")
-    elif stage == "analyse":
-        from hippo_rep.schema import IS_BORDER, IS_GRID, IS_PLACE, IS_TWO_WAVE, fraction_text
-
-        fr = result.hippo.summary()  # class_fractions
-        parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}" for c, name in
-                                         ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"),
-                                          (IS_BORDER, "border"), (IS_PLACE, "place"))
-                                         if c in fr["cell_class"])
-                 for pop in fr["population"].values]
-        print(f"analysed {result.sizes['env']} envs × {result.sizes['unit']} units "
-              f"({result.attrs['variables']}) with {result.attrs['n_shuffles']} shuffles in "
-              f"{seconds:.1f} s → {out}; of the (env, unit) pairs that exist: "
-              + "; ".join(parts))
-    else:  # figures
-        for name, res in result.items():
-            print(f"{name}: {res if isinstance(res, str) else ', '.join(map(str, res))}")
-
-
-def _print_eval(result: dict) -> None:
-    from hippo_rep.worlds import AGENTS, REPORTED
-
-    meta = result["meta"]
-    print(f"held-out: {meta['envs']} envs × {meta['steps']} steps of {meta['world']} "
-          f"(seed {meta['seed']})")
-    print(f"{'step type':22s}" + "".join(f"{a:>12s}" for a in AGENTS) + f"{'steps':>9s}")
-    for k in REPORTED:
-        vals = "".join(f"{result[a][k]:12.3f}" if result[a][k] is not None else f"{'-':>12s}"
-                       for a in AGENTS)
-        print(f"{k:22s}{vals}{result['counts'][k]:9d}")
-    mem = result.get("memory")
-    if mem:
-        print(f"memories per node visited: {mem['memories_per_node']:.2f} "
-              f"(max {mem['memories_per_node_max']:.2f}; add-if-novel's ideal is 1)")
-    lr = (result.get("transitions") or {}).get("loop_returns")
-    if lr:
-        print(f"loop return cosine: opposite moves ≥ {lr['pair_cosine_min']:.3f}, smallest "
-              f"loop {lr['loop_cosine']:.3f} (write threshold {lr['write_threshold']:g})")
+    print(stage_report(stage, out, result, None if t0 is None else time.perf_counter() - t0))
 
 
 def _int_list(text: str, flag: str) -> list[int]:
@@ -328,7 +217,7 @@ def cmd_train(args) -> int:
     with _on_interrupt(lambda: f"interrupted: checkpoint saved in {out / CHECKPOINT_FILE}; "
                                f"continue with: hippo-rep train --out {out} --resume"):
         train(cfg, out, resume=args.resume, progress=not args.no_progress, stop_at=args.stop_at)
-    _print_stage("train", out / CHECKPOINT_FILE, None, time.perf_counter() - t0)
+    _report("train", out / CHECKPOINT_FILE, None, t0)
     return 0
 
 
@@ -344,6 +233,7 @@ def cmd_train(args) -> int:
 def cmd_evaluate(args) -> int:
     from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS
     from hippo_rep.pipeline import evaluate
+    from hippo_rep.training.evaluate import evaluation_text
 
     _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("seed", None, 0))
     _world_arg(args.world)
@@ -351,7 +241,7 @@ def cmd_evaluate(args) -> int:
         check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
     result = evaluate(args.checkpoint, args.json or None, envs=args.envs, world=args.world,
                       steps=args.steps, seed=args.seed)
-    _print_eval(result)
+    print(evaluation_text(result))
     if args.json:
         print(f"wrote {args.json}")
     return 0
@@ -380,7 +270,7 @@ def cmd_calibrate(args) -> int:
     _counts(args, ("envs", MAX_BATCH), ("steps", MAX_WALK_STEPS), ("seed", None, 0))
     check_output_path(args.out, "--out", inputs=[args.checkpoint], overwrite=args.overwrite)
     rep = calibrate_checkpoint(args.checkpoint, args.out, args.envs, args.steps, args.seed)
-    _print_stage("calibrate", args.out, rep, None)
+    _report("calibrate", args.out, rep)
     return 0
 
 
@@ -423,7 +313,7 @@ def cmd_record(args) -> int:
         record_to_file(args.checkpoint, out, overwrite=args.overwrite, n_envs=args.envs,
                        n_steps=args.steps, world=args.world, seed=args.seed,
                        same_observations=args.same_observations, chunk=args.chunk)
-    _print_stage("record", out, None, time.perf_counter() - t0)
+    _report("record", out, None, t0)
     return 0
 
 
@@ -467,7 +357,7 @@ def cmd_analyse(args) -> int:
                          overwrite=args.overwrite, bin_size_cm=args.bin_size,
                          smooth_cm=args.smooth, min_speed_cm_s=args.min_speed,
                          min_shift_s=args.min_shift, progress=not args.no_progress)
-    _print_stage("analyse", out, result, time.perf_counter() - t0)
+    _report("analyse", out, result, t0)
     return 0
 
 
@@ -486,6 +376,7 @@ def cmd_analyse(args) -> int:
 def cmd_remap_sessions(args) -> int:
     from hippo_rep.analysis.nwb import open_any_session
     from hippo_rep.analysis.session_remapping import (
+        describe_session_remapping,
         session_remapping,
         write_session_remapping,
     )
@@ -504,19 +395,7 @@ def cmd_remap_sessions(args) -> int:
                                shuffles=args.shuffles, rng=args.seed,
                                common_cells=args.common_cells, sessions_checked=True, **options)
     write_session_remapping(result, out, overwrite=args.overwrite)
-    stable = result["stable"]
-    print(f"{int(stable.sum())} of {stable.size} cells stable (map correlation above the "
-          f"null's {result.attrs['null_quantile']:g} quantile, {result.attrs['n_shuffles']} "
-          "shuffles)")
-    for pop in result["population"].values:
-        cells = result["cell_population"] == pop
-        pv = float(result["pv_corr_mean"].sel(population=pop))
-        print(f"  {pop}: {int(stable.where(cells, False).sum())} of {int(cells.sum())} stable; "
-              f"median rate ratio B/A {float(result['rate_ratio'].where(cells).median()):.3g}; "
-              f"mean PV correlation {pv:.3g}")
-    if result.attrs["n_cells_only_a"] or result.attrs["n_cells_only_b"]:
-        print(f"  compared the cells in both: {result.attrs['n_cells_only_a']} only in A, "
-              f"{result.attrs['n_cells_only_b']} only in B left out")
+    print(describe_session_remapping(result))
     print(f"session remapping → {out} ({time.perf_counter() - t0:.0f} s)")
     return 0
 
@@ -583,18 +462,6 @@ def _passkey_threads(args) -> None:
     torch.set_num_threads(args.threads)
 
 
-def _passkey_wide(rows, what: str) -> None:
-    """Say where a 95% interval is wider than the target and how many prompts would do."""
-    from hippo_rep.tasks.passkey import TARGET_HALF_WIDTH, wide_intervals
-
-    wide = wide_intervals(rows)
-    if wide:
-        worst = max(wide, key=lambda r: r["prompts_needed"])
-        print(f"{len(wide)} of {len(rows)} accuracies have a 95% interval wider than "
-              f"±{TARGET_HALF_WIDTH:.2f}; ±{TARGET_HALF_WIDTH:.2f} needs up to "
-              f"{worst['prompts_needed']} {what} (at accuracy {worst['accuracy']:.2f})")
-
-
 @command("passkey train", "train one PassKey model",
          _out("run folder (checkpoint.pt, metrics.csv)"),
          _arg("--variant", default="fam_f4",
@@ -640,6 +507,7 @@ def cmd_passkey_eval(args) -> int:
     from hippo_rep.tasks.passkey import (
         CHANCE,
         CONFIDENCE,
+        accuracy_text,
         evaluate,
         load_checkpoint,
         wilson_interval,
@@ -655,19 +523,15 @@ def cmd_passkey_eval(args) -> int:
     print(f"{args.checkpoint}: {cfg.model.variant} (B={cfg.model.block_size}, "
           f"M={cfg.model.n_mem}, F={cfg.model.slots}), {args.samples} prompts per length "
           f"(seed {args.seed}), chance {CHANCE:.3f}")
-    ci = {f: wilson_interval(a, args.samples) for f, a in acc.items()}
-    print(f"{'filler':>8s}{'accuracy':>10s}  {CONFIDENCE:.0%} interval (Wilson)")
-    for f, a in acc.items():
-        print(f"{f:8d}{a:10.3f}  [{ci[f][0]:.3f}, {ci[f][1]:.3f}]")
-    _passkey_wide([{"accuracy": a, "ci_low": ci[f][0], "ci_high": ci[f][1]}
-                   for f, a in acc.items()], "prompts per length (--samples)")
+    print(accuracy_text(acc, args.samples))
     if args.json:
         write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
                                 "step": payload.get("step"), "seed": args.seed,
                                 "n_samples": args.samples, "threads": args.threads,
                                 "confidence": CONFIDENCE,
                                 "accuracy": {str(f): a for f, a in acc.items()},
-                                "interval": {str(f): list(c) for f, c in ci.items()}})
+                                "interval": {str(f): list(wilson_interval(a, args.samples))
+                                             for f, a in acc.items()}})
         print(f"wrote {args.json}")
     return 0
 
@@ -687,7 +551,7 @@ def cmd_passkey_eval(args) -> int:
          _flag("--no-reuse", "retrain runs whose eval.json already matches"))
 def cmd_passkey_sweep(args) -> int:
     from hippo_rep.plotting.passkey import plot_passkey_sweep
-    from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep
+    from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep, wide_text
 
     check_output_path(args.out, "--out", folder=True)
     if args.figure:
@@ -703,7 +567,9 @@ def cmd_passkey_sweep(args) -> int:
     print(f"\nPassKey accuracy, mean over seeds {seeds} ({args.samples} prompts per length):")
     print(format_table(rows))
     print("95% intervals (Wilson, prompts of all seeds pooled): ci_low/ci_high in sweep.csv")
-    _passkey_wide(rows, "prompts pooled over seeds")
+    wide = wide_text(rows, "prompts pooled over seeds")
+    if wide:
+        print(wide)
     print(f"tables: {Path(args.out) / 'sweep.csv'}, {Path(args.out) / 'sweep.json'}")
     if args.figure:
         from hippo_rep.plotting.style import paper_style
@@ -726,7 +592,12 @@ def cmd_passkey_sweep(args) -> int:
          _OVERWRITE)
 def cmd_controls(args) -> int:
     from hippo_rep.analysis import plane_waves
-    from hippo_rep.analysis.controls import MAX_UNITS, control_maps, controls_recording
+    from hippo_rep.analysis.controls import (
+        MAX_UNITS,
+        control_maps,
+        controls_recording,
+        describe_controls,
+    )
     from hippo_rep.recording import check_output, write_netcdf
 
     out = _checked_out(check_output, args.out, args.overwrite, suffix=".nc")
@@ -738,12 +609,7 @@ def cmd_controls(args) -> int:
     write_netcdf(controls_recording(maps, seed=args.seed), out, overwrite=args.overwrite)
     print(f"grew {args.units} maps per control in {seconds:.1f} s (seed {args.seed}); "
           "plane_waves on the maps:")
-    for c in maps["control"].values:
-        one = pw.sel(control=c)
-        n = int(one.sizes["unit"])
-        print(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
-              f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
-              f"{int(one['single_field'].sum())}/{n}")
+    print(describe_controls(pw))
     print(f"wrote {out} (one environment per control); next: hippo-rep analyse {out} "
           "--out ANALYSIS.nc, then hippo-rep figures ANALYSIS.nc --only controls")
     return 0
@@ -782,7 +648,7 @@ def cmd_figures(args) -> int:
                                             "tem_analysis")}
     report = build_figures(args.out, evals=args.eval, only=args.only or None, formats=formats,
                            width=args.width, **inputs)
-    _print_stage("figures", args.out, report, None)
+    _report("figures", args.out, report)
     return 0
 
 
@@ -822,7 +688,7 @@ def cmd_sweep(args) -> int:
     """Grid × seeds of train → evaluate → record → analyse, one dask task per run."""
     from hippo_rep.pipeline import SweepSettings, run_sweep
     from hippo_rep.pipeline.demo import COMPARED as cols  # the step types the demo compares
-    from hippo_rep.sweep import open_sweep
+    from hippo_rep.sweep import open_sweep, sweep_table
 
     _need_torch()  # every run trains: say so once, not once per failed run
     check_output_path(args.out, "--out", folder=True)
@@ -838,18 +704,8 @@ def cmd_sweep(args) -> int:
     print(f"{len(rep.runs)} runs: {len(rep.done)} finished now, {len(rep.skipped)} already "
           f"finished, {len(rep.failed)} failed, {len(rep.resumed)} resumed from a checkpoint "
           f"({rep.wall_s:.0f} s) → {rep.out}")
-    ds = open_sweep(rep.out)
-    grid = list(json.loads(ds.attrs["dims"]))
-    width = max([len("run"), *(len(str(n)) for n in ds["run"].values.ravel())]) + 2
-    print(f"{'run':{width}s}{'status':>11s}" + "".join(f"{c[:12]:>13s}" for c in cols)
-          + f"{'grid frac':>10s}{'place frac':>11s}")
-    flat = ds.stack(run_=[*grid, "seed"]) if grid else ds.stack(run_=["seed"])
-    for i in range(flat.sizes["run_"]):
-        r = flat.isel(run_=i)
-        acc = r["accuracy"].sel(agent="model")
-        vals = "".join(f"{float(acc.sel(step_type=c)):13.3f}" for c in cols)
-        print(f"{str(r['run'].values):{width}s}{str(r['status'].values):>11s}{vals}"
-              f"{float(r['grid_fraction']):10.3f}{float(r['place_fraction']):11.3f}")
+    table = sweep_table(open_sweep(rep.out), cols)
+    print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     for name, err in rep.failed.items():
         print(f"failed: {name}: {err} (traceback: {rep.out / 'runs' / name / 'error.txt'})",
               file=sys.stderr)
@@ -916,7 +772,7 @@ def cmd_demo(args) -> int:
     run_demo(out, args.figures, config=args.config, overrides=args.set, envs=args.envs,
              record_envs=args.record_envs, record_steps=args.record_steps,
              shuffles=args.shuffles, overwrite=args.overwrite, progress=not args.no_progress,
-             log=print, after=_print_stage)
+             log=print)
     return 0
 
 

@@ -166,6 +166,51 @@ def atomic_write(path: str | Path, write) -> None:
         raise
 
 
+class OutputError(ValueError):
+    """An output path that cannot be used (:func:`check_output_path`, before any work)."""
+
+
+def check_output_path(path, flag: str, *, inputs=(), overwrite: bool | None = None,
+                      folder: bool = False) -> Path:
+    """Refuse an output before any work: empty, the input itself (or inside it), a folder where
+    a file is expected (or a file where a folder is), an existing file when ``overwrite`` is
+    False (None: not checked), or a place that cannot be written.
+
+    ``flag`` names the output in the message (``"--out"``, ``"figures"``); ``inputs`` are the
+    paths it must not be; ``folder`` says the output is a folder (a ``.zarr`` store counts as a
+    file). Returns ``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    OutputError, FileExistsError
+        Naming ``flag`` and the path.
+    """
+    path = Path(path)
+    if not str(path).strip():
+        raise OutputError(f"{flag} is empty")
+    shown = quote(str(path))
+    target = path.expanduser().resolve()
+    for src in (Path(i).expanduser().resolve() for i in inputs if i is not None):
+        if target == src or src in target.parents:
+            raise OutputError(f"{flag} {shown} is the input {quote(str(src))} itself (or inside "
+                              "it); choose another output")
+    if path.exists():
+        if folder and not path.is_dir():
+            raise OutputError(f"{flag} {shown} is a file; a folder is expected")
+        if not folder and path.suffix.lower() != ".zarr" and path.is_dir():
+            raise OutputError(f"{flag} {shown} is a folder; a file is expected")
+        if not folder and overwrite is False:
+            raise FileExistsError(f"{flag} {shown} exists; pass --overwrite to replace it")
+    parent = path if folder and path.exists() else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {shown}: {quote(str(parent))} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {shown}: folder {quote(str(parent))} is not writable")
+    return path
+
+
 def atomic_write_nwb(path: str | Path, nwbfile) -> None:
     """Write a ``pynwb.NWBFile`` to ``path`` through :func:`atomic_write` (pynwb warns that
     the temporary sibling does not end in ``.nwb``; that warning is silenced)."""

@@ -95,6 +95,18 @@ def test_summary_is_class_fractions_with_the_known_counts():
     assert s.attrs["denominator"] == S.DENOMINATOR
 
 
+def test_describe_names_the_sizes_and_the_known_fractions():
+    rec = make_recording()
+    assert rec.hippo.describe() == S.describe_recording(rec) == (
+        "2 envs × 5 steps of square:3x2 (seed 0, 3 g units, 4 memory neurons)")
+    an = make_analysis().assign_attrs(variables="g,memory_activity", n_shuffles=7)
+    # the known counts of make_analysis: g grid 3 of 4 pairs, memory place 4 of 5
+    assert an.hippo.describe() == S.describe_analysis(an) == (
+        "2 envs × 5 units (g,memory_activity) with 7 shuffles; of the (env, unit) pairs "
+        "that exist: g: grid 3/4 = 75%, place 0/4 = 0%; memory_activity: grid 0/5 = 0%, "
+        "place 4/5 = 80%")
+
+
 @pytest.mark.parametrize("attrs", [{}, {"hippo_rep_kind": "sweep"}])
 def test_a_dataset_of_neither_kind_is_refused(attrs):
     ds = xr.Dataset({"a": ("t", [1.0])}, attrs=attrs)

@@ -40,6 +40,7 @@ from hippo_rep.sweep import (
     open_sweep,
     parse_values,
     summarise_analysis,
+    sweep_table,
 )
 from hippo_rep.training import trainer as trainer_mod
 from hippo_rep.training.checkpoint import file_sha256, read_checkpoint
@@ -166,6 +167,13 @@ def test_sweep_writes_every_run_and_open_sweep_labels_them(seq):
     assert np.isfinite(summary["remap_corr_g"]) and np.isfinite(summary["pv_corr_memory"])
     assert json.loads(ds.attrs["manifest"])["runs"][0]["name"] == NAMES[0]
     assert str(one["run"].values) == run.name
+    # a row per run, in grid order, with the values of the dataset
+    table = sweep_table(ds, ["revisit", "first_visit"])
+    assert list(table.index) == NAMES and (table["status"] == "done").all()
+    assert list(table.columns) == ["status", "revisit", "first_visit", "grid_fraction",
+                                   "place_fraction"]
+    assert table.loc[run.name, "first_visit"] == ev["model"]["first_visit"]
+    assert table.loc[run.name, "grid_fraction"] == float(one["grid_fraction"])
 
 
 def test_a_manifest_from_before_calibration_reads_as_uncalibrated(tmp_path):

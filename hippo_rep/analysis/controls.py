@@ -532,6 +532,20 @@ def controls_recording(
     return ds
 
 
+def describe_controls(waves: xr.Dataset) -> str:
+    """Per control, in lines: how many of its maps :func:`~hippo_rep.analysis.plane_waves`
+    calls hexagonal, how many have three waves and how many a single field; ``waves`` is
+    ``plane_waves(control_maps(...))`` (dims control, unit)."""
+    lines = []
+    for c in waves[CONTROL_DIM].values:
+        one = waves.sel({CONTROL_DIM: c})
+        n = int(one.sizes["unit"])
+        lines.append(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
+                     f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
+                     f"{int(one['single_field'].sum())}/{n}")
+    return "\n".join(lines)
+
+
 #: Flags counted per control by :func:`control_fractions`, in order.
 CONTROL_FLAGS = ("hexagonal", S.IS_GRID, S.IS_BAND, S.IS_TWO_WAVE, S.IS_SQUARE, "single_field",
                  S.IS_PLACE)

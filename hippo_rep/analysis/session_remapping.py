@@ -382,6 +382,26 @@ def _label(out: xr.Dataset) -> None:
     out[CELL].attrs = {"long_name": "cell index (session A's order)"}
 
 
+def describe_session_remapping(ds: xr.Dataset) -> str:
+    """What :func:`session_remapping` found, in lines: the cells stable over all, then per
+    population the stable cells, the median rate ratio and the mean PV correlation, and the
+    cells of one session left out."""
+    stable, attrs = ds["stable"], ds.attrs
+    lines = [f"{int(stable.sum())} of {stable.size} cells stable (map correlation above the "
+             f"null's {attrs['null_quantile']:g} quantile, {attrs['n_shuffles']} shuffles)"]
+    for pop in ds[POPULATION_DIM].values:
+        cells = ds["cell_population"] == pop
+        pv = float(ds["pv_corr_mean"].sel({POPULATION_DIM: pop}))
+        lines.append(f"  {pop}: {int(stable.where(cells, False).sum())} of {int(cells.sum())} "
+                     f"stable; median rate ratio B/A "
+                     f"{float(ds['rate_ratio'].where(cells).median()):.3g}; mean PV "
+                     f"correlation {pv:.3g}")
+    if attrs["n_cells_only_a"] or attrs["n_cells_only_b"]:
+        lines.append(f"  compared the cells in both: {attrs['n_cells_only_a']} only in A, "
+                     f"{attrs['n_cells_only_b']} only in B left out")
+    return "\n".join(lines)
+
+
 def write_session_remapping(ds: xr.Dataset, path: str | os.PathLike,
                             overwrite: bool = False) -> Path:
     """Write :func:`session_remapping`'s result to netCDF (``.nc``, h5netcdf) atomically.

@@ -22,6 +22,7 @@ from hippo_rep.pipeline.stages import (
     build_figures,
     evaluate,
     run_stages,
+    stage_report,
     train,
 )
 from hippo_rep.pipeline.sweep import (
@@ -38,5 +39,5 @@ __all__ = [
     "ANALYSIS_SCHEDULER", "DEFAULT_DECODE", "DEFAULT_REMAP_SHUFFLES", "INPUTS", "OUTPUTS",
     "RESULT_FILES", "STAGES", "SWEEP_STAGES", "DemoReport", "StageError", "StageSettings",
     "StagesReport", "SweepReport", "SweepSettings", "analyse", "build_figures", "evaluate",
-    "run_demo", "run_one", "run_stages", "run_sweep", "train",
+    "run_demo", "run_one", "run_stages", "run_sweep", "stage_report", "train",
 ]

@@ -13,7 +13,7 @@ from hippo_rep.analysis.remapping import TEM_SHUFFLES
 from hippo_rep.config import load_config
 from hippo_rep.defaults import DEMO_RECORD_ENVS, EVAL_ENVS, QUICK_SHUFFLES, RECORD_STEPS
 from hippo_rep.fileio import remove_path
-from hippo_rep.pipeline.stages import StageSettings, run_stages
+from hippo_rep.pipeline.stages import StageSettings, run_stages, stage_report
 from hippo_rep.run_files import CALIBRATED_FILE, CHECKPOINT_FILE
 
 #: Model kind → (run folder, evaluation JSON) in the demo's folder; TEM-t is recorded.
@@ -57,9 +57,11 @@ def run_demo(out="demo", figures="figures", *, config: str | Path = "small",
 
     ``out`` receives ``run/`` (TEM-t: ``checkpoint.pt``, ``calibrated.pt``), ``baseline/``,
     ``eval.json``, ``eval_baseline.json``, ``recording.nc`` and ``analysis.nc``. ``log(line)``
-    is given a heading before each stage, the comparison table and the list of artefacts;
-    ``after`` is :func:`~hippo_rep.pipeline.stages.run_stages`' hook after each stage;
-    ``progress`` shows training's progress bar.
+    is given a heading before each stage, what it says when done
+    (:func:`~hippo_rep.pipeline.stages.stage_report`), the comparison table and the list of
+    artefacts (``log=print`` prints what ``hippo-rep demo`` does); ``after`` is
+    :func:`~hippo_rep.pipeline.stages.run_stages`' hook after each stage; ``progress`` shows
+    training's progress bar.
 
     Raises
     ------
@@ -89,20 +91,26 @@ def run_demo(out="demo", figures="figures", *, config: str | Path = "small",
         if stage in heads:  # the evaluation's table follows the training's output
             say(heads[stage])
 
+    def done(stage, path, result, seconds):
+        if log is not None:
+            say(stage_report(stage, path, result, seconds))
+        if after is not None:
+            after(stage, path, result, seconds)
+
     results = {}
     for kind, run in runs.items():
         remove_path(run)  # overwrite was given (or no checkpoint was there)
         heads["train"] = f"== training {kind} ({config} preset) → {run}"
         run_stages(run, configs[kind], ("train", "calibrate", "evaluate"), settings,
                    outputs={"evaluate": evals[kind]}, progress=progress, before=head,
-                   after=after)
+                   after=done)
         results[kind] = json.loads(evals[kind].read_text())
     say("\n" + comparison(results))
     for path in (rec, ana):
         path.unlink(missing_ok=True)  # overwrite was given (or the checkpoints were absent)
     drawn = run_stages(runs["temt"], configs["temt"], ("record", "analyse", "figures"),
                        settings, outputs={"record": rec, "analyse": ana, "figures": figures},
-                       evals=list(evals.values()), before=head, after=after).results
+                       evals=list(evals.values()), before=head, after=done).results
     say(f"\nartefacts: {out}/run and {out}/baseline (config.toml, metrics.csv, "
         f"checkpoint.pt; run/calibrated.pt), {out}/eval.json, {out}/eval_baseline.json, "
         f"{rec}, {ana}, figures in {figures}/")

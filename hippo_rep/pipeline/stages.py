@@ -270,6 +270,29 @@ def build_figures(out="figures", *, only: Sequence[str] | None = None,
                                  width=width)
 
 
+def stage_report(stage: str, out, result, seconds: float | None) -> str:
+    """What a stage says when it is done (its command prints it; :func:`run_demo
+    <hippo_rep.pipeline.demo.run_demo>` logs it): ``out`` its output, ``result`` the stage
+    function's return value, ``seconds`` how long it took."""
+    if stage == "train":
+        return f"trained in {seconds:.0f} s → {out}"
+    if stage == "calibrate":
+        from hippo_rep.training.calibrate import calibration_text  # torch: see train
+
+        return f"{calibration_text(result)}; wrote {out}"
+    if stage == "evaluate":
+        from hippo_rep.training.evaluate import evaluation_text
+
+        return f"{evaluation_text(result)}\nwrote {out}"
+    if stage == "record":
+        with open_recording(out) as ds:
+            return f"recorded {ds.hippo.describe()} in {seconds:.1f} s → {out}"
+    if stage == "analyse":
+        return f"analysed {result.hippo.describe()} ({seconds:.1f} s → {out})"
+    return "\n".join(f"{name}: {res if isinstance(res, str) else ', '.join(map(str, res))}"
+                     for name, res in result.items())  # figures
+
+
 # ------------------------------------------------------------------------------ the runner
 @dataclass
 class StagesReport:

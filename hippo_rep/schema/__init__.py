@@ -38,6 +38,7 @@ from hippo_rep.schema.analysis import (
     UNIT_INDEX,
     VARIABLE,
     class_fractions,
+    describe_analysis,
     fraction_text,
     validate_analysis,
 )
@@ -106,6 +107,7 @@ from hippo_rep.schema.recording import (
     VarSpec,
     X,
     Y,
+    describe_recording,
     place_population,
     require_recording,
     validate,
@@ -127,5 +129,6 @@ __all__ = ["ACCESSOR", "ACTION", "ANALYSIS_KIND", "ANALYSIS_OPTIONAL", "ANALYSIS
            "SCHEMA_VERSION_ATTR", "SEED", "SPECS", "STEPS", "STEP_TYPE", "SchemaError", "TIME",
            "TRANSITIONS", "UNIT", "UNIT_DIMS", "UNIT_INDEX", "UNUSED", "VARIABLE", "VARIABLE_ATTRS",
            "VarSpec", "WORLD", "WORLD_CONFIG", "WORLD_NODE", "X", "Y", "class_fractions",
-           "fraction_text", "place_population", "require_recording", "validate",
+           "describe_analysis", "describe_recording", "fraction_text", "place_population",
+           "require_recording", "validate",
            "validate_analysis", "var_attrs"]

@@ -1,6 +1,7 @@
 """``ds.hippo``: the dataset accessor of recordings and analyses (:class:`HippoAccessor`:
-``kind``, ``validate()``, ``populations``, ``population(name)``, ``summary()``), registered
-with xarray when this module is imported (``import hippo_rep.schema`` does).
+``kind``, ``validate()``, ``populations``, ``population(name)``, ``summary()``,
+``describe()``), registered with xarray when this module is imported (``import
+hippo_rep.schema`` does).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hippo_rep.schema.analysis import (
     UNIT,
     VARIABLE,
     class_fractions,
+    describe_analysis,
     validate_analysis,
 )
 from hippo_rep.schema.recording import (
@@ -23,6 +25,7 @@ from hippo_rep.schema.recording import (
     KIND_ATTR,
     POPULATIONS,
     SchemaError,
+    describe_recording,
     validate,
 )
 
@@ -86,3 +89,7 @@ class HippoAccessor:
             raise SchemaError("summary() needs an analysis dataset (class fractions); this is "
                               f"a {self.kind}")
         return class_fractions(self._ds)
+
+    def describe(self) -> str:
+        """One line on the dataset: :func:`describe_recording` or :func:`describe_analysis`."""
+        return (describe_recording if self.kind == KIND else describe_analysis)(self._ds)

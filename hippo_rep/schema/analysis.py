@@ -219,3 +219,20 @@ def fraction_text(fractions: xr.Dataset, population: str, cell_class: str) -> st
     k, n = int(one["numerator"]), int(one["denominator"])
     pct = 100.0 * float(one["fraction"]) if n else float("nan")
     return f"{k}/{n} = {pct:.0f}%"
+
+
+#: The classes :func:`describe_analysis` reports, with their short names.
+DESCRIBED_CLASSES = ((IS_GRID, "grid"), (IS_TWO_WAVE, "two-wave"), (IS_BORDER, "border"),
+                     (IS_PLACE, "place"))
+
+
+def describe_analysis(ds: xr.Dataset) -> str:
+    """One line on an analysis: environments × units, populations, shuffles, and per
+    population the fractions (:func:`fraction_text`) of :data:`DESCRIBED_CLASSES`."""
+    fr = class_fractions(ds)
+    parts = [f"{pop}: " + ", ".join(f"{name} {fraction_text(fr, pop, c)}"
+                                    for c, name in DESCRIBED_CLASSES if c in fr[CLASS_DIM])
+             for pop in fr[POPULATION_DIM].values]
+    return (f"{ds.sizes[ENV]} envs × {ds.sizes[UNIT]} units ({ds.attrs['variables']}) with "
+            f"{ds.attrs['n_shuffles']} shuffles; of the (env, unit) pairs that exist: "
+            + "; ".join(parts))

@@ -362,3 +362,12 @@ def require_recording(recording: object, populations: Sequence[str] = (),
                 f"recording coord {name!r} must have dims {dims}; got {recording[name].dims}"
             )
     return recording
+
+
+def describe_recording(ds: xr.Dataset) -> str:
+    """One line on a recording: environments × steps of its world, seed and populations,
+    e.g. ``"4 envs × 1000 steps of square:11 (seed 0, 64 g units, 300 memory neurons)"``."""
+    cells = (f"{ds.sizes['p_unit']} TEM p units" if "p_unit" in ds.dims
+             else f"{ds.sizes['memory']} memory neurons")
+    return (f"{ds.sizes['env']} envs × {ds.attrs['n_steps']} steps of {ds.attrs['world']} "
+            f"(seed {ds.attrs['seed']}, {ds.sizes['g_unit']} g units, {cells})")

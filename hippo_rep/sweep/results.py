@@ -1,5 +1,5 @@
-"""Reading a sweep: whether a run is finished, and :func:`open_sweep`, the folder as one
-labelled ``xr.Dataset``."""
+"""Reading a sweep: whether a run is finished, :func:`open_sweep`, the folder as one labelled
+``xr.Dataset``, and :func:`sweep_table`, a row per run."""
 
 from __future__ import annotations
 
@@ -141,3 +141,27 @@ def open_sweep(path):
     ds.attrs.update(manifest=json.dumps(man), dims=json.dumps(dict(zip(dims, keys, strict=True))),
                     sweep_path=str(root))
     return ds
+
+
+def sweep_table(ds: xr.Dataset, step_types=None):
+    """One row per run of :func:`open_sweep`'s dataset: its status, the model's held-out
+    accuracy on ``step_types`` (default every reported step type) and the grid and place
+    fractions of its analysis.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by run folder name, in grid order (seeds innermost).
+    """
+    import pandas as pd
+
+    step_types = list(REPORTED if step_types is None else step_types)
+    grid = [*json.loads(ds.attrs["dims"]), "seed"]
+    flat = ds.stack(run_=grid)
+    acc = flat["accuracy"].sel(agent="model", step_type=step_types).transpose("run_", ...)
+    table = pd.DataFrame(acc.values, columns=step_types,
+                         index=pd.Index(flat["run"].values.astype(str), name="run"))
+    table.insert(0, "status", flat["status"].values.astype(str))
+    for k in ("grid_fraction", "place_fraction"):
+        table[k] = flat[k].values
+    return table

@@ -59,11 +59,13 @@ from hippo_rep.tasks.results import (
     N_KEYS,
     TARGET_HALF_WIDTH,  # noqa: F401
     PassKeyError,
+    accuracy_text,  # noqa: F401
     format_table,  # noqa: F401
     prompts_needed,  # noqa: F401
     read_sweep,  # noqa: F401
     summarise,
     wide_intervals,  # noqa: F401
+    wide_text,  # noqa: F401
     wilson_interval,  # noqa: F401
     write_sweep,
 )

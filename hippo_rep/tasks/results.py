@@ -121,6 +121,30 @@ def wide_intervals(rows: list[dict], half_width: float = TARGET_HALF_WIDTH) -> l
     return out
 
 
+def wide_text(rows: list[dict], what: str) -> str | None:
+    """One line saying how many of ``rows`` have an interval wider than
+    ±:data:`TARGET_HALF_WIDTH` and how many ``what`` (e.g. "prompts per length") the widest
+    needs; None when none is wider."""
+    wide = wide_intervals(rows)
+    if not wide:
+        return None
+    worst = max(wide, key=lambda r: r["prompts_needed"])
+    return (f"{len(wide)} of {len(rows)} accuracies have a 95% interval wider than "
+            f"±{TARGET_HALF_WIDTH:.2f}; ±{TARGET_HALF_WIDTH:.2f} needs up to "
+            f"{worst['prompts_needed']} {what} (at accuracy {worst['accuracy']:.2f})")
+
+
+def accuracy_text(accuracy: dict, n_prompts: int) -> str:
+    """Accuracy per filler length with its Wilson interval (:func:`wilson_interval`) on
+    ``n_prompts`` prompts each, a row per length, then :func:`wide_text`'s line if any."""
+    ci = {f: wilson_interval(a, n_prompts) for f, a in accuracy.items()}
+    lines = [f"{'filler':>8s}{'accuracy':>10s}  {CONFIDENCE:.0%} interval (Wilson)"]
+    lines += [f"{f:8d}{a:10.3f}  [{ci[f][0]:.3f}, {ci[f][1]:.3f}]" for f, a in accuracy.items()]
+    wide = wide_text([{"accuracy": a, "ci_low": ci[f][0], "ci_high": ci[f][1]}
+                      for f, a in accuracy.items()], "prompts per length (--samples)")
+    return "\n".join([*lines, *([wide] if wide else [])])
+
+
 def format_table(rows: list[dict]) -> str:
     """Variants as rows, filler lengths as columns, seed-averaged accuracy."""
     variants = list(dict.fromkeys(r["variant"] for r in rows))

@@ -199,3 +199,16 @@ def calibrate_checkpoint(path, out, n_envs: int = CALIBRATION_ENVS,
                    extra={**(payload.get("extra") or {}), "calibration": report})
     write_payload(out, payload)
     return report
+
+
+def calibration_text(report: dict) -> str:
+    """What ``hippo-rep calibrate`` prints of :func:`calibrate_checkpoint`'s ``report``: the
+    walks, each round's threshold and rates, and the threshold before and after."""
+    lines = [f"calibration walks: {report['envs']} envs × {report['steps']} steps of the "
+             f"training worlds (seed {report['seed']})"]
+    lines += [f"threshold {r['threshold_used']:.3f}: {r['memories_per_node']:.2f} memories per "
+              f"node; best criterion {r['threshold']:.3f} (revisits written again "
+              f"{r['duplicate_rate']:.4f}, distinct nodes merged {r['merge_rate']:.4f})"
+              for r in report["rounds"]]
+    lines.append(f"write threshold {report['initial_threshold']:g} → {report['threshold']:g}")
+    return "\n".join(lines)

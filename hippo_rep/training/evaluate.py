@@ -198,3 +198,27 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
                       "chance": 1.0 / cfg.world.n_obs, "package_version": __version__,
                       "config": cfg.to_dict()}
     return result
+
+
+def evaluation_text(result: dict) -> str:
+    """The table ``hippo-rep evaluate`` prints of :func:`evaluate_checkpoint`'s ``result``:
+    accuracy by step type beside the ideal agents, then memories per node and the loop
+    returns where the result has them."""
+    meta = result["meta"]
+    lines = [f"held-out: {meta['envs']} envs × {meta['steps']} steps of {meta['world']} "
+             f"(seed {meta['seed']})",
+             f"{'step type':22s}" + "".join(f"{a:>12s}" for a in AGENTS) + f"{'steps':>9s}"]
+    for k in REPORTED:
+        vals = "".join(f"{result[a][k]:12.3f}" if result[a][k] is not None else f"{'-':>12s}"
+                       for a in AGENTS)
+        lines.append(f"{k:22s}{vals}{result['counts'][k]:9d}")
+    mem = result.get("memory")
+    if mem:
+        lines.append(f"memories per node visited: {mem['memories_per_node']:.2f} "
+                     f"(max {mem['memories_per_node_max']:.2f}; add-if-novel's ideal is 1)")
+    lr = (result.get("transitions") or {}).get("loop_returns")
+    if lr:
+        lines.append(f"loop return cosine: opposite moves ≥ {lr['pair_cosine_min']:.3f}, "
+                     f"smallest loop {lr['loop_cosine']:.3f} (write threshold "
+                     f"{lr['write_threshold']:g})")
+    return "\n".join(lines)
