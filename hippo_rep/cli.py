@@ -339,7 +339,7 @@ def cmd_record(args) -> int:
          _Group("sessions (.nwb or session .nc) only",
                 _session_options("the spike trains in the shuffles")))
 def cmd_analyse(args) -> int:
-    from hippo_rep.analysis.pipeline import check_output
+    from hippo_rep.analysis.analysis_files import check_output
     from hippo_rep.cluster import dask_client
     from hippo_rep.pipeline import analyse
 

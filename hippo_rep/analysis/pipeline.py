@@ -1,21 +1,13 @@
-"""The whole analysis of a recording in one dataset, dask-parallel over units.
+"""The whole analysis of a recording or session in one dataset, dask-parallel over units.
 
 :func:`analyse` checks its input once (:func:`validate_input`) and runs named steps, each a
 function of labelled data (:func:`rate_map_step` ... :func:`attrs_step`); its options are one
-:class:`AnalysisSettings`. It computes, for every unit of every population (``g``, ``g_pi``,
-``memory_activity``: concatenated along one ``unit`` dim with coords ``variable`` and
-``unit_index``) and every environment: rate maps, grid scores, band scores, place fields,
-place score, border score, spatial information, sparsity, selectivity, the plane-wave
-decomposition, circular-shift nulls of gridness-60, plane-wave share, spatial information and
-the border score,
-the grid/band/two-wave/square/border/place classification; then remapping between environments
-and the population analyses. All per-unit work is one ``xr.apply_ufunc(...,
-dask="parallelized")`` over arrays chunked along ``unit`` (one task per chunk of
-:data:`DEFAULT_UNIT_CHUNK` units computes every score of those units, calling the same code
-as the public functions), so with a ``dask.distributed.Client`` active the units are spread
-over its workers; the population analyses are one ``dask.delayed`` task per population.
-Every unit is computed by the same code whatever the scheduler, so the result is identical
-to the single-process one (the default without a Client: dask's synchronous scheduler).
+:class:`~hippo_rep.analysis.settings.AnalysisSettings`. Every population's units go along one
+``unit`` dim; the per-unit work is one ``xr.apply_ufunc(..., dask="parallelized")`` over
+chunks of :data:`~hippo_rep.analysis.settings.DEFAULT_UNIT_CHUNK` units (the same code as the
+public functions), so under a ``dask.distributed.Client`` the units spread over its workers
+and the result is identical to the single-process one (without a Client: dask's synchronous
+scheduler); the population analyses are one ``dask.delayed`` task per population.
 
 Speed (``benchmarks/bench_analyse.py``): 16 environments x 278 units x 100 shuffles take
 ~50 s in one process; a 2-worker local cluster was 1.35x faster on a 2-CPU machine that
@@ -27,18 +19,14 @@ slower per worker.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from hippo_rep import __version__
-from hippo_rep.defaults import (
-    BLAS_THREADS,
-    N_SHUFFLES,
-)
+from hippo_rep.defaults import BLAS_THREADS
 from hippo_rep.schema import (
     ANALYSIS_KIND,
     G_PI,
@@ -52,13 +40,9 @@ from hippo_rep.schema import (
 from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
 from .arena import RECTANGLE
 from .classify import BORDER_QUANTILE, GRID_QUANTILE, PLACE_QUANTILE, classify
-from .methods import DEFAULT_GRID_METHOD, grid_method
+from .methods import grid_method
 from .planewaves import MAX_WAVES, WAVE_DIM
-from .population import (
-    DECODE_MAX_STEPS_PER_ENV,
-    assemble,
-    population_inputs,
-)
+from .population import assemble, population_inputs
 from .recordings import (
     NODE_DIM,
     UNIT_DIM,
@@ -69,7 +53,6 @@ from .recordings import (
 )
 from .remapping import (
     PAIR_DIM,
-    TEM_SHUFFLES,
     env_pairs,
     remapping_from_rates,
     stack_units,
@@ -82,10 +65,17 @@ from .sessions import (
     session_populations,
     validate_session,
 )
+from .settings import (
+    DEFAULT_SCHEDULER,
+    DEFAULT_SEED,
+    DEFAULT_UNIT_CHUNK,
+    GRID_METHOD,
+    SESSION_OPTIONS,
+    AnalysisSettings,
+    analysis_settings,
+)
 from .shuffle import (
-    NULL_QUANTILES,
     SHUFFLE_DIM,
-    SHUFFLE_MIN_SHIFT_FRACTION,
     check_n_shuffles,
     circular_shifts,
 )
@@ -98,22 +88,6 @@ from .unit_block import (
     progress_bar,
     unit_kernels,
 )
-
-#: Units per dask chunk when the analysis runs on dask (a distributed Client is active or
-#: ``chunk_units`` is given): small enough to balance a few workers, large enough that each
-#: task scores a few thousand shuffled maps.
-DEFAULT_UNIT_CHUNK = 16
-
-#: Seed of :func:`analyse` by default (:attr:`AnalysisSettings.seed`).
-DEFAULT_SEED = 0
-
-#: Dask scheduler of :func:`analyse` when no ``dask.distributed.Client`` is active: one
-#: process, one thread (the reference for "identical to single-process").
-DEFAULT_SCHEDULER = "synchronous"
-
-#: Grid-score family used by :func:`analyse` (:data:`~hippo_rep.analysis.methods.GRID_METHODS`):
-#: the one ML papers report (Banino et al. 2018, Nature; Sorscher et al. 2019, NeurIPS).
-GRID_METHOD = DEFAULT_GRID_METHOD
 
 #: Smallest place field :func:`analyse` counts, in world nodes. A TEM-t memory neuron fires at
 #: the one (position, observation) conjunction it stores, so its field in a graph world is a
@@ -146,100 +120,6 @@ def _active_client() -> object | None:
 
 def _prefixed(attrs: dict, prefix: str) -> dict:
     return {k if k.startswith(prefix) else f"{prefix}{k}": v for k, v in attrs.items()}
-
-
-@dataclass(frozen=True)
-class AnalysisSettings:
-    """Every option of :func:`analyse`, each with its default (pass one, or any field as a
-    keyword of :func:`analyse`).
-
-    Attributes
-    ----------
-    shuffles : int
-        Circular-shift shuffles per environment (>= 1) for the gridness-60, plane-wave share,
-        spatial-information and border-score nulls (default :data:`~hippo_rep.defaults.N_SHUFFLES`).
-    seed : int
-        Seed of all randomness (shifts, the TEM test's permutations), via
-        ``numpy.random.SeedSequence(seed).spawn(2)`` (default :data:`DEFAULT_SEED`).
-    variables : sequence of str, optional
-        Populations to analyse (default: those of ``("g", "g_pi", "memory_activity")``
-        present, or every population of a session; a named one that is missing is an error).
-    grid_method : str
-        Grid-score family, one of :data:`~hippo_rep.analysis.methods.GRID_METHODS` (default
-        :data:`GRID_METHOD`; never compare scores across families).
-    smooth_sigma : float, optional
-        Occupancy-weighted smoothing of the rate maps in bins (default none), applied to the
-        real and shuffled maps alike. Recordings only (sessions: ``smooth_cm``).
-    resolution : float, optional
-        Raster bin size in node spacings for non-square worlds (default
-        :data:`~hippo_rep.analysis.ratemaps.NODE_RESOLUTION`). Recordings only (sessions:
-        ``bin_size_cm``).
-    quantiles : sequence of float
-        Null quantiles to report; must include 0.95 and 0.99 for :func:`classify` (default
-        :data:`~hippo_rep.analysis.shuffle.NULL_QUANTILES`).
-    min_shift_fraction : float
-        Smallest circular shift as a fraction of the walk (recordings; a session's is
-        ``min_shift_s`` over its duration; default
-        :data:`~hippo_rep.analysis.shuffle.SHUFFLE_MIN_SHIFT_FRACTION`).
-    remap_shuffles : int
-        Permutations in the TEM remapping test and in the cell-pair structure's nulls
-        (default :data:`~hippo_rep.analysis.remapping.TEM_SHUFFLES`).
-    decode : bool
-        Run the population analyses (decoding and PCA; never for a session).
-    decode_max_steps_per_env : int
-        Time steps per environment used for decoding, evenly spaced (default
-        :data:`~hippo_rep.analysis.population.DECODE_MAX_STEPS_PER_ENV`).
-    keep_null : bool
-        Keep the full null distributions (``*_null``, dims env, unit, shuffle).
-    chunk_units : int or None
-        Units per dask chunk (default :data:`DEFAULT_UNIT_CHUNK`). The result depends on
-        the chunking only through floating-point round-off (~1e-12); for a given
-        ``chunk_units`` it is identical whatever the scheduler. None: plain numpy, no dask.
-    scheduler : str, optional
-        Dask scheduler of the compute: default the active ``dask.distributed.Client`` if
-        there is one (units spread over its workers), else :data:`DEFAULT_SCHEDULER`
-        ("synchronous": one process, one thread); "threads" uses a thread pool.
-    bin_size_cm, smooth_cm, min_speed_cm_s, min_shift_s : float, optional
-        Sessions only: bin side (cm), Gaussian σ of BNT-style smoothing (cm, 0 = none),
-        speed filter (cm/s) and smallest circular shift of the spike trains (s); defaults
-        :data:`~hippo_rep.defaults.SESSION_BIN_SIZE_CM`, ``SESSION_SMOOTH_CM``,
-        ``SESSION_MIN_SPEED_CM_S``, ``SESSION_MIN_SHIFT_S``.
-    progress : bool
-        Show a tqdm bar of the shuffled maps scored (the bulk of the time) on stderr (or a
-        notebook widget). It advances as the chunks of units that run in this process are
-        scored (the synchronous and threads schedulers, a Client of threads); with worker
-        processes it fills when they are done. Off by default: library calls are quiet. The
-        result is the same either way.
-    session_checked : bool
-        The session has just passed :func:`~hippo_rep.analysis.validate_session` (as what
-        :func:`~hippo_rep.analysis.open_session` and :func:`~hippo_rep.analysis.read_nwb`
-        return has, with errors naming the file): it is not checked again. Sessions only.
-    """
-
-    shuffles: int = N_SHUFFLES
-    seed: int = DEFAULT_SEED
-    variables: Sequence[str] | None = None
-    grid_method: str = GRID_METHOD
-    smooth_sigma: float | None = None
-    resolution: float | None = None
-    quantiles: Sequence[float] = NULL_QUANTILES
-    min_shift_fraction: float = SHUFFLE_MIN_SHIFT_FRACTION
-    remap_shuffles: int = TEM_SHUFFLES
-    decode: bool = True
-    decode_max_steps_per_env: int = DECODE_MAX_STEPS_PER_ENV
-    keep_null: bool = False
-    chunk_units: int | None = DEFAULT_UNIT_CHUNK
-    scheduler: str | None = None
-    bin_size_cm: float | None = None
-    smooth_cm: float | None = None
-    min_speed_cm_s: float | None = None
-    min_shift_s: float | None = None
-    progress: bool = False
-    session_checked: bool = False
-
-
-#: The options of :class:`AnalysisSettings` that only a session takes.
-SESSION_OPTIONS = ("bin_size_cm", "smooth_cm", "min_speed_cm_s", "min_shift_s")
 
 
 def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
@@ -336,25 +216,6 @@ def analyse(recording: xr.Dataset, settings: AnalysisSettings | None = None,
         out = remap_step(out, data, maps)
         out = population_step(out, data, populations)
         return attrs_step(out, data, maps, shifts)
-
-
-def analysis_settings(settings: AnalysisSettings | None = None, **options) -> AnalysisSettings:
-    """``settings`` (default :class:`AnalysisSettings`) with the fields in ``options`` replaced.
-
-    Raises
-    ------
-    TypeError
-        For ``settings`` that is not an :class:`AnalysisSettings`, or an unknown option.
-    """
-    if settings is None:
-        settings = AnalysisSettings()
-    elif not isinstance(settings, AnalysisSettings):
-        raise TypeError(f"settings must be an AnalysisSettings; got {type(settings).__name__}")
-    known = {f.name for f in fields(AnalysisSettings)}
-    unknown = [k for k in options if k not in known]
-    if unknown:
-        raise TypeError(f"analyse() got an unexpected keyword argument {unknown[0]!r}")
-    return replace(settings, **options)
 
 
 # --------------------------------------------------------------------------------------------

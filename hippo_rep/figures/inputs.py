@@ -20,7 +20,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.fileio import read_json
 from hippo_rep.plotting.learning import LEARNING_SPEED_KIND
 from hippo_rep.recording import open_recording

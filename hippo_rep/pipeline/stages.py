@@ -31,9 +31,9 @@ import dask
 import xarray as xr
 
 from hippo_rep import run_files as F
+from hippo_rep.analysis.analysis_files import write_analysis
 from hippo_rep.analysis.nwb import read_nwb
 from hippo_rep.analysis.pipeline import analyse as analyse_dataset
-from hippo_rep.analysis.pipeline import write_analysis
 from hippo_rep.analysis.sessions import SESSION_KIND, load_session
 from hippo_rep.config import Config
 from hippo_rep.datasets import load_checked, open_raw

@@ -36,7 +36,7 @@ from pathlib import Path
 import dask
 
 from hippo_rep import run_files as F
-from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.analysis.summary import summarise_analysis
 from hippo_rep.cluster import ClusterError, dask_client
 from hippo_rep.config import Config

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.analysis.summary import SUMMARY, summarise_analysis
 from hippo_rep.run_files import ANALYSIS_FILE, EVAL_FILE
 from hippo_rep.sweep.manifest import RUNS_DIR, read_manifest
