@@ -15,6 +15,7 @@ those inputs are read.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,17 +130,18 @@ def read_learning_speed(path) -> dict:
 def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
                 missing_ok: bool = False, sweep=None, delay=None,
                 learning_speed=None, tem_analysis=None, delay_cost=None) -> FigureInputs:
-    """Read the figures' inputs from files.
+    """The figures' inputs, each read from its file or given as the data itself (a dataset,
+    an evaluation dict, PassKey rows, ...; ``evals`` and ``delay`` lists may mix both).
 
     Parameters
     ----------
-    analysis : path, optional
+    analysis : path or xarray.Dataset, optional
         Analysis dataset (``hippo-rep analyse`` output, ``.nc`` or ``.zarr``).
-    recording : path, optional
+    recording : path or xarray.Dataset, optional
         Recording (``.nc`` or ``.zarr``).
-    evals : sequence of path
-        Evaluation JSONs (``hippo-rep evaluate``), labelled by their ``meta.model_kind``
-        (:data:`MODEL_LABELS`).
+    evals : sequence of path or dict
+        Evaluation JSONs of ``hippo-rep evaluate`` (or their dicts), labelled by their
+        ``meta.model_kind`` (:data:`MODEL_LABELS`).
     passkey : path, optional
         A PassKey sweep folder or its ``sweep.json``.
     missing_ok : bool
@@ -148,7 +150,7 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
     sweep : path, optional
         A training sweep folder (``hippo-rep sweep --out``), read by
         :func:`hippo_rep.sweep.open_sweep`.
-    delay : path or sequence of path, optional
+    delay : path, xarray.Dataset or a sequence of them, optional
         ``hippo-rep delay`` results (``.nc`` or ``.json``), e.g. one per seed; several are
         stacked along a ``run`` dim.
     delay_cost : path, optional
@@ -162,48 +164,57 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
     -------
     FigureInputs
     """
-    def present(path) -> bool:
-        if path is None or str(path) == "":
-            return False
-        if missing_ok and not Path(path).exists():
-            return False
-        return True
+    def is_path(value) -> bool:
+        return isinstance(value, str | os.PathLike)
+
+    def given(value, read):
+        """``value`` itself (data), or read from its path (None: absent or left out)."""
+        if value is None or (is_path(value) and (str(value) == "" or (
+                missing_ok and not Path(value).exists()))):
+            return None
+        return read(value) if is_path(value) else value
 
     out = FigureInputs()
-    delays = [p for p in ([delay] if isinstance(delay, str | Path) else delay or ())
-              if present(p)]
+    delays = [d for d in ([delay] if is_path(delay) or isinstance(delay, xr.Dataset)
+                          else delay or ())]
     if delays:
         from hippo_rep.tasks.results import read_delay
 
-        runs = [read_delay(p) for p in delays]
-        out.delay = runs[0] if len(runs) == 1 else xr.concat(
-            runs, dim="run", data_vars=["accuracy", "n_scored", "walk_steps"], coords="minimal",
-            compat="override", combine_attrs="drop_conflicts")
-    if present(delay_cost):
-        data = read_json(delay_cost, FigureError, "delay cost")
-        rows = data.get("rows") if isinstance(data, dict) else None
-        if not rows or any(k not in r for r in rows for k in ("variant", "delay", "ms_per_step",
-                                                                "kb_per_step")):
-            raise FigureError(f"{str(delay_cost)!r} is not a bench_memory_variants JSON (needs "
-                              "rows with variant, delay, ms_per_step, kb_per_step)")
-        out.delay_cost = rows
-    for path in evals:
-        if present(path):
-            res = read_eval(path)
+        runs = [r for r in (given(d, read_delay) for d in delays) if r is not None]
+        if runs:
+            out.delay = runs[0] if len(runs) == 1 else xr.concat(
+                runs, dim="run", data_vars=["accuracy", "n_scored", "walk_steps"],
+                coords="minimal", compat="override", combine_attrs="drop_conflicts")
+    out.delay_cost = given(delay_cost, read_delay_cost)
+    for res in (given(e, read_eval) for e in evals):
+        if res is not None:
             kind = res.get("meta", {}).get("model_kind", "model")
             out.evals[MODEL_LABELS.get(kind, kind)] = res
-    if present(analysis):
-        out.analysis = open_analysis(analysis)
-    if present(recording):
-        out.recording = open_recording(recording)
-    if present(passkey):
+    out.analysis = given(analysis, open_analysis)
+    out.recording = given(recording, open_recording)
+    if passkey is not None:
         from hippo_rep.tasks.results import read_sweep
 
-        out.passkey = read_sweep(passkey)
-    if present(sweep):
-        out.sweep = open_sweep(sweep)
-    if present(learning_speed):
-        out.learning_speed = read_learning_speed(learning_speed)
-    if present(tem_analysis):
-        out.tem_analysis = open_analysis(tem_analysis)
+        out.passkey = given(passkey, read_sweep)
+    out.sweep = given(sweep, open_sweep)
+    out.learning_speed = given(learning_speed, read_learning_speed)
+    out.tem_analysis = given(tem_analysis, open_analysis)
     return out
+
+
+def read_delay_cost(path) -> list[dict]:
+    """The rows of a ``benchmarks/bench_memory_variants.py --json`` file, checked.
+
+    Raises
+    ------
+    FigureError
+        Naming the file, when it has no rows with ``variant``, ``delay``, ``ms_per_step`` and
+        ``kb_per_step``.
+    """
+    data = read_json(path, FigureError, "delay cost")
+    rows = data.get("rows") if isinstance(data, dict) else None
+    if not rows or any(k not in r for r in rows for k in ("variant", "delay", "ms_per_step",
+                                                            "kb_per_step")):
+        raise FigureError(f"{str(path)!r} is not a bench_memory_variants JSON (needs rows with "
+                          "variant, delay, ms_per_step, kb_per_step)")
+    return rows

@@ -20,8 +20,6 @@ are always drawn again.
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -245,27 +243,12 @@ def build_figures(out="figures", *, only: Sequence[str] | None = None,
 
     ``inputs`` are those of :func:`~hippo_rep.figures.load_inputs` (analysis, recording, evals,
     passkey, sweep, delay, delay_cost, learning_speed, tem_analysis, missing_ok), each a path
-    or the data itself (a dataset, an evaluation dict, ...; ``evals`` a list of either).
+    or the data itself.
     ``formats``: None is :data:`hippo_rep.figures.DEFAULT_FORMATS`.
     """
-    # matplotlib: imported on use
-    from hippo_rep import figures
+    from hippo_rep import figures  # matplotlib: imported on use
 
-    def is_path(value) -> bool:
-        return isinstance(value, str | os.PathLike)
-
-    evals = list(inputs.pop("evals", None) or ())
-    fields = {f.name for f in dataclasses.fields(figures.FigureInputs)}
-    data = {k: v for k, v in inputs.items() if k in fields and v is not None and not is_path(v)
-            and not (k == "delay" and isinstance(v, list | tuple) and all(map(is_path, v)))}
-    loaded = figures.load_inputs(evals=[e for e in evals if is_path(e)],
-                                 **{k: v for k, v in inputs.items() if k not in data})
-    for key, value in data.items():
-        setattr(loaded, key, value)
-    for result in (e for e in evals if not is_path(e)):
-        kind = result.get("meta", {}).get("model_kind", "model")
-        loaded.evals[figures.MODEL_LABELS.get(kind, kind)] = result
-    return figures.build_figures(loaded, out, only=only,
+    return figures.build_figures(figures.load_inputs(**inputs), out, only=only,
                                  formats=figures.DEFAULT_FORMATS if formats is None else formats,
                                  width=width)
 
