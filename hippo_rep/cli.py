@@ -120,7 +120,7 @@ def _out(help: str) -> tuple:
 
 
 def _cluster(purpose: str) -> _Group:
-    """``--scheduler ADDRESS | --workers N``, shared by analyse and sweep."""
+    """``--scheduler ADDRESS | --workers N``, shared by analyse, sweep and passkey sweep."""
     return _Group(None, (
         _arg("--scheduler", metavar="ADDRESS",
              help=f"dask.distributed scheduler {purpose}, e.g. tcp://host:8786"),
@@ -548,7 +548,8 @@ def cmd_passkey_eval(args) -> int:
               "contradicts a variant's name or does nothing for it"),
          _arg("--figure", help="also save the accuracy plot (PNG/PDF/SVG)"),
          _THREADS,
-         _flag("--no-reuse", "retrain runs whose eval.json already matches"))
+         _flag("--no-reuse", "retrain runs whose eval.json already matches"),
+         _cluster("to run the runs on (its workers must see --out)"))
 def cmd_passkey_sweep(args) -> int:
     from hippo_rep.plotting.passkey import plot_passkey_sweep
     from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep, wide_text
@@ -563,7 +564,7 @@ def cmd_passkey_sweep(args) -> int:
     _passkey_threads(args)
     rows = sweep(args.out, variants, seeds, PassKeyConfig(), fillers, n_samples=args.samples,
                  log=lambda m: print(m, flush=True), reuse=not args.no_reuse,
-                 overrides=args.set)
+                 overrides=args.set, scheduler=args.scheduler, workers=args.workers)
     print(f"\nPassKey accuracy, mean over seeds {seeds} ({args.samples} prompts per length):")
     print(format_table(rows))
     print("95% intervals (Wilson, prompts of all seeds pooled): ci_low/ci_high in sweep.csv")

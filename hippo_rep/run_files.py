@@ -13,3 +13,5 @@ EVAL_FILE = "eval.json"
 RECORDING_FILE = "recording.nc"
 ANALYSIS_FILE = "analysis.nc"
 FIGURES_DIR = "figures"
+#: A failed run's traceback (:func:`hippo_rep.cluster.run_job`).
+ERROR_FILE = "error.txt"

@@ -133,6 +133,41 @@ def test_sweep_writes_tables_and_reuses_runs(tmp_path):
     assert P.read_sweep(tmp_path) == rows
 
 
+@pytest.mark.slow
+def test_sweep_on_two_workers_equals_the_sweep_in_this_process(tmp_path):
+    """The runs are the cluster's jobs: on a local 2-worker cluster each run gives the
+    weights and accuracies it gives here (same threads, same seeds)."""
+    base = tiny_cfg("train.steps=3")
+    kw = dict(variants=("bswa_m1", "sum"), seeds=(0,), base=base, fillers=(0, 16),
+              n_samples=8)
+    here = P.sweep(tmp_path / "here", **kw)
+    there = P.sweep(tmp_path / "there", workers=2, **kw)
+    assert there == here
+    for run in ("bswa_m1_s0", "sum_s0"):
+        a, b = (torch.load(tmp_path / d / "runs" / run / "checkpoint.pt", weights_only=True)
+                for d in ("here", "there"))
+        assert a["weights_sha256"] == b["weights_sha256"], run
+
+
+def test_a_failing_run_does_not_stop_the_others(tmp_path, monkeypatch):
+    real = P.train
+
+    def train(cfg, out=None, log=None):
+        if cfg.model.variant == "sum":
+            raise RuntimeError("disk on fire")
+        return real(cfg, out, log)
+
+    monkeypatch.setattr(P, "train", train)
+    msgs = []
+    with pytest.raises(P.PassKeyError, match=r"1 of 2 PassKey runs failed, first sum_s0: "
+                                             r"RuntimeError: disk on fire"):
+        P.sweep(tmp_path, variants=("sum", "bswa_m1"), seeds=(0,), base=tiny_cfg(
+            "train.steps=2"), fillers=(0,), n_samples=8, log=msgs.append)
+    assert "disk on fire" in (tmp_path / "runs" / "sum_s0" / "error.txt").read_text()
+    assert [r["variant"] for r in P.read_sweep(tmp_path)] == ["bswa_m1"]  # the other's table
+    assert any(m.startswith("sum_s0: failed") for m in msgs)
+
+
 def test_cli_train_eval_sweep(tmp_path, capsys):
     run = tmp_path / "run"
     args = ["passkey", "train", "--out", str(run), "--variant", "bswa_m2", "--threads", "1"]

@@ -26,9 +26,7 @@ import datetime
 import math
 import os
 import socket
-import threading
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +36,13 @@ import dask
 from hippo_rep import run_files as F
 from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.analysis.summary import summarise_analysis
-from hippo_rep.cluster import ClusterError, dask_client
+from hippo_rep.cluster import ClusterError, dask_client, run_job, run_jobs
 from hippo_rep.config import Config
-from hippo_rep.fileio import atomic_write, write_json
+from hippo_rep.fileio import write_json
 from hippo_rep.pipeline.stages import StageSettings, run_stages
 from hippo_rep.sweep.grid import SweepError, expand_sweep, parse_grid
 from hippo_rep.sweep.manifest import MANIFEST, RUNS_DIR, build_manifest, check_out, clear
-from hippo_rep.sweep.results import DONE_FILE, ERROR_FILE, is_finished
+from hippo_rep.sweep.results import DONE_FILE, is_finished
 
 #: The stages of every run.
 SWEEP_STAGES = ("train", "calibrate", "evaluate", "record", "analyse")
@@ -55,9 +53,6 @@ RESULT_FILES = (F.CONFIG_FILE, F.METRICS_FILE, F.CHECKPOINT_FILE, F.EVAL_FILE,
 TIME_SPEC = "milliseconds"
 #: Dask scheduler of the analysis inside a run: one run is one task on one worker thread.
 ANALYSIS_SCHEDULER = "synchronous"
-#: Held by each run: runs in one process never overlap (build_model seeds torch's global
-#: RNG, the trainer sets torch's thread count).
-_RUN_LOCK = threading.Lock()
 
 
 class SweepSettings(StageSettings):
@@ -104,15 +99,14 @@ class SweepReport:
 
 
 def run_one(run_dir, config: Config, settings: SweepSettings | None = None) -> dict:
-    """Train → calibrate → evaluate → record → analyse one run into ``run_dir`` (one dask task).
+    """Train → calibrate → evaluate → record → analyse one run into ``run_dir`` (one job of
+    :func:`~hippo_rep.cluster.run_jobs`).
 
     Finished runs (:func:`~hippo_rep.sweep.is_finished`) return at once; otherwise
     :func:`~hippo_rep.pipeline.stages.run_stages` runs every stage not yet complete (training
-    continues from the checkpoint), then ``done.json`` is written.
-    Errors are not raised: they are written to ``error.txt`` and returned (only
-    KeyboardInterrupt propagates, after the trainer has saved a checkpoint). Runs in one
-    process take turns (:data:`_RUN_LOCK`): torch's RNG and thread count are per process, so
-    a worker with several threads still runs one run at a time.
+    continues from the checkpoint), then ``done.json`` is written. Errors are not raised:
+    they are written to ``error.txt`` and returned (:func:`~hippo_rep.cluster.run_job`; only
+    KeyboardInterrupt propagates, after the trainer has saved a checkpoint).
 
     Returns
     -------
@@ -120,57 +114,38 @@ def run_one(run_dir, config: Config, settings: SweepSettings | None = None) -> d
         ``name``, ``status`` ("skipped", "done" or "failed"), ``error`` (one line or None),
         ``resumed_from`` (iteration or None), ``wall_s``.
     """
-    run_dir = Path(run_dir)
-    settings = SweepSettings() if settings is None else settings
-    with _RUN_LOCK:
-        t0 = time.perf_counter()
-        started = _now()
-        res = {"name": run_dir.name, "status": "skipped", "error": None, "resumed_from": None,
-               "wall_s": 0.0}
-        if is_finished(run_dir):
-            return res
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / ERROR_FILE).unlink(missing_ok=True)
-        (run_dir / DONE_FILE).unlink(missing_ok=True)
-        try:
-            # Every dask computation of the run (loading the recording, the analysis) stays in
-            # this thread: on a dask worker the default would be the distributed client, and
-            # tasks that compute through it secede from the worker's thread pool, which then
-            # starts the next run beside this one (measured: 4 runs at once on a 1-thread
-            # worker, racing on torch's global RNG in build_model).
-            with dask.config.set(scheduler=ANALYSIS_SCHEDULER):
-                done = run_stages(run_dir, config, SWEEP_STAGES, settings,
-                                  scheduler=ANALYSIS_SCHEDULER)
-                summary = summarise_analysis(open_analysis(run_dir / F.ANALYSIS_FILE))
-            res["resumed_from"] = done.resumed_from
-            res["wall_s"] = time.perf_counter() - t0
-            write_json(run_dir / DONE_FILE, {
-                "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
-                "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
-                            for k, v in summary.items()},
-                "resumed_from": res["resumed_from"], "wall_s": res["wall_s"],
-                "started": started, "finished": _now(),
-                "host": socket.gethostname(), "pid": os.getpid(),
-                "config": config.to_dict(), "settings": dataclasses.asdict(settings)})
-            res["status"] = "done"
-        except Exception as err:  # one failing run must not stop the sweep
-            res.update(status="failed", error=_one_line(err), wall_s=time.perf_counter() - t0)
-            _write_error(run_dir, traceback.format_exc())
-        return res
+    return run_job(run_dir, _run_stages, config,
+                   SweepSettings() if settings is None else settings)
+
+
+def _run_stages(run_dir: Path, config: Config, settings: SweepSettings) -> dict:
+    if is_finished(run_dir):
+        return {"status": "skipped", "resumed_from": None}
+    t0, started = time.perf_counter(), _now()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / DONE_FILE).unlink(missing_ok=True)
+    # Every dask computation of the run (loading the recording, the analysis) stays in this
+    # thread: on a dask worker the default would be the distributed client, and tasks that
+    # compute through it secede from the worker's thread pool, which then starts the next run
+    # beside this one (measured: 4 runs at once on a 1-thread worker, racing on torch's
+    # global RNG in build_model).
+    with dask.config.set(scheduler=ANALYSIS_SCHEDULER):
+        done = run_stages(run_dir, config, SWEEP_STAGES, settings, scheduler=ANALYSIS_SCHEDULER)
+        summary = summarise_analysis(open_analysis(run_dir / F.ANALYSIS_FILE))
+    wall_s = time.perf_counter() - t0
+    write_json(run_dir / DONE_FILE, {
+        "files": {n: (run_dir / n).stat().st_size for n in RESULT_FILES},
+        "summary": {k: (v if math.isfinite(v) else None)  # standard JSON: NaN → null
+                    for k, v in summary.items()},
+        "resumed_from": done.resumed_from, "wall_s": wall_s,
+        "started": started, "finished": _now(),
+        "host": socket.gethostname(), "pid": os.getpid(),
+        "config": config.to_dict(), "settings": dataclasses.asdict(settings)})
+    return {"resumed_from": done.resumed_from}
 
 
 def _now() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec=TIME_SPEC)
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}".strip()
-
-
-def _write_error(run_dir: Path, text: str) -> None:
-    with contextlib.suppress(OSError):
-        atomic_write(run_dir / ERROR_FILE, lambda tmp: Path(tmp).write_text(text))
 
 
 # ------------------------------------------------------------------------------ the sweep
@@ -237,15 +212,9 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
             if is_finished(out / RUNS_DIR / r.name):
                 report.skipped.append(r.name)
             else:
-                todo.append(r)
-        bar = _Progress(len(runs), len(report.skipped), progress)
-        try:
-            if client is None:
-                _run_sequential(todo, out, settings, report, bar)
-            else:
-                _run_dask(client, todo, out, settings, report, bar)
-        finally:
-            bar.close()
+                todo.append((out / RUNS_DIR / r.name, _run_stages, (r.config, settings)))
+        run_jobs(todo, client, progress=progress, total=len(runs), initial=len(report.skipped),
+                 on_result=lambda res: _record(report, res))
     report.wall_s = time.perf_counter() - t0
     return report
 
@@ -260,69 +229,3 @@ def _record(report: SweepReport, res: dict) -> None:
         report.done.append(name)
     if res.get("resumed_from") is not None:
         report.resumed[name] = res["resumed_from"]
-
-
-def _run_sequential(todo, out: Path, settings, report: SweepReport, bar) -> None:
-    for r in todo:
-        bar.update(running=1)
-        _record(report, run_one(out / RUNS_DIR / r.name, r.config, settings))
-        bar.update(report=report, running=0, finished=1)
-
-
-def _run_dask(client, todo, out: Path, settings, report: SweepReport, bar) -> None:
-    from distributed import as_completed  # only sweeps on a cluster import distributed
-
-    slots = max(1, len(client.nthreads()))  # one run at a time per worker process
-    futures = {}
-    for r in todo:
-        fut = client.submit(run_one, str(out / RUNS_DIR / r.name), r.config, settings,
-                            key=f"hippo-rep-sweep-{r.name}-{time.time_ns()}", pure=False)
-        futures[fut] = r
-    bar.update(running=min(slots, len(futures)))
-    left = len(futures)
-    try:
-        for fut in as_completed(list(futures)):
-            r = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as err:  # a worker died, or the task was lost
-                res = {"name": r.name, "status": "failed", "error": _one_line(err)}
-                _write_error(out / RUNS_DIR / r.name,
-                             "".join(traceback.format_exception(err)))
-            _record(report, res)
-            left -= 1
-            bar.update(report=report, running=min(slots, left), finished=1)
-    finally:
-        client.cancel([f for f in futures if not f.done()])
-
-
-class _Progress:
-    """A tqdm bar of runs with done / running / failed counts (or nothing)."""
-
-    def __init__(self, total: int, initial: int, enabled: bool):
-        self.bar = None
-        self.counts = {"done": initial, "running": 0, "failed": 0}
-        if enabled:
-            from tqdm.auto import tqdm  # only when a bar is shown
-
-            self.bar = tqdm(total=total, initial=initial, desc="sweep", unit="run",
-                            dynamic_ncols=True)
-            self.bar.set_postfix(self.counts)
-
-    def update(self, report: SweepReport | None = None, running: int | None = None,
-               finished: int = 0) -> None:
-        if report is not None:
-            self.counts.update(done=len(report.done) + len(report.skipped),
-                               failed=len(report.failed))
-        if running is not None:
-            self.counts["running"] = running
-        if self.bar is not None:
-            self.bar.set_postfix(self.counts, refresh=False)
-            self.bar.update(finished)
-            self.bar.refresh()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-

@@ -12,14 +12,12 @@ import xarray as xr
 
 from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.analysis.summary import SUMMARY, summarise_analysis
-from hippo_rep.run_files import ANALYSIS_FILE, EVAL_FILE
+from hippo_rep.run_files import ANALYSIS_FILE, ERROR_FILE, EVAL_FILE
 from hippo_rep.sweep.manifest import RUNS_DIR, read_manifest
 from hippo_rep.worlds import AGENTS, REPORTED
 
 #: Written atomically and last: the run is finished (with the files it names).
 DONE_FILE = "done.json"
-#: A failed run's traceback.
-ERROR_FILE = "error.txt"
 #: Statistics :func:`open_sweep` takes from each run's eval.json: name → description.
 EVAL_SUMMARY = {
     "memories_per_node": "memories written per distinct node visited on the held-out walks "

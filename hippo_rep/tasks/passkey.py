@@ -21,8 +21,10 @@ same prompts for a filler length whatever other lengths are evaluated).
 The machinery is shared: training takes the trainer's learning-rate schedule and gradient
 step (``warmup_cosine``, ``apply_gradients`` of :mod:`hippo_rep.training.trainer`), checkpoints
 are :mod:`hippo_rep.training.checkpoint`'s (kind ``"passkey"``), the configs are typed
-(:mod:`hippo_rep.typed_config`), and the sweep table's statistics, writer and reader live,
-torch-free, in :mod:`hippo_rep.tasks.results`.
+(:mod:`hippo_rep.typed_config`), a sweep's runs are the jobs of
+:func:`hippo_rep.cluster.run_jobs` (as ``hippo-rep sweep``'s: in this process or on dask),
+and the sweep table's statistics, writer and reader live, torch-free, in
+:mod:`hippo_rep.tasks.results`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from hippo_rep.cluster import dask_client, run_jobs
 from hippo_rep.fileio import read_json, write_csv, write_json
 from hippo_rep.models.fam import (
     FAM_VARIANTS,
@@ -43,6 +46,7 @@ from hippo_rep.models.fam import (
     FAMTransformer,
     build_fam_model,
 )
+from hippo_rep.run_files import ERROR_FILE
 from hippo_rep.tasks import (
     PASSKEY_DEFAULT_FILLERS,
     PASSKEY_DEFAULT_PROMPTS,
@@ -401,7 +405,8 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
           seeds: Sequence[int] = (0, 1), base: PassKeyConfig | None = None,
           fillers: Sequence[int] = DEFAULT_FILLERS, n_samples: int = DEFAULT_PROMPTS,
           log: Callable[[str], None] | None = None, reuse: bool = True,
-          overrides: Sequence[str] = ()) -> list[dict]:
+          overrides: Sequence[str] = (), *, scheduler: str | None = None,
+          workers: int | None = None) -> list[dict]:
     """Train every variant with every seed, evaluate against filler length, and write
     ``sweep.csv`` / ``sweep.json`` (seed-averaged) and ``runs.json`` (per run) into ``out``
     after each run, so an interrupted sweep keeps what it finished.
@@ -412,51 +417,78 @@ def sweep(out: str | Path, variants: Sequence[str] = DEFAULT_SWEEP,
     every run's config is checked before any training. ``sweep.json`` and ``runs.json`` record
     the config read back from each run's checkpoint.
 
-    Each run lives in ``out/runs/<variant>_s<seed>/`` (checkpoint, metrics, eval.json). With
-    ``reuse``, a run whose ``eval.json`` holds the same config and fillers is not repeated.
+    Each run lives in ``out/runs/<variant>_s<seed>/`` (checkpoint, metrics, eval.json) and is
+    one job of :func:`~hippo_rep.cluster.run_jobs`: one after the other in this process, or
+    one dask task each on a ``scheduler``'s workers or a local cluster of ``workers``
+    processes (:func:`~hippo_rep.cluster.dask_client`), each with torch's thread count of
+    this process. With ``reuse``, a run whose ``eval.json`` holds the same config and fillers
+    is not repeated. A run that fails does not stop the others (its traceback is in its
+    ``error.txt``); the sweep then raises :class:`PassKeyError` naming it, after the tables
+    of the others are written.
     """
     base = base or PassKeyConfig()
     if not variants or not seeds:
         raise PassKeyError("sweep needs at least one variant and one seed")
     overrides = [str(o) for o in overrides]
-    plan = []
+    fillers = [int(f) for f in fillers]
+    out, say = Path(out), log or (lambda _msg: None)
+    jobs = []
     for variant in variants:
         resolve_variant(variant)
         for seed in seeds:
             cfg = base.with_overrides([*overrides, f"train.seed={int(seed)}"], variant=variant)
-            plan.append((variant, seed, cfg))
-    out = Path(out)
-    say = log or (lambda _msg: None)
-    runs = []
-    fillers = [int(f) for f in fillers]
-    for variant, seed, cfg in plan:
-        run_dir = out / "runs" / f"{variant}_s{seed}"
-        meta_path = run_dir / "eval.json"
-        result = None
-        if reuse and meta_path.is_file():
-            old = read_json(meta_path, PassKeyError, "sweep run result")
-            if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
-                    and old.get("fillers") == fillers and old.get("n_samples") == n_samples \
-                    and (run_dir / "checkpoint.pt").is_file():
-                result = old
-                say(f"{variant} seed {seed}: reusing {meta_path}")
-        if result is None:
-            t0 = time.perf_counter()
-            model, hist = train(cfg, run_dir)
-            t_train = time.perf_counter() - t0
-            acc = evaluate(model, fillers, n_samples=n_samples, seed=1000 + int(seed))
-            # what ran: the config stored in the checkpoint the model was saved to
-            _, ran, _ = load_checkpoint(run_dir / "checkpoint.pt")
-            result = {"variant": variant, "seed": int(seed), "config": ran.to_dict(),
-                      "fillers": fillers, "n_samples": n_samples,
-                      "threads": torch.get_num_threads(),
-                      "train_seconds": t_train,
-                      "eval_seconds": time.perf_counter() - t0 - t_train,
-                      "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
-                      "accuracy": {str(f): a for f, a in acc.items()}}
-            write_json(meta_path, result)
-            say(f"{variant} seed {seed}: trained {t_train:.0f} s, "
-                + " ".join(f"{f}:{a:.2f}" for f, a in acc.items()))
-        runs.append(result)
-        write_sweep(out, runs, overrides, seeds, n_samples)
-    return summarise(runs)
+            jobs.append((out / "runs" / f"{variant}_s{seed}", run_one,
+                         (variant, int(seed), cfg, fillers, n_samples, reuse,
+                          torch.get_num_threads())))
+    order = [run_dir.name for run_dir, _, _ in jobs]
+    finished = {}
+
+    def ended(res):
+        if res["status"] == "failed":
+            say(f"{res['name']}: failed: {res['error']}")
+            return
+        finished[res["name"]] = res["result"]
+        say(res["message"])
+        write_sweep(out, [finished[n] for n in order if n in finished], overrides, seeds,
+                    n_samples)
+
+    with dask_client(scheduler=scheduler, workers=workers) as client:
+        failed = [r for r in run_jobs(jobs, client, on_result=ended) if r["status"] == "failed"]
+    if failed:
+        raise PassKeyError(f"{len(failed)} of {len(jobs)} PassKey runs failed, first "
+                           f"{failed[0]['name']}: {failed[0]['error']} (traceback: "
+                           f"{out / 'runs' / failed[0]['name'] / ERROR_FILE}); the tables "
+                           "hold the others")
+    return summarise([finished[n] for n in order])
+
+
+def run_one(run_dir: Path, variant: str, seed: int, cfg: PassKeyConfig, fillers: list[int],
+            n_samples: int, reuse: bool, threads: int) -> dict:
+    """One run of :func:`sweep` (a job of :func:`~hippo_rep.cluster.run_job`): train
+    ``cfg`` into ``run_dir`` on ``threads`` torch threads, evaluate it on ``n_samples``
+    prompts per filler length (seed 1000 + ``seed``) and write ``eval.json``; or, with
+    ``reuse``, take an ``eval.json`` there of the same config, fillers and prompts
+    (status "skipped"). Returns ``result`` (the eval.json) and ``message`` (a line)."""
+    meta_path = run_dir / "eval.json"
+    if reuse and meta_path.is_file():
+        old = read_json(meta_path, PassKeyError, "sweep run result")
+        if isinstance(old, dict) and old.get("config") == cfg.to_dict() \
+                and old.get("fillers") == fillers and old.get("n_samples") == n_samples \
+                and (run_dir / "checkpoint.pt").is_file():
+            return {"status": "skipped", "result": old,
+                    "message": f"{variant} seed {seed}: reusing {meta_path}"}
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    model, hist = train(cfg, run_dir)
+    t_train = time.perf_counter() - t0
+    acc = evaluate(model, fillers, n_samples=n_samples, seed=1000 + seed)
+    # what ran: the config stored in the checkpoint the model was saved to
+    _, ran, _ = load_checkpoint(run_dir / "checkpoint.pt")
+    result = {"variant": variant, "seed": seed, "config": ran.to_dict(), "fillers": fillers,
+              "n_samples": n_samples, "threads": threads, "train_seconds": t_train,
+              "eval_seconds": time.perf_counter() - t0 - t_train,
+              "final_train_accuracy": hist[-1]["accuracy"] if hist else None,
+              "accuracy": {str(f): a for f, a in acc.items()}}
+    write_json(meta_path, result)
+    return {"result": result, "message": f"{variant} seed {seed}: trained {t_train:.0f} s, "
+            + " ".join(f"{f}:{a:.2f}" for f, a in acc.items())}
