@@ -154,14 +154,16 @@ _FILLERS = ",".join(map(str, T.PASSKEY_DEFAULT_FILLERS))
 
 
 def _checked_out(check, path, overwrite: bool, inputs=(), suffix: str | None = None) -> Path:
-    """``--out`` of a command writing one recording or analysis file: its ``suffix`` (where
-    one is required), the writer's own ``check(path, overwrite)`` (refused early, before
-    loading anything), then as any output (:func:`check_output_path`)."""
+    """``--out`` of a command writing one file: its ``suffix`` (where one is required), the
+    writer's own ``check(path, overwrite)`` if it has one (refused early, before loading
+    anything), then as any output (:func:`check_output_path`)."""
     path = Path(path)
     if suffix is not None and path.suffix.lower() != suffix:
         raise OutputError(f"--out {str(path)!r} must end in {suffix}")
-    check(path, overwrite)
-    return check_output_path(path, "--out", inputs=inputs)
+    if check is not None:
+        check(path, overwrite)
+    return check_output_path(path, "--out", inputs=inputs,
+                             overwrite=None if check is not None else overwrite)
 
 
 class _Interrupted(Exception):
@@ -400,11 +402,6 @@ def cmd_remap_sessions(args) -> int:
     return 0
 
 
-#: Seconds per step of a model recording's walk written to NWB when ``--step-duration`` is
-#: not given (the walk has no clock of its own).
-EXPORT_STEP_DURATION_S = 1.0
-
-
 @command("export-nwb", "a session (.nc) or one environment of a model recording (.nc or "
                        ".zarr) → an NWB file",
          _arg("input", help="a session .nc (write_session) or a recording (.nc or .zarr) "
@@ -414,42 +411,15 @@ EXPORT_STEP_DURATION_S = 1.0
               help="recordings: which environment (position along env) to write (default: 0)"),
          _arg("--step-duration", type=float, default=None, metavar="S",
               help="recordings: seconds per step of the walk (default: "
-                   f"{EXPORT_STEP_DURATION_S:g})"),
+                   f"{D.EXPORT_STEP_DURATION_S:g})"),
          _OVERWRITE)
 def cmd_export_nwb(args) -> int:
-    from hippo_rep.analysis.nwb import write_nwb
-    from hippo_rep.export import write_recording_nwb
-    from hippo_rep.fileio import quote
-    from hippo_rep.pipeline.stages import open_input
+    from hippo_rep.analysis.inputs import export_nwb
 
-    out = Path(args.out)
-    if out.suffix.lower() != ".nwb":
-        raise OutputError(f"--out {quote(str(out))} must end in .nwb")
-    src = Path(args.input)
-    if src.suffix.lower() == ".nwb":
-        raise OutputError(f"{quote(str(src))} is an NWB file already; export-nwb takes a "
-                          "session .nc or a recording")
-    if not src.exists():
-        raise FileNotFoundError(f"input {quote(str(src))} not found")
-    check_output_path(out, "--out", inputs=[src], overwrite=args.overwrite)
+    out = _checked_out(None, args.out, args.overwrite, [args.input], ".nwb")
     t0 = time.perf_counter()
-    data, session = open_input(src, None)  # checked by its reader, errors name the file
-    if session:
-        given = [f for f, v in (("--env", args.env), ("--step-duration", args.step_duration))
-                 if v is not None]
-        if given:
-            raise OutputError(f"{given[0]} is for recordings; {quote(str(src))} is a session")
-        write_nwb(data, out, overwrite=args.overwrite)
-        what = f"session of {data.sizes['cell']} cells"
-    else:
-        env = 0 if args.env is None else args.env
-        n_env = data.sizes["env"]
-        if not 0 <= env < n_env:
-            raise OutputError(f"--env {env} is out of range: {quote(str(src))} has {n_env} "
-                              f"environment(s) (0..{n_env - 1})")
-        step = EXPORT_STEP_DURATION_S if args.step_duration is None else args.step_duration
-        write_recording_nwb(data, out, env=env, step_duration=step, overwrite=args.overwrite)
-        what = f"environment {env} of a recording"
+    what = export_nwb(args.input, out, env=args.env, step_duration=args.step_duration,
+                      overwrite=args.overwrite)
     print(f"export-nwb: {what} → {out} ({time.perf_counter() - t0:.1f} s)")
     return 0
 

@@ -75,3 +75,7 @@ SESSION_MIN_SPEED_CM_S = 2.5
 #: Smallest circular shift of a session's spike trains in the shuffle nulls, s (Langston et
 #: al. 2010 use 20 s); the largest is the session's duration minus it.
 SESSION_MIN_SHIFT_S = 20.0
+
+#: Seconds per step of a model recording's walk written to NWB when no step duration is
+#: given (``hippo-rep export-nwb``; the walk has no clock of its own).
+EXPORT_STEP_DURATION_S = 1.0

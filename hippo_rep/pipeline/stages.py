@@ -25,16 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import dask
 import xarray as xr
 
 from hippo_rep import run_files as F
 from hippo_rep.analysis.analysis_files import write_analysis
-from hippo_rep.analysis.nwb import read_nwb
+from hippo_rep.analysis.inputs import open_input
 from hippo_rep.analysis.pipeline import analyse as analyse_dataset
-from hippo_rep.analysis.sessions import SESSION_KIND, load_session
 from hippo_rep.config import Config
-from hippo_rep.datasets import load_checked, open_raw
 from hippo_rep.defaults import (
     EVAL_ENVS,
     EVAL_SEED,
@@ -43,8 +40,7 @@ from hippo_rep.defaults import (
     STAGE_RECORD_ENVS,
 )
 from hippo_rep.fileio import remove_path, write_json
-from hippo_rep.recording import checked_recording, open_recording, record_to_file
-from hippo_rep.schema import KIND_ATTR
+from hippo_rep.recording import open_recording, record_to_file
 from hippo_rep.typed_config import Rule, TypedConfig, setting
 from hippo_rep.worlds import WorldError, parse_world
 
@@ -70,9 +66,6 @@ DEFAULT_REMAP_SHUFFLES = 200
 DEFAULT_ANALYSIS_SEED = 0
 #: Run the population analyses (decoding, PCA).
 DEFAULT_DECODE = True
-#: Dask scheduler that reads a recording into memory when the analysis is given none: this
-#: process' threads, also under a dask.distributed client (whose workers may not see the file).
-LOAD_SCHEDULER = "threads"
 
 
 class StageError(ValueError):
@@ -189,38 +182,19 @@ def evaluate(checkpoint, out=None, *, envs: int = EVAL_ENVS, world: str | None =
     return result
 
 
-def open_input(path, scheduler: str | None) -> tuple[xr.Dataset, bool]:
-    """The file :func:`analyse` reads, in memory, and whether it is a session. Each file is
-    opened once and checked once, by its reader (naming the file): an ``.nwb`` file by
-    :func:`~hippo_rep.analysis.nwb.read_nwb`; a netCDF file as the session or the recording
-    its kind attr says it is; a zarr store as a recording."""
-    path = Path(path)
-    if path.suffix.lower() == ".nwb":
-        return read_nwb(path), True
-    if path.is_file():
-        opened = open_raw(path)
-        if opened.attrs.get(KIND_ATTR) == SESSION_KIND:
-            return load_session(opened, path), True
-        ds = checked_recording(opened, path)
-    else:
-        ds = open_recording(path)
-    with dask.config.set(scheduler=scheduler or LOAD_SCHEDULER), ds:
-        return load_checked(ds, path), False
-
-
 def analyse(recording, out=None, *, scheduler: str | None = None, overwrite: bool = False,
             **options) -> xr.Dataset:
     """Analyse a recording or a session (:func:`~hippo_rep.analysis.pipeline.analyse`) and
     write the analysis to ``out`` (``.nc`` or ``.zarr``, atomically) when given.
 
-    ``recording`` is a dataset, or a file: a recording (``.nc`` or ``.zarr``, read into memory
-    with ``scheduler``; None: :data:`LOAD_SCHEDULER`) or a session (an ``.nwb`` file, or a
-    session ``.nc`` of :func:`~hippo_rep.analysis.sessions.write_session`). ``options`` are
-    :func:`~hippo_rep.analysis.pipeline.analyse`'s (``shuffles``, ``seed``, ``remap_shuffles``,
-    ``decode``, ``progress``, the session options ``bin_size_cm``, ``smooth_cm``,
-    ``min_speed_cm_s``, ``min_shift_s``, ...), run on dask's ``scheduler`` (None: the active
-    dask.distributed client, else synchronous). Returns the analysis dataset (dims ``env``,
-    ``unit``, ``y``, ``x``, ...).
+    ``recording`` is a dataset, or a file (:func:`~hippo_rep.analysis.inputs.open_input`): a
+    recording (``.nc`` or ``.zarr``, read into memory with ``scheduler``) or a session (an
+    ``.nwb`` file, or a session ``.nc`` of :func:`~hippo_rep.analysis.sessions.write_session`).
+    ``options`` are :func:`~hippo_rep.analysis.pipeline.analyse`'s (``shuffles``, ``seed``,
+    ``remap_shuffles``, ``decode``, ``progress``, the session options ``bin_size_cm``,
+    ``smooth_cm``, ``min_speed_cm_s``, ``min_shift_s``, ...), run on dask's ``scheduler`` (None:
+    the active dask.distributed client, else synchronous). Returns the analysis dataset (dims
+    ``env``, ``unit``, ``y``, ``x``, ...).
     """
     session = False
     if isinstance(recording, xr.Dataset):

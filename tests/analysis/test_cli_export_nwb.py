@@ -52,7 +52,7 @@ def test_a_session_round_trips(tmp_path, capsys, session_path):
     one_line_error(*run(capsys, path, "--out", out)[::2], "exists", "--overwrite")
     assert run(capsys, path, "--out", out, "--overwrite")[0] == 0
     one_line_error(*run(capsys, path, "--out", tmp_path / "x.nwb", "--env", 1)[::2],
-                   "--env is for recordings", "session.nc")
+                   "env is for recordings", "session.nc")
 
 
 def test_a_recording_environment(tmp_path, capsys, rec_path, tiny_rec):
@@ -67,7 +67,7 @@ def test_a_recording_environment(tmp_path, capsys, rec_path, tiny_rec):
         np.testing.assert_allclose(pos.data[:, 0], tiny_rec["x"].isel(env=1).values)
     n_env = tiny_rec.sizes["env"]
     one_line_error(*run(capsys, rec_path, "--out", tmp_path / "e.nwb", "--env", n_env)[::2],
-                   f"--env {n_env} is out of range", "rec.nc")
+                   f"env {n_env} is out of range", "rec.nc")
     assert not (tmp_path / "e.nwb").exists()
 
 
