@@ -9,10 +9,11 @@ The main job's verbs, one call each (imported on first use)::
     hippo_rep.build_figures("figures", analysis=ds, evals=["eval.json"])
     hippo_rep.run_stages("runs/b", cfg)                              # all of it, resumable
     hippo_rep.run_demo("demo", "figures")                            # hippo-rep demo
+    hippo_rep.run_sweep("small", ["model.transition_activation=linear,relu"], 3, "sweeps/a")
 
-``train``, ``record``, ``run_stages`` (its model stages) and ``run_demo`` need PyTorch, the
-``train`` extra; without it they raise :class:`MissingTorchError` (one line: what to install),
-while ``load_config``, ``analyse``, ``build_figures`` and the readers run.
+``train``, ``record``, ``run_stages`` (its model stages), ``run_demo`` and ``run_sweep`` need
+PyTorch, the ``train`` extra; without it they raise :class:`MissingTorchError` (one line: what
+to install), while ``load_config``, ``analyse``, ``build_figures`` and the readers run.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -32,13 +33,14 @@ _LAZY = {
     "build_figures": ("hippo_rep.pipeline", "build_figures"),
     "run_stages": ("hippo_rep.pipeline", "run_stages"),
     "run_demo": ("hippo_rep.pipeline", "run_demo"),
+    "run_sweep": ("hippo_rep.pipeline", "run_sweep"),
     "open_recording": ("hippo_rep.recording", "open_recording"),
     "validate": ("hippo_rep.schema", "validate"),
     "open_sweep": ("hippo_rep.sweep", "open_sweep"),
 }
 
 #: The verbs of :data:`_LAZY` that run a model, so need torch (the ``train`` extra).
-NEEDS_TORCH = frozenset({"train", "record", "run_stages", "run_demo"})
+NEEDS_TORCH = frozenset({"train", "record", "run_stages", "run_demo", "run_sweep"})
 
 #: How to install torch and the ``train`` extra (the CPU build first; see the README).
 TORCH_INSTALL = ('`pip install torch==2.13.0 && pip install -e ".[train]"` (the CPU build '

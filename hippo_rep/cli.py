@@ -661,7 +661,6 @@ def cmd_sweep(args) -> int:
     from hippo_rep.pipeline.demo import COMPARED as cols  # the step types the demo compares
     from hippo_rep.sweep import open_sweep, sweep_table
 
-    _need_torch()  # every run trains: say so once, not once per failed run
     check_output_path(args.out, "--out", folder=True)
     settings = SweepSettings(calibrate=not args.no_calibrate, **{k: getattr(args, k) for k in (
         "eval_envs", "record_envs", "record_steps", "shuffles", "eval_steps", "eval_world",
@@ -809,15 +808,6 @@ def main(argv=None) -> int:
         print(f"hippo-rep {args.command}: error: {MISSING_TORCH if torch else _cause(err)}",
               file=sys.stderr)
         return 2
-
-
-def _need_torch() -> None:
-    """Raise torch's ModuleNotFoundError (which :func:`main` turns into
-    :data:`MISSING_TORCH`) where it is not installed, before any work starts."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
 
 def _is_torch(err: ImportError) -> bool:

@@ -97,6 +97,7 @@ TORCH_VERBS = {
     "record": "hippo_rep.record('data/temt_paper.pt', r'{tmp}/rec.nc', n_envs=1)",
     "run_stages": "hippo_rep.run_stages(r'{tmp}/stages', hippo_rep.load_config('tiny'))",
     "run_demo": "hippo_rep.run_demo(r'{tmp}/demo', r'{tmp}/figures', config='tiny')",
+    "run_sweep": "hippo_rep.run_sweep('tiny', [], 1, r'{tmp}/sweep', progress=False)",
 }
 
 
@@ -125,6 +126,7 @@ def test_package_verbs_name_torch_and_the_extra_without_torch(no_torch, tmp_path
     assert line.startswith(f"hippo_rep.{verb} needs PyTorch"), line
     assert "pip install torch==2.13.0" in line and '".[train]"' in line
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert not (tmp_path / "sweep").exists()  # refused before anything is written
 
 
 def test_torch_free_verbs_are_the_functions_themselves():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import importlib.util
 import math
 import os
 import socket
@@ -181,6 +182,8 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
 
     Raises
     ------
+    ModuleNotFoundError
+        PyTorch is not installed (named "torch"; before anything is written).
     ConfigError
         Bad config, grid key or value (before anything is written).
     SweepError
@@ -189,6 +192,8 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
         :data:`~hippo_rep.cluster.SCHEDULER_TIMEOUT_S` seconds (the message names
         the address). Nothing is written then.
     """
+    if importlib.util.find_spec("torch") is None:  # every run trains: say so once, at once
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
     grid = parse_grid(grid)  # a bad grid is reported before a bad n_seeds
