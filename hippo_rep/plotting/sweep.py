@@ -113,8 +113,14 @@ def plot_sweep(ds, y: str = DEFAULT_VARIABLE, ax=None, x: str | None = None, hue
     if not df.empty:
         sns.barplot(**kw, errorbar=None, alpha=MEAN_BAR_ALPHA, legend=False)
         before = len(ax.collections)
-        sns.stripplot(**kw, dodge=hue is not None, size=POINT_SIZE, jitter=False,
-                      edgecolor="black", linewidth=0.4, legend=hue is not None)
+        # seaborn (0.13) draws a zero-width jitter from numpy's global generator even with
+        # jitter=False: its state is put back, so the plot leaves the global stream alone
+        state = np.random.get_state()  # noqa: NPY002
+        try:
+            sns.stripplot(**kw, dodge=hue is not None, size=POINT_SIZE, jitter=False,
+                          edgecolor="black", linewidth=0.4, legend=hue is not None)
+        finally:
+            np.random.set_state(state)  # noqa: NPY002
         # seaborn's jitter: ±JITTER of a category, divided among the hue levels when dodged
         width = JITTER / (df[hue].nunique() if hue is not None else 1)
         rng = np.random.default_rng(JITTER_SEED)
