@@ -4,16 +4,19 @@ The main job's verbs, one call each (imported on first use)::
 
     cfg = hippo_rep.load_config("small", ["world.worlds=square:8"])
     hippo_rep.train(cfg, "runs/a")                                  # runs/a/checkpoint.pt
-    hippo_rep.record("runs/a/checkpoint.pt", "rec.nc", n_envs=4)
+    hippo_rep.calibrate("runs/a/checkpoint.pt", "runs/a/calibrated.pt")  # TEM-t's threshold
+    hippo_rep.evaluate("runs/a/calibrated.pt", "eval.json")         # beside the ideal agents
+    hippo_rep.record("runs/a/calibrated.pt", "rec.nc", n_envs=4)
     ds = hippo_rep.analyse("rec.nc", "analysis.nc", shuffles=20)    # a path or a dataset
     hippo_rep.build_figures("figures", analysis=ds, evals=["eval.json"])
     hippo_rep.run_stages("runs/b", cfg)                              # all of it, resumable
     hippo_rep.run_demo("demo", "figures")                            # hippo-rep demo
     hippo_rep.run_sweep("small", ["model.transition_activation=linear,relu"], 3, "sweeps/a")
 
-``train``, ``record``, ``run_stages`` (its model stages), ``run_demo`` and ``run_sweep`` need
-PyTorch, the ``train`` extra; without it they raise :class:`MissingTorchError` (one line: what
-to install), while ``load_config``, ``analyse``, ``build_figures`` and the readers run.
+``train``, ``calibrate``, ``evaluate``, ``record``, ``run_stages`` (its model stages),
+``run_demo`` and ``run_sweep`` need PyTorch, the ``train`` extra; without it they raise
+:class:`MissingTorchError` (one line: what to install), while ``load_config``, ``analyse``,
+``build_figures`` and the readers run.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -28,6 +31,8 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 _LAZY = {
     "load_config": ("hippo_rep.config", "load_config"),
     "train": ("hippo_rep.pipeline", "train"),
+    "calibrate": ("hippo_rep.pipeline", "calibrate"),
+    "evaluate": ("hippo_rep.pipeline", "evaluate"),
     "record": ("hippo_rep.recording", "record_to_file"),
     "analyse": ("hippo_rep.pipeline", "analyse"),
     "build_figures": ("hippo_rep.pipeline", "build_figures"),
@@ -40,7 +45,8 @@ _LAZY = {
 }
 
 #: The verbs of :data:`_LAZY` that run a model, so need torch (the ``train`` extra).
-NEEDS_TORCH = frozenset({"train", "record", "run_stages", "run_demo", "run_sweep"})
+NEEDS_TORCH = frozenset({"train", "calibrate", "evaluate", "record", "run_stages", "run_demo",
+                         "run_sweep"})
 
 #: How to install torch and the ``train`` extra (the CPU build first; see the README).
 TORCH_INSTALL = ('`pip install torch==2.13.0 && pip install -e ".[train]"` (the CPU build '

@@ -94,6 +94,8 @@ def test_training_commands_name_the_extra_without_torch(no_torch, tmp_path, args
 #: folder).
 TORCH_VERBS = {
     "train": "hippo_rep.train(hippo_rep.load_config('tiny'), r'{tmp}/run')",
+    "calibrate": "hippo_rep.calibrate('data/temt_paper.pt', r'{tmp}/cal.pt')",
+    "evaluate": "hippo_rep.evaluate('data/temt_paper.pt', r'{tmp}/eval.json', envs=1)",
     "record": "hippo_rep.record('data/temt_paper.pt', r'{tmp}/rec.nc', n_envs=1)",
     "run_stages": "hippo_rep.run_stages(r'{tmp}/stages', hippo_rep.load_config('tiny'))",
     "run_demo": "hippo_rep.run_demo(r'{tmp}/demo', r'{tmp}/figures', config='tiny')",
@@ -142,6 +144,9 @@ def test_torch_free_verbs_are_the_functions_themselves():
     assert hippo_rep.train.__wrapped__ is pipeline.train
     assert inspect.signature(hippo_rep.train) == inspect.signature(pipeline.train)
     assert hippo_rep.train.__doc__ == pipeline.train.__doc__
+    assert hippo_rep.evaluate.__wrapped__ is pipeline.evaluate
+    assert hippo_rep.calibrate.__wrapped__ is pipeline.calibrate
+    assert hippo_rep.run_sweep.__wrapped__ is pipeline.run_sweep
 
 
 def test_other_import_errors_pass_through(monkeypatch):

@@ -20,6 +20,7 @@ from hippo_rep.pipeline.stages import (
     StagesReport,
     analyse,
     build_figures,
+    calibrate,
     evaluate,
     run_stages,
     stage_report,
@@ -38,6 +39,6 @@ from hippo_rep.pipeline.sweep import (
 __all__ = [
     "ANALYSIS_SCHEDULER", "DEFAULT_DECODE", "DEFAULT_REMAP_SHUFFLES", "INPUTS", "OUTPUTS",
     "RESULT_FILES", "STAGES", "SWEEP_STAGES", "DemoReport", "StageError", "StageSettings",
-    "StagesReport", "SweepReport", "SweepSettings", "analyse", "build_figures", "evaluate",
-    "run_demo", "run_one", "run_stages", "run_sweep", "stage_report", "train",
+    "StagesReport", "SweepReport", "SweepSettings", "analyse", "build_figures", "calibrate",
+    "evaluate", "run_demo", "run_one", "run_stages", "run_sweep", "stage_report", "train",
 ]

@@ -2,8 +2,8 @@
 
 Each stage is a plain function with typed arguments that reads the previous stage's file and
 writes its own atomically (a file that is there is whole): :func:`train` (``checkpoint.pt``),
-:func:`~hippo_rep.training.calibrate.calibrate_checkpoint` (TEM-t's write threshold:
-``calibrated.pt``, then evaluated and recorded instead), :func:`evaluate` (``eval.json``),
+:func:`calibrate` (TEM-t's write threshold: ``calibrated.pt``, then evaluated and recorded
+instead), :func:`evaluate` (``eval.json``),
 :func:`~hippo_rep.recording.record_to_file` (``recording.nc``), :func:`analyse`
 (``analysis.nc``) and :func:`build_figures` (``figures/``). The single-stage commands
 (``hippo-rep train``, ``evaluate``, ...) call them, and :func:`run_stages` chains them for
@@ -163,6 +163,16 @@ def train(config: Config, run_dir, *, resume: bool | None = None, progress: bool
     return Trainer(config, run_dir, resume=resume, progress=progress).run(stop_at)
 
 
+def calibrate(checkpoint, out, **options) -> dict:
+    """Copy TEM-t's ``checkpoint`` to ``out`` with add-if-novel's write threshold calibrated on
+    its training worlds (:func:`~hippo_rep.training.calibrate.calibrate_checkpoint`, whose
+    ``n_envs``, ``n_steps`` and ``seed`` are the ``options``); the weights are unchanged.
+    Returns the calibration report."""
+    from hippo_rep.training.calibrate import calibrate_checkpoint  # torch: see train
+
+    return calibrate_checkpoint(checkpoint, out, **options)
+
+
 def evaluate(checkpoint, out=None, *, envs: int = EVAL_ENVS, world: str | None = None,
              steps: int | None = None, seed: int = EVAL_SEED) -> dict:
     """Accuracy of ``checkpoint`` on held-out environments against the ideal agents
@@ -317,7 +327,6 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     ['train', 'calibrate', 'evaluate', 'record', 'analyse']
     """
     from hippo_rep.models.registry import model_spec  # torch: see train
-    from hippo_rep.training.calibrate import calibrate_checkpoint
     from hippo_rep.training.checkpoint import read_checkpoint
 
     s = StageSettings() if settings is None else settings
@@ -332,7 +341,7 @@ def run_stages(run_dir, config: Config, stages: Sequence[str] = STAGES,
     model = paths["calibrate"] if calibrated else paths["train"]
     run = {
         "train": lambda out: train(config, run_dir, progress=progress),
-        "calibrate": lambda out: calibrate_checkpoint(paths["train"], out),
+        "calibrate": lambda out: calibrate(paths["train"], out),
         "evaluate": lambda out: evaluate(model, out, envs=s.eval_envs, world=s.eval_world,
                                          steps=s.eval_steps, seed=s.eval_seed),
         "record": lambda out: record_to_file(model, out, n_envs=s.record_envs,
