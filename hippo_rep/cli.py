@@ -458,8 +458,8 @@ def cmd_passkey_train(args) -> int:
 
     t0 = time.perf_counter()
     train(cfg, out, log=None if args.no_progress else log)
-    print(f"trained {cfg.model.variant} (B={cfg.model.block_size}, M={cfg.model.n_mem}, "
-          f"F={cfg.model.slots}) in {time.perf_counter() - t0:.0f} s → {out / 'checkpoint.pt'}")
+    print(f"trained {cfg.model.label} in {time.perf_counter() - t0:.0f} s → "
+          f"{out / 'checkpoint.pt'}")
     return 0
 
 
@@ -474,34 +474,19 @@ def cmd_passkey_train(args) -> int:
          _arg("--json", help="write the results to this JSON file"),
          _flag("--overwrite", "replace an existing --json file"))
 def cmd_passkey_eval(args) -> int:
-    from hippo_rep.tasks.passkey import (
-        CHANCE,
-        CONFIDENCE,
-        accuracy_text,
-        evaluate,
-        load_checkpoint,
-        wilson_interval,
-    )
+    from hippo_rep.tasks.passkey import CHANCE, accuracy_text, evaluate_checkpoint
 
     fillers = _int_list(args.fillers, "--fillers")
     _counts(args, ("samples", None))
     if args.json:
         check_output_path(args.json, "--json", inputs=[args.checkpoint], overwrite=args.overwrite)
-    model, cfg, payload = load_checkpoint(args.checkpoint)
     _passkey_threads(args)
-    acc = evaluate(model, fillers, n_samples=args.samples, seed=args.seed)
-    print(f"{args.checkpoint}: {cfg.model.variant} (B={cfg.model.block_size}, "
-          f"M={cfg.model.n_mem}, F={cfg.model.slots}), {args.samples} prompts per length "
-          f"(seed {args.seed}), chance {CHANCE:.3f}")
-    print(accuracy_text(acc, args.samples))
+    res = evaluate_checkpoint(args.checkpoint, fillers, n_samples=args.samples, seed=args.seed)
+    print(f"{args.checkpoint}: {res['label']}, {args.samples} prompts per length (seed "
+          f"{args.seed}), chance {CHANCE:.3f}")
+    print(accuracy_text({int(f): a for f, a in res["accuracy"].items()}, args.samples))
     if args.json:
-        write_json(args.json, {"checkpoint": str(args.checkpoint), "config": cfg.to_dict(),
-                                "step": payload.get("step"), "seed": args.seed,
-                                "n_samples": args.samples, "threads": args.threads,
-                                "confidence": CONFIDENCE,
-                                "accuracy": {str(f): a for f, a in acc.items()},
-                                "interval": {str(f): list(wilson_interval(a, args.samples))
-                                             for f, a in acc.items()}})
+        write_json(args.json, res)
         print(f"wrote {args.json}")
     return 0
 

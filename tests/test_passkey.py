@@ -177,9 +177,15 @@ def test_cli_train_eval_sweep(tmp_path, capsys):
     js = tmp_path / "eval.json"
     assert cli.main(["passkey", "eval", str(run / "checkpoint.pt"), "--fillers", "0,40",
                      "--samples", "8", "--json", str(js)]) == 0
-    assert set(json.loads(js.read_text())["accuracy"]) == {"0", "40"}
+    written = json.loads(js.read_text())
+    assert set(written["accuracy"]) == {"0", "40"}
     out = capsys.readouterr().out
-    assert "filler" in out
+    assert "filler" in out and "bswa (B=8, M=2, F=0)" in out
+    # the command writes what the library returns, and the intervals hold the accuracies
+    again = P.evaluate_checkpoint(run / "checkpoint.pt", (0, 40), n_samples=8, seed=0)
+    assert again == {**written, "checkpoint": str(run / "checkpoint.pt")}
+    for f, (lo, hi) in again["interval"].items():
+        assert lo <= again["accuracy"][f] <= hi
     sw = tmp_path / "sweep"
     assert cli.main(["passkey", "sweep", "--out", str(sw), "--variants", "bswa_m1",
                      "--seeds", "0", "--fillers", "0,8", "--samples", "4", "--figure",

@@ -118,6 +118,12 @@ class FAMConfig(TypedConfig):
         """F for the variants with feedback slots, else 0."""
         return self.n_fam if self.variant in FAM_VARIANTS else 0
 
+    @property
+    def label(self) -> str:
+        """The variant with its block length, memory blocks and slots, e.g.
+        ``"fam (B=64, M=1, F=4)"``."""
+        return f"{self.variant} (B={self.block_size}, M={self.n_mem}, F={self.slots})"
+
 
 class FAMOutput(NamedTuple):
     #: Next-token logits (batch, length, vocab).

@@ -59,7 +59,7 @@ from hippo_rep.tasks import (
 # without torch; the names marked F401 are re-exported for callers of the task
 from hippo_rep.tasks.results import (
     CHANCE,  # noqa: F401
-    CONFIDENCE,  # noqa: F401
+    CONFIDENCE,
     N_KEYS,
     TARGET_HALF_WIDTH,  # noqa: F401
     PassKeyError,
@@ -70,7 +70,7 @@ from hippo_rep.tasks.results import (
     summarise,
     wide_intervals,  # noqa: F401
     wide_text,  # noqa: F401
-    wilson_interval,  # noqa: F401
+    wilson_interval,
     write_sweep,
 )
 from hippo_rep.training import checkpoint
@@ -374,6 +374,27 @@ def evaluate(model: FAMTransformer, fillers: Sequence[int] = DEFAULT_FILLERS,
         out[int(filler)] = hits / n_samples
     model.train(was)
     return out
+
+
+def evaluate_checkpoint(path, fillers: Sequence[int] = DEFAULT_FILLERS,
+                        n_samples: int = DEFAULT_PROMPTS, seed: int = 0) -> dict:
+    """Accuracy of a PassKey checkpoint against filler length (:func:`evaluate`), with the
+    Wilson intervals of :data:`CONFIDENCE`: the JSON ``hippo-rep passkey eval --json`` writes
+    (``checkpoint``, ``label``, ``config``, ``step``, ``seed``, ``n_samples``, ``threads``,
+    ``confidence``, and ``accuracy`` and ``interval`` by filler length).
+
+    Raises
+    ------
+    PassKeyError
+        A checkpoint that cannot be used (:func:`load_checkpoint`), or bad fillers.
+    """
+    model, cfg, payload = load_checkpoint(path)
+    acc = evaluate(model, fillers, n_samples=n_samples, seed=seed)
+    return {"checkpoint": str(path), "label": cfg.model.label, "config": cfg.to_dict(),
+            "step": payload.get("step"), "seed": seed, "n_samples": n_samples,
+            "threads": torch.get_num_threads(), "confidence": CONFIDENCE,
+            "accuracy": {str(f): a for f, a in acc.items()},
+            "interval": {str(f): list(wilson_interval(a, n_samples)) for f, a in acc.items()}}
 
 
 # ------------------------------------------------------------------------ checkpoints
