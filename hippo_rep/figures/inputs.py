@@ -175,8 +175,7 @@ def load_inputs(analysis=None, recording=None, evals=(), passkey=None,
         return read(value) if is_path(value) else value
 
     out = FigureInputs()
-    delays = [d for d in ([delay] if is_path(delay) or isinstance(delay, xr.Dataset)
-                          else delay or ())]
+    delays = [delay] if is_path(delay) or isinstance(delay, xr.Dataset) else list(delay or ())
     if delays:
         from hippo_rep.tasks.results import read_delay
 
