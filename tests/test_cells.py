@@ -397,7 +397,7 @@ def test_a_model_with_a_triad_and_known_readout_grows_grids_the_analysis_sees(tm
     """Known weights end to end: recorded by the recorder, classified by the analysis. The
     three aligned waves are hexagonal lattices of peaks in every environment; one wave is a
     band and no grid; the same three waves out of phase are no grid."""
-    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis import analyse
 
     ds = record_checkpoint(_triad_readout_checkpoint(tmp_path, kind), n_envs=2, n_steps=1500,
                            world=f"{kind}:14", seed=3)

@@ -9,7 +9,7 @@ import pytest
 
 import hippo_rep
 from hippo_rep import cli
-from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis import open_analysis
 from hippo_rep.training.checkpoint import read_checkpoint
 
 pytestmark = pytest.mark.slow  # end to end (see pyproject's markers)

@@ -40,7 +40,7 @@ def test_hash_matches(name):
 
 
 def test_files_open_and_validate():
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.figures import read_eval, read_learning_speed
     from hippo_rep.recording import open_recording
     from hippo_rep.tasks.delay import read_delay
@@ -110,7 +110,7 @@ def test_shipped_tem_learned_and_learning_speed_runs_are_consistent():
     """data/tem_5x5.pt is the TEM its evaluation describes, and that evaluation is learning
     (zero-shot far above the edge agent, which cannot beat chance there); the torch_tem-schedule
     learning-speed run has TEM learning too, below TEM-t's ceiling-level accuracy."""
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.figures import read_learning_speed
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 
@@ -208,7 +208,7 @@ def test_grid_cells_grown_with_a_learned_w_a_are_hexagonal_lattices():
     """The shipped run whose W_a was learned from random wave vectors (equal plane powers, a
     strong isometry loss): most modules became hexagonal triads, some read-out cells are
     hexagonal lattices of peaks, and the recording came from the shipped checkpoint."""
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 
     _, cfg, _ = load_checkpoint(DATA / "temt_waves_plane.pt")
@@ -254,7 +254,7 @@ def test_cells_with_a_fixed_budget_on_a_grown_g_are_hexagonal_lattices():
     (lattices of peaks, above their shuffle null), and most of those cells are hexagonal in
     every recorded environment. The evaluation and the
     analysis came from the shipped weights."""
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, read_checkpoint
 
     path = DATA / "temt_cells_budget.pt"
@@ -378,7 +378,7 @@ def test_the_model_grown_grid_cells_are_hexagonal_lattices():
     """The shipped known-weights control (W_a frozen at a hexagonal triad, non-negative
     read-out cells with an energy cost): the classifier calls some of its cells hexagonal,
     each a lattice of peaks, and its recording came from the shipped checkpoint."""
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.training.checkpoint import file_sha256, load_checkpoint
 
     model, cfg, _ = load_checkpoint(DATA / "temt_triad_readout.pt")

@@ -11,7 +11,7 @@ import xarray as xr
 
 from hippo_rep import cli
 from hippo_rep import recording as R
-from hippo_rep.analysis.pipeline import AnalysisError, open_analysis, write_analysis
+from hippo_rep.analysis import AnalysisError, open_analysis, write_analysis
 from hippo_rep.analysis.synthetic_recording import synthetic_recording
 from hippo_rep.datasets import CHUNKS_COMPLETE_ATTR, check_chunks
 from hippo_rep.fileio import atomic_folder, atomic_write, clean_stale
@@ -150,7 +150,7 @@ def test_zarr_recording_killed_before_swap_leaves_no_visible_output(tiny_ckpt, t
 # ------------------------------------------------------------------------ analysis files
 @pytest.fixture(scope="module")
 def analysis_nc(tmp_path_factory):
-    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis import analyse
 
     rec = synthetic_recording("square:6", n_env=2, n_steps=600, n_grid=3, n_place=3,
                               n_random=2, n_memory=8)

@@ -60,7 +60,7 @@ def test_registry_has_learning():
 
 @pytest.fixture(scope="module")
 def synthetic_analysis():
-    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis import analyse
     from hippo_rep.analysis.synthetic_recording import synthetic_recording
 
     rec = synthetic_recording(n_env=2, n_steps=600, n_grid=4, n_place=4, n_random=2,
@@ -254,7 +254,7 @@ def test_transitions_figure_from_a_model_with_known_weights(tmp_path):
 def fam_analysis():
     """Synthetic analysis with FAM slots: slots 0-3 are the planted place units (one
     Gaussian field each), slots 4-5 the planted uniform-noise units."""
-    from hippo_rep.analysis.pipeline import analyse
+    from hippo_rep.analysis import analyse
     from hippo_rep.analysis.synthetic_recording import synthetic_recording
 
     rec = synthetic_recording(n_env=2, n_steps=600, n_grid=0, n_place=4, n_random=2,

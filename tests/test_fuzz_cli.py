@@ -52,7 +52,7 @@ class Payload:
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
     """Valid artefacts of every kind, built once (a few seconds)."""
-    from hippo_rep.analysis.pipeline import analyse, write_analysis
+    from hippo_rep.analysis import analyse, write_analysis
     from hippo_rep.analysis.synthetic_recording import synthetic_recording
     from hippo_rep.config import load_config
     from hippo_rep.recording import record_to_file
@@ -592,7 +592,7 @@ def test_sigkill_during_record_overwrite_keeps_a_valid_store(ws, tmp_path, delay
 
 @pytest.mark.parametrize("delay", KILL_DELAYS)
 def test_sigkill_during_analyse_overwrite_keeps_the_old_analysis(ws, tmp_path, delay):
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
 
     out = tmp_path / "ana.nc"
     shutil.copy(ws["ana_nc"], out)

@@ -18,7 +18,7 @@ import xarray as xr
 import hippo_rep
 from hippo_rep import cli, cluster
 from hippo_rep import sweep as sweep_mod
-from hippo_rep.analysis.pipeline import open_analysis
+from hippo_rep.analysis import open_analysis
 from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.config import ConfigError
 from hippo_rep.pipeline import (

@@ -56,7 +56,7 @@ _LAZY = {
     "grid_modules": "hippo_rep.analysis.modules",
     "grid_scores": "hippo_rep.analysis.gridscore",
     "hex_grid_map": "hippo_rep.analysis.synthetic",
-    "open_analysis": "hippo_rep.analysis.pipeline",
+    "open_analysis": "hippo_rep.analysis.analysis_files",
     "open_input": "hippo_rep.analysis.inputs",
     "open_session": "hippo_rep.analysis.sessions",
     "place_field_map": "hippo_rep.analysis.synthetic",
@@ -86,7 +86,7 @@ _LAZY = {
     "two_wave_map": "hippo_rep.analysis.synthetic",
     "unit_activity": "hippo_rep.analysis.recordings",
     "validate_session": "hippo_rep.analysis.sessions",
-    "write_analysis": "hippo_rep.analysis.pipeline",
+    "write_analysis": "hippo_rep.analysis.analysis_files",
     "write_nwb": "hippo_rep.analysis.nwb",
     "write_session": "hippo_rep.analysis.sessions",
 }

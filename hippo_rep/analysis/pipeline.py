@@ -37,7 +37,6 @@ from hippo_rep.schema import (
     require_recording,
 )
 
-from .analysis_files import SUFFIXES, check_output, open_analysis, write_analysis
 from .arena import RECTANGLE
 from .classify import BORDER_QUANTILE, GRID_QUANTILE, PLACE_QUANTILE, classify
 from .methods import grid_method
@@ -58,22 +57,9 @@ from .remapping import (
     stack_units,
 )
 from .sample_counts import SampleCounts
-from .session_input import SessionInput, read_session, session_attrs, session_maps
-from .sessions import (
-    CELL_ID,
-    is_session,
-    session_populations,
-    validate_session,
-)
-from .settings import (
-    DEFAULT_SCHEDULER,
-    DEFAULT_SEED,
-    DEFAULT_UNIT_CHUNK,
-    GRID_METHOD,
-    SESSION_OPTIONS,
-    AnalysisSettings,
-    analysis_settings,
-)
+from .session_input import SessionInput, read_session, session_maps, session_variables
+from .sessions import is_session, session_populations, validate_session
+from .settings import DEFAULT_SCHEDULER, SESSION_OPTIONS, AnalysisSettings, analysis_settings
 from .shuffle import (
     SHUFFLE_DIM,
     check_n_shuffles,
@@ -277,38 +263,9 @@ def validate_input(recording: object, settings: AnalysisSettings) -> AnalysisInp
     AnalysisError
         As :func:`analyse`.
     """
-    s = settings
     session = is_session(recording)
-    if session:
-        for name, value in (("smooth_sigma", s.smooth_sigma), ("resolution", s.resolution)):
-            if value is not None:
-                raise AnalysisError(f"{name} is for recordings; a session takes "
-                                    + ("smooth_cm" if name == "smooth_sigma" else "bin_size_cm"))
-        if not s.session_checked:
-            validate_session(recording)
-        held = session_populations(recording)
-        variables = held if s.variables is None else list(dict.fromkeys(s.variables))
-        missing = [v for v in variables if v not in held]
-        if missing:
-            raise AnalysisError(f"the session has no population {missing[0]!r} (populations: "
-                                f"{', '.join(held)})")
-        s = replace(s, decode=False)  # decoding is across environments; a session is one
-    else:
-        given = [k for k in SESSION_OPTIONS if getattr(s, k) is not None]
-        given += ["session_checked"] if s.session_checked else []
-        if given:
-            raise AnalysisError(f"{given[0]} is for sessions; a recording takes smooth_sigma "
-                                "and resolution")
-        variables = s.variables
-        if variables is None:
-            if not isinstance(recording, xr.Dataset):
-                require_recording(recording)
-            variables = [v for v in POPULATIONS if v in recording.data_vars]
-            if not variables:
-                require_recording(recording, [G])
-        variables = list(dict.fromkeys(variables))
-        require_recording(recording, variables, need_xy=s.decode)
-    s = replace(s, variables=variables, shuffles=check_n_shuffles(s.shuffles, "shuffles"))
+    s = (_session_settings if session else _recording_settings)(recording, settings)
+    s = replace(s, shuffles=check_n_shuffles(s.shuffles, "shuffles"))
     if isinstance(s.seed, bool) or not isinstance(s.seed, (int, np.integer)) or s.seed < 0:
         raise AnalysisError(f"seed must be an int >= 0; got {s.seed!r}")
     try:
@@ -339,9 +296,47 @@ def validate_input(recording: object, settings: AnalysisSettings) -> AnalysisInp
                              node=sess.node, activity=sess.activity, counts=sess.counts,
                              population_activity={}, session=sess)
     node = node_index(recording)
-    acts = {v: unit_activity(recording, v, checked=True) for v in variables}
+    acts = {v: unit_activity(recording, v, checked=True) for v in s.variables}
     return AnalysisInput(source=recording, settings=s, node=node, activity=stack_units(acts),
                          counts=None, population_activity=acts, session=None)
+
+
+def _session_settings(session: xr.Dataset, s: AnalysisSettings) -> AnalysisSettings:
+    """``s`` checked for a session: no recording options, the session valid (unless
+    ``session_checked``), ``variables`` its populations, no decoding (it is one arena)."""
+    for name, value in (("smooth_sigma", s.smooth_sigma), ("resolution", s.resolution)):
+        if value is not None:
+            raise AnalysisError(f"{name} is for recordings; a session takes "
+                                + ("smooth_cm" if name == "smooth_sigma" else "bin_size_cm"))
+    if not s.session_checked:
+        validate_session(session)
+    held = session_populations(session)
+    variables = held if s.variables is None else list(dict.fromkeys(s.variables))
+    missing = [v for v in variables if v not in held]
+    if missing:
+        raise AnalysisError(f"the session has no population {missing[0]!r} (populations: "
+                            f"{', '.join(held)})")
+    return replace(s, variables=variables, decode=False)
+
+
+def _recording_settings(recording: object, s: AnalysisSettings) -> AnalysisSettings:
+    """``s`` checked for a recording: no session options, ``variables`` the populations
+    present by default, each required (with ``x``/``y`` when decoding)."""
+    given = [k for k in SESSION_OPTIONS if getattr(s, k) is not None]
+    given += ["session_checked"] if s.session_checked else []
+    if given:
+        raise AnalysisError(f"{given[0]} is for sessions; a recording takes smooth_sigma "
+                            "and resolution")
+    variables = s.variables
+    if variables is None:
+        if not isinstance(recording, xr.Dataset):
+            require_recording(recording)
+        variables = [v for v in POPULATIONS if v in recording.data_vars]
+        if not variables:
+            require_recording(recording, [G])
+    variables = list(dict.fromkeys(variables))
+    require_recording(recording, variables, need_xy=s.decode)
+    return replace(s, variables=variables)
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,21 +447,10 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
     # the recording's labels of its environments (e.g. ``control`` of a controls recording)
     out = out.assign_coords({k: c for k, c in data.source.coords.items()
                              if c.dims == ("env",) and k != "env"})
-    if sess is not None:
-        cm = first.attrs["bin_size_cm"]
-        out["spacing_cm"] = out["spacing"] * cm
-        out["spacing_cm"].attrs = {"long_name": "grid spacing in cm (spacing x bin size)",
-                                   "units": "cm"}
-        out["wave_length_cm"] = out["wave_length"] * cm
-        out["wave_length_cm"].attrs = {"long_name": "plane-wave length in cm (wave_length x "
-                                       "bin size)", "units": "cm"}
-        out = out.assign_coords({CELL_ID: (UNIT_DIM, sess.cell_id)})
-    else:
+    if sess is None:  # a session's lengths in cm: session_variables
         out["spacing_nodes"] = out["spacing"] * res
-        out["spacing_nodes"].attrs = {
-            "long_name": "grid spacing in node spacings (spacing x resolution)",
-            "units": "node spacings",
-        }
+        out["spacing_nodes"].attrs = {"long_name": "grid spacing in node spacings (spacing x "
+                                      "resolution)", "units": "node spacings"}
     for k in ("grid", "band"):
         out[f"{k}_nan_reason"].attrs["long_name"] = f"why the {k} scores are NaN ('' = defined)"
     out = out.transpose("env", UNIT_DIM, ...)
@@ -548,7 +532,8 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
                shifts: xr.DataArray) -> xr.Dataset:
     """``out`` with its attrs: every method and parameter, the seed, this package's version
     and the input's provenance, before the steps' own (kernels, ``classify_*``, ``remap_*``,
-    decoding); a session's differ (:func:`~hippo_rep.analysis.session_input.session_attrs`)."""
+    decoding); a session's differ
+    (:func:`~hippo_rep.analysis.session_input.session_variables`)."""
     s, src = data.settings, data.source
     first = maps[s.variables[0]]
     sigma, res = float(first.attrs["smooth_sigma_bins"]), float(first.attrs["resolution"])
@@ -591,34 +576,12 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
             attrs[f"recording_{k}"] = src.attrs[k]
     out.attrs = attrs
     if data.session is not None:
-        session_attrs(out, data.session, first)
+        out = session_variables(out, data.session, first)
     return out
 
 
 __all__ = [
-    "DEFAULT_SCHEDULER",
-    "DEFAULT_SEED",
-    "DEFAULT_UNIT_CHUNK",
-    "FIELD_MIN_NODES",
-    "GRID_METHOD",
-    "PROVENANCE_ATTRS",
-    "SUFFIXES",
-    "AnalysisError",
-    "AnalysisInput",
-    "AnalysisSettings",
-    "SessionInput",
-    "analyse",
-    "analysis_settings",
-    "attrs_step",
-    "check_output",
-    "class_step",
-    "map_step",
-    "open_analysis",
-    "population_step",
-    "rate_map_step",
-    "remap_step",
-    "shuffle_step",
-    "unit_step",
-    "validate_input",
-    "write_analysis",
+    "FIELD_MIN_NODES", "PROVENANCE_ATTRS", "AnalysisInput", "analyse", "attrs_step",
+    "class_step", "map_step", "population_step", "rate_map_step", "remap_step",
+    "shuffle_step", "unit_step", "validate_input",
 ]

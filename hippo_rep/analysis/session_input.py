@@ -1,7 +1,7 @@
 """A session (your own cells, :mod:`~hippo_rep.analysis.sessions`) as the inputs of
 :func:`~hippo_rep.analysis.analyse`: read once (:func:`read_session`), mapped
-(:func:`session_maps`), and the attrs in which its analysis differs from a recording's
-(:func:`session_attrs`)."""
+(:func:`session_maps`), and the variables and attrs in which its analysis differs from a
+recording's (:func:`session_variables`)."""
 
 from __future__ import annotations
 
@@ -201,8 +201,18 @@ def session_maps(session: xr.Dataset, sess: SessionInput, variables: Sequence[st
     return maps
 
 
-def session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> None:
-    """The attrs of a session's analysis that differ from a recording's."""
+def session_variables(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> xr.Dataset:
+    """``out``, a session's analysis, with what differs from a recording's: lengths in cm
+    (``spacing_cm``, ``wave_length_cm``), each unit's ``cell_id`` and the attrs (``first``:
+    the first population's maps)."""
+    cm = first.attrs["bin_size_cm"]
+    out["spacing_cm"] = out["spacing"] * cm
+    out["spacing_cm"].attrs = {"long_name": "grid spacing in cm (spacing x bin size)",
+                               "units": "cm"}
+    out["wave_length_cm"] = out["wave_length"] * cm
+    out["wave_length_cm"].attrs = {"long_name": "plane-wave length in cm (wave_length x bin "
+                                   "size)", "units": "cm"}
+    out = out.assign_coords({CELL_ID: (UNIT_DIM, sess.cell_id)})
     dt = float(first.attrs["sample_interval_s"])
     for k in ("memory_masking", "map_resolution"):
         out.attrs.pop(k, None)
@@ -237,3 +247,4 @@ def session_attrs(out: xr.Dataset, sess: SessionInput, first: xr.Dataset) -> Non
     out["shuffle_shift"].attrs = {"long_name": "circular shift of the spike trains per "
                                   "shuffle (tracking samples of sample_interval_s)",
                                   "units": "samples"}
+    return out

@@ -66,7 +66,7 @@ def test_bad_input():
 
 
 def test_shipped_numbers_and_every_reader_agrees():
-    from hippo_rep.analysis.pipeline import open_analysis
+    from hippo_rep.analysis import open_analysis
     from hippo_rep.explore import classification_summary
     from hippo_rep.sweep import summarise_analysis
 
