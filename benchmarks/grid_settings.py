@@ -93,7 +93,7 @@ def reanalyse(out: Path) -> None:
     """The stage runner's analyse stage again on each finished run's recording (the new
     analysis replaces the old one atomically)."""
     from hippo_rep.pipeline import ANALYSIS_SCHEDULER, analyse
-    from hippo_rep.sweep import ANALYSIS_FILE, RECORDING_FILE
+    from hippo_rep.run_files import ANALYSIS_FILE, RECORDING_FILE
 
     for run_dir, st in _finished_runs(out):
         analyse(run_dir / RECORDING_FILE, run_dir / ANALYSIS_FILE, shuffles=st.shuffles,

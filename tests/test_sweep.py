@@ -19,6 +19,7 @@ import hippo_rep
 from hippo_rep import cli, cluster
 from hippo_rep import sweep as sweep_mod
 from hippo_rep.analysis import open_analysis
+from hippo_rep.analysis.summary import summarise_analysis
 from hippo_rep.cluster import SCHEDULER_TIMEOUT_S
 from hippo_rep.config import ConfigError
 from hippo_rep.pipeline import (
@@ -30,8 +31,8 @@ from hippo_rep.pipeline import (
 from hippo_rep.pipeline import stages as stages_mod
 from hippo_rep.pipeline import sweep as sweep_execute
 from hippo_rep.recording import open_recording
+from hippo_rep.run_files import CALIBRATED_FILE
 from hippo_rep.sweep import (
-    CALIBRATED_FILE,
     MANIFEST,
     RUNS_DIR,
     SweepError,
@@ -39,7 +40,6 @@ from hippo_rep.sweep import (
     is_finished,
     open_sweep,
     parse_values,
-    summarise_analysis,
     sweep_table,
 )
 from hippo_rep.training import trainer as trainer_mod

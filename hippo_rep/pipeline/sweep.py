@@ -38,10 +38,10 @@ from hippo_rep import run_files as F
 from hippo_rep.analysis.analysis_files import open_analysis
 from hippo_rep.analysis.summary import summarise_analysis
 from hippo_rep.cluster import ClusterError, dask_client, run_job, run_jobs
-from hippo_rep.config import Config
+from hippo_rep.config import Config, load_config
 from hippo_rep.fileio import write_json
 from hippo_rep.pipeline.stages import StageSettings, run_stages
-from hippo_rep.sweep.grid import SweepError, expand_sweep, parse_grid
+from hippo_rep.sweep.grid import SweepError, expand_grid, parse_grid
 from hippo_rep.sweep.manifest import MANIFEST, RUNS_DIR, build_manifest, check_out, clear
 from hippo_rep.sweep.results import DONE_FILE, is_finished
 
@@ -197,9 +197,9 @@ def run_sweep(config: str | Path, grid, n_seeds: int, out, *,
     t0 = time.perf_counter()
     settings = SweepSettings() if settings is None else settings
     grid = parse_grid(grid)  # a bad grid is reported before a bad n_seeds
-    runs, base, labels = expand_sweep(config, grid, n_seeds, overrides)
-    manifest = build_manifest(runs, base, labels, n_seeds, dataclasses.asdict(settings),
-                              str(config), overrides)
+    runs = expand_grid(config, grid, n_seeds, overrides)
+    manifest = build_manifest(runs, load_config(config, overrides), list(grid), n_seeds,
+                              dataclasses.asdict(settings), str(config), overrides)
     out = Path(out).resolve()
     must_clear = check_out(out, manifest, overwrite)
     report = SweepReport(out, [r.name for r in runs])

@@ -12,8 +12,6 @@ Modules: ``grid`` (grid expansion), ``manifest`` and ``results`` (reading: :func
 the names used elsewhere are here.
 """
 
-from hippo_rep.analysis.summary import SUMMARY, summarise_analysis
-from hippo_rep.run_files import ANALYSIS_FILE, CALIBRATED_FILE, EVAL_FILE, RECORDING_FILE
 from hippo_rep.sweep.grid import DEFAULT_SEEDS, Run, SweepError, expand_grid, parse_values
 from hippo_rep.sweep.manifest import FORMAT, MANIFEST, RUNS_DIR, read_manifest
 from hippo_rep.sweep.results import (
@@ -26,8 +24,7 @@ from hippo_rep.sweep.results import (
 )
 
 __all__ = [
-    "ANALYSIS_FILE", "CALIBRATED_FILE", "DEFAULT_SEEDS", "DONE_FILE", "ERROR_FILE", "EVAL_FILE",
-    "EVAL_SUMMARY", "FORMAT", "MANIFEST", "RECORDING_FILE", "RUNS_DIR", "SUMMARY", "Run",
-    "SweepError", "expand_grid", "is_finished", "open_sweep", "parse_values", "read_manifest",
-    "summarise_analysis", "sweep_table",
+    "DEFAULT_SEEDS", "DONE_FILE", "ERROR_FILE", "EVAL_SUMMARY", "FORMAT", "MANIFEST", "RUNS_DIR",
+    "Run", "SweepError", "expand_grid", "is_finished", "open_sweep", "parse_values",
+    "read_manifest", "sweep_table",
 ]

@@ -168,22 +168,15 @@ def expand_grid(config: str | Path, grid=(), n_seeds: int = DEFAULT_SEEDS,
     SweepError
         ``n_seeds`` < 1, or two runs whose folder names coincide.
     """
-    return expand_sweep(config, grid, n_seeds, overrides)[0]
-
-
-def expand_sweep(config, grid, n_seeds: int,
-                 overrides: Sequence[str]) -> tuple[list[Run], Config, dict[str, list]]:
-    """:func:`expand_grid`'s runs, the base config they vary (read once) and each grid key's
-    value labels, in the grid's order (as the manifest keeps them)."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise SweepError(f"the number of seeds must be an int ≥ 1; got {n_seeds!r}")
     grid = parse_grid(grid)
     raw, source = read_raw(config)
     raw = apply_overrides(raw, overrides)
-    base = from_dict(raw, source)  # the base config alone is valid
+    from_dict(raw, source)  # the base config alone is valid
     keys = list(grid)
     dims = grid_dims(keys)
-    labels: dict[str, dict] = {k: {} for k in keys}  # key → value index → label
+    labels: dict[str, dict] = {k: {} for k in keys}  # key → value index → label (once each)
     runs, names = [], {}
     for index in itertools.product(*(range(len(grid[k])) for k in keys)):
         combo = [grid[k][i] for k, i in zip(keys, index, strict=True)]
@@ -207,6 +200,4 @@ def expand_sweep(config, grid, n_seeds: int,
                                  f"{name!r}; use distinguishable grid values")
             names[name] = lab
             runs.append(Run(name, lab, seed, cfg))
-    return runs, base, {k: [labels[k][i] for i in range(len(grid[k]))] for k in keys}
-
-
+    return runs

@@ -35,11 +35,13 @@ def _identity_config(cfg: dict) -> dict:
     return {k: v for k, v in flat.items() if k not in NON_IDENTITY_KEYS}
 
 
-def build_manifest(runs: Sequence[Run], base: Config, labels: Mapping[str, list], n_seeds: int,
+def build_manifest(runs: Sequence[Run], base: Config, keys: Sequence[str], n_seeds: int,
                    settings: Mapping, source: str, overrides: Sequence[str]) -> dict:
-    """The sweep's manifest (JSON-able): base config, grid (key → value labels, as
-    :func:`~hippo_rep.sweep.grid.expand_sweep` gives them), seeds, settings (the runs' stage
-    settings as a mapping) and runs."""
+    """The sweep's manifest (JSON-able): base config, grid (each of the grid's ``keys`` → its
+    value labels, in the order of :func:`~hippo_rep.sweep.grid.expand_grid`'s ``runs``),
+    seeds, settings (the runs' stage settings as a mapping) and runs."""
+    dims = grid_dims(list(keys))
+    labels = {k: list(dict.fromkeys(r.labels[dims[k]] for r in runs)) for k in keys}
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -47,8 +49,8 @@ def build_manifest(runs: Sequence[Run], base: Config, labels: Mapping[str, list]
         "config_source": str(source),
         "overrides": list(overrides),
         "base_config": base.to_dict(),
-        "grid": dict(labels),
-        "dims": grid_dims(list(labels)),
+        "grid": labels,
+        "dims": dims,
         "seeds": list(range(n_seeds)),
         "settings": dict(settings),
         "runs": [{"name": r.name, "labels": r.labels, "seed": r.seed} for r in runs],

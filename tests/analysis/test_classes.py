@@ -67,8 +67,8 @@ def test_bad_input():
 
 def test_shipped_numbers_and_every_reader_agrees():
     from hippo_rep.analysis import open_analysis
+    from hippo_rep.analysis.summary import summarise_analysis
     from hippo_rep.explore import classification_summary
-    from hippo_rep.sweep import summarise_analysis
 
     an = open_analysis(DATA / "analysis.nc")
     fr = class_fractions(an)
