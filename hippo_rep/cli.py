@@ -15,11 +15,7 @@ from hippo_rep import TORCH_INSTALL, __version__
 from hippo_rep import defaults as D
 from hippo_rep import tasks as T  # the torch-free names (tasks.delay and .passkey need torch)
 from hippo_rep.analysis.methods import DEFAULT_GRID_METHOD, GRID_METHODS, grid_methods_help
-from hippo_rep.fileio import OutputError, atomic_write, check_output_path, write_json
-
-#: Resolution of the ``passkey sweep --figure`` plot when written as a raster image, dots
-#: per inch.
-PASSKEY_FIGURE_DPI = 150
+from hippo_rep.fileio import OutputError, check_output_path, write_json
 
 #: Longest error line the CLI prints, in characters (values quoted from files are cut to
 #: ``fileio.MAX_QUOTE`` already; this bounds the whole line).
@@ -501,17 +497,19 @@ def cmd_passkey_eval(args) -> int:
               help=f"prompts per length and seed (default: {T.PASSKEY_DEFAULT_PROMPTS})"),
          _set("override for every run: wins over the variants' presets; refused where it "
               "contradicts a variant's name or does nothing for it"),
-         _arg("--figure", help="also save the accuracy plot (PNG/PDF/SVG)"),
+         _arg("--figure", help="also save the passkey figure (as hippo-rep figures --passkey "
+                               "draws it) to this .pdf, .svg or .png"),
          _THREADS,
          _flag("--no-reuse", "retrain runs whose eval.json already matches"),
          _cluster("to run the runs on (its workers must see --out)"))
 def cmd_passkey_sweep(args) -> int:
-    from hippo_rep.plotting.passkey import plot_passkey_sweep
-    from hippo_rep.tasks.passkey import CHANCE, PassKeyConfig, format_table, sweep, wide_text
+    from hippo_rep.tasks.passkey import PassKeyConfig, format_table, sweep, wide_text
 
     check_output_path(args.out, "--out", folder=True)
     if args.figure:
-        check_output_path(args.figure, "--figure")
+        from hippo_rep.figures import figure_format
+
+        figure_format(check_output_path(args.figure, "--figure"))  # refused before training
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     seeds = _int_list(args.seeds, "--seeds")
     fillers = _int_list(args.fillers, "--fillers")
@@ -528,14 +526,9 @@ def cmd_passkey_sweep(args) -> int:
         print(wide)
     print(f"tables: {Path(args.out) / 'sweep.csv'}, {Path(args.out) / 'sweep.json'}")
     if args.figure:
-        from hippo_rep.plotting.style import paper_style
+        from hippo_rep.figures import load_inputs, passkey_figure, save_figure
 
-        fmt = Path(args.figure).suffix[1:].lower() or "png"
-        with paper_style():  # a bare Figure (no pyplot), drawn and written in the paper style
-            fig = plot_passkey_sweep(rows, chance=CHANCE).figure
-            atomic_write(args.figure, lambda tmp: fig.savefig(
-                tmp, format=fmt, bbox_inches="tight", dpi=PASSKEY_FIGURE_DPI))
-        print(f"figure: {args.figure}")
+        print(f"figure: {save_figure(passkey_figure(load_inputs(passkey=args.out)), args.figure)}")
     return 0
 
 

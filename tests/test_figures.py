@@ -146,6 +146,28 @@ def test_passkey_figure_from_sweep_rows(tmp_path):
     assert "filler length (tokens" in svg and "fam_f4" in svg
 
 
+def test_save_figure_writes_the_suffix_format_and_refuses_others(tmp_path):
+    from hippo_rep.figures import passkey_figure, save_figure
+
+    fig = passkey_figure(FigureInputs(passkey=fake_sweep_rows()))
+    assert save_figure(fig, tmp_path / "p.svg") == tmp_path / "p.svg"
+    assert (tmp_path / "p.svg").read_text().lstrip().startswith("<?xml")
+    save_figure(fig, tmp_path / "p.PNG")
+    assert (tmp_path / "p.PNG").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(FigureError, match=r"p\.jpg.*\.pdf, \.svg, \.png"):
+        save_figure(fig, tmp_path / "p.jpg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.PNG", "p.svg"]
+
+
+def test_passkey_sweep_refuses_a_figure_format_before_training(tmp_path, capsys):
+    from hippo_rep import cli
+
+    out = tmp_path / "sweep"
+    assert cli.main(["passkey", "sweep", "--out", str(out), "--variants", "bswa_m1",
+                     "--seeds", "0", "--figure", str(tmp_path / "acc.jpg")]) == 2
+    assert "acc.jpg" in capsys.readouterr().err and not out.exists()
+
+
 @pytest.mark.parametrize("name, drop", [
     ("scores", "gridness_60_null_q"), ("scores", "is_place"), ("scores", "spatial_info"),
     ("remapping", "tem_corr"), ("remapping", "pv_corr"), ("remapping", "node_rate"),

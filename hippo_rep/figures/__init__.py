@@ -73,11 +73,11 @@ from hippo_rep.figures.sweep import sweep_figure
 __all__ = [
     "DEFAULT_FORMATS", "FIGURES", "MIN_PEAK_FRACTION", "MODEL_LABELS", "N_UNITS_SHOWN", "PNG_DPI",
     "WIDTHS", "FigureError", "FigureInputs", "MissingInput", "build_figures", "controls_figure",
-    "fam_slots_figure", "grid_cells_figure", "learning_figure", "learning_speed_figure",
-    "load_inputs", "memory_delay_figure", "passkey_figure", "place_cells_figure", "place_map",
-    "read_eval", "read_learning_speed", "register", "remapping_figure", "scores_figure",
-    "session_cells_figure", "settle_layout", "sweep_figure", "tem_vs_temt_figure",
-    "transitions_figure",
+    "fam_slots_figure", "figure_format", "grid_cells_figure", "learning_figure",
+    "learning_speed_figure", "load_inputs", "memory_delay_figure", "passkey_figure",
+    "place_cells_figure", "place_map", "read_eval", "read_learning_speed", "register",
+    "remapping_figure", "save_figure", "scores_figure", "session_cells_figure", "settle_layout",
+    "sweep_figure", "tem_vs_temt_figure", "transitions_figure",
 ]
 
 #: Formats written by default.
@@ -120,13 +120,30 @@ def build_figures(inputs: FigureInputs, out_dir, only=None,
         except (MissingInput, SchemaError) as why:  # an input lacking what it needs
             report[name] = f"skipped: {why}"
             continue
-        paths = []
-        # saved in the style too: matplotlib reads savefig.* and the font types when saving
-        with paper_style(width):
-            for fmt in formats:
-                path = out / f"{name}.{fmt}"
-                atomic_write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(
-                    tmp, format=fmt, dpi=PNG_DPI))
-                paths.append(path)
-        report[name] = paths
+        report[name] = [save_figure(fig, out / f"{name}.{fmt}", width) for fmt in formats]
     return report
+
+
+def figure_format(path) -> str:
+    """The format of a figure file named ``path``: its suffix, one of :data:`DEFAULT_FORMATS`.
+
+    Raises
+    ------
+    FigureError
+        Another suffix (naming the file).
+    """
+    fmt = Path(path).suffix[1:].lower()
+    if fmt not in DEFAULT_FORMATS:
+        raise FigureError(f"{str(path)!r}: a figure file ends in "
+                          f"{', '.join('.' + f for f in DEFAULT_FORMATS)}")
+    return fmt
+
+
+def save_figure(fig, path, width: str = DEFAULT_COLUMN) -> Path:
+    """Write ``fig`` to ``path`` atomically, in the format of its suffix
+    (:func:`figure_format`; PNG at :data:`PNG_DPI`), in the paper style at ``width`` (matplotlib
+    reads ``savefig.*`` and the font types when saving). Returns the path."""
+    fmt = figure_format(path)
+    with paper_style(width):
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=PNG_DPI))
+    return Path(path)

@@ -24,7 +24,7 @@ def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
     """Seed-averaged accuracy against filler length (symlog x), one line per variant, with
     chance; error bars are the rows' 95% Wilson intervals (``ci_low``/``ci_high``, prompts of
     all seeds pooled), or the SD over seeds for rows without them. Returns the axes (no saving
-    here). The ``hippo-rep passkey sweep --figure`` plot.
+    here). Panel a of the ``passkey`` figure (:func:`passkey_curves`).
 
     Parameters
     ----------
@@ -61,8 +61,7 @@ def plot_passkey_sweep(rows: list[dict], ax=None, chance: float | None = None):
 def passkey_curves(rows: list[dict], ax=None, chance: float | None = None):
     """Seed-averaged accuracy against filler length, one line per variant, with chance.
 
-    Draws with :func:`plot_passkey_sweep` (the sweep command's own plot) and states the units
-    on both axes.
+    Draws with :func:`plot_passkey_sweep` and states the units on both axes.
 
     Parameters
     ----------

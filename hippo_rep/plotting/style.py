@@ -1,9 +1,9 @@
 """The one way hippo_rep draws: figure widths, the paper style and a new figure outside pyplot.
 
-Every figure of the package (the registry of :mod:`hippo_rep.figures`, the notebooks'
-explorer and statistics figures of :mod:`hippo_rep.explore`, the ``passkey sweep --figure``
-plot) is a :class:`matplotlib.figure.Figure` made by :func:`new_figure` (or given by the
-caller), never by pyplot, and drawn inside :func:`paper_style`, which applies
+Every figure of the package (the registry of :mod:`hippo_rep.figures`, which ``passkey sweep
+--figure`` also draws from, and the notebooks' explorer and statistics figures of
+:mod:`hippo_rep.explore`) is a :class:`matplotlib.figure.Figure` made by :func:`new_figure`
+(or given by the caller), never by pyplot, and drawn inside :func:`paper_style`, which applies
 :data:`PAPER_STYLE` for the drawing only: ``matplotlib.rcParams`` is the same afterwards and
 pyplot holds no figure. Panels (``fn(data, ax=None) -> ax``) take their sizes, line widths
 and colour maps from the constants here.
