@@ -396,8 +396,8 @@ def unit_step(data: AnalysisInput, maps: dict[str, xr.Dataset], shifts: xr.DataA
         The per-unit outputs, dims (env, unit, ...) (``remap_corr`` (unit, env_pair), the
         null quantiles (quantile, env, unit)), with coords ``variable``, ``unit_index``,
         ``env`` (and the recording's per-env labels), ``quantile``, ``wave``, the env pairs;
-        a session's ``spacing_cm``, ``wave_length_cm`` and ``cell_id``, a recording's
-        ``spacing_nodes``; attrs the kernels' settings (prefixed). And the population
+        a recording's ``spacing_nodes`` (a session's lengths in cm come in
+        :func:`attrs_step`); attrs the kernels' settings (prefixed). And the population
         results by population (empty without decoding).
     """
     s, sess = data.settings, data.session
@@ -532,7 +532,7 @@ def attrs_step(out: xr.Dataset, data: AnalysisInput, maps: dict[str, xr.Dataset]
                shifts: xr.DataArray) -> xr.Dataset:
     """``out`` with its attrs: every method and parameter, the seed, this package's version
     and the input's provenance, before the steps' own (kernels, ``classify_*``, ``remap_*``,
-    decoding); a session's differ
+    decoding); a session's differ, and its analysis gains its lengths in cm and cell ids
     (:func:`~hippo_rep.analysis.session_input.session_variables`)."""
     s, src = data.settings, data.source
     first = maps[s.variables[0]]
