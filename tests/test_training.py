@@ -115,6 +115,17 @@ def test_same_seed_same_weights_and_different_seed_differs(tmp_path):
     assert not torch.equal(w["a"]["W_a"], w["c"]["W_a"])
 
 
+def test_reruns_write_the_same_checkpoint_file_and_leave_the_global_rng(tmp_path):
+    # torch seeds its global RNG differently in each process: a run draws from its own
+    for name, global_seed in (("a", 1), ("b", 2)):
+        torch.manual_seed(global_seed)
+        before = torch.random.get_rng_state()
+        T.train(tiny("train.iterations=3"), tmp_path / name, progress=False)
+        assert torch.equal(torch.random.get_rng_state(), before)
+    assert file_sha256(tmp_path / "a" / "checkpoint.pt") == \
+        file_sha256(tmp_path / "b" / "checkpoint.pt")
+
+
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
     cfg = tiny("train.checkpoint_every=5")
     real = MODELS["temt"]
@@ -263,9 +274,8 @@ def test_save_checkpoint_is_atomic(tmp_path, monkeypatch):
     model, cfg, _ = load_checkpoint(tmp_path / "checkpoint.pt")
     before = file_sha256(tmp_path / "checkpoint.pt")
 
-    def broken(obj, f, *a, **k):
-        with open(f, "wb") as fh:
-            fh.write(b"partial")
+    def broken(obj, f, *a, **k):  # a half-written archive, then the disk is full
+        f.write(b"partial")
         raise OSError("disk full")
 
     monkeypatch.setattr(torch, "save", broken)

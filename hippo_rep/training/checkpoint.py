@@ -80,8 +80,15 @@ def save_checkpoint(path, model, config, step: int, optimizer=None, extra: dict 
 
 
 def write_payload(path, payload: dict) -> None:
-    """Write a checkpoint payload atomically (temporary file, then rename)."""
-    atomic_write(path, lambda tmp: torch.save(payload, tmp))
+    """Write a checkpoint payload atomically (temporary file, then rename). Through an open
+    file: ``torch.save`` to a path names the archive's folder after the (random) temporary
+    file, which would make the same payload a different file each time."""
+
+    def save(tmp) -> None:
+        with open(tmp, "wb") as f:
+            torch.save(payload, f)
+
+    atomic_write(path, save)
 
 
 def load_torch_file(path: Path, error: type[Exception], what: str = "checkpoint"):

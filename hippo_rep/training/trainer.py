@@ -164,6 +164,8 @@ class Trainer:
         self.init_sha256 = None
         self.saved_step = None  # iteration of the checkpoint on disk (None: none exists)
         self.created_out = not self.out.exists()  # a failed fresh run removes what it made
+        # torch's global RNG inside run(): a resumed run continues the checkpoint's
+        self.rng_state = torch.Generator().manual_seed(tc.seed).get_state()
         if resume:
             if not self.ckpt_path.is_file():
                 raise TrainingError(f"--resume: no checkpoint at {str(self.ckpt_path)!r}")
@@ -232,10 +234,11 @@ class Trainer:
                 raise TrainingError(f"{where}: optimizer_state does not fit the model "
                                     f"({first[:200]})") from None
         try:
-            torch.random.set_rng_state(rng)
+            torch.Generator().set_state(rng)
         except (RuntimeError, TypeError, ValueError) as err:
             raise TrainingError(f"{where}: torch_rng_state is unusable "
                                 f"({type(err).__name__})") from None
+        self.rng_state = rng
 
     def _init_from(self, path: str) -> None:
         """Start from another run's weights (a curriculum: e.g. 8x8 → 10x10/11x11, or a
@@ -389,7 +392,20 @@ class Trainer:
 
         ``stop_at`` ends the run after that iteration instead (the learning-rate schedule still
         runs to ``train.iterations``), leaving a checkpoint that ``--resume`` continues.
+
+        Torch's global RNG is the run's own inside (seeded by ``train.seed``, or the resumed
+        checkpoint's ``torch_rng_state``) and the caller's is left as it was, so the
+        checkpoint's ``torch_rng_state``, and with it the file's hash, is the same in every
+        rerun (torch seeds its global RNG differently in each process).
         """
+        with torch.random.fork_rng(devices=[]):
+            torch.random.set_rng_state(self.rng_state)
+            try:
+                return self._run(stop_at)
+            finally:
+                self.rng_state = torch.random.get_rng_state()
+
+    def _run(self, stop_at: int | None) -> Path:
         tc = self.cfg.train
         end = tc.iterations if stop_at is None else min(tc.iterations, stop_at)
         if end < self.start:
