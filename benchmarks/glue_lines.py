@@ -1,12 +1,12 @@
-"""Lines of the glue (issue 31's line budget), and what they are.
+"""Lines of the glue (the CLI and the backbone, whose size has a budget), and what they are.
 
 The glue is the command line, the sweep package, the stage runner package, the analysis
 pipeline and the job runner that sweeps use (``cluster.run_jobs`` and its helpers). For each
 file the table gives its lines (``wc -l``), how many are docstrings, how many are the CLI's
 argument declarations (the ``@command(...)`` decorators: flags, defaults and help texts), and
-how many are whole functions that exist only for features of other issues, added after the
-budget was set (issue 28's controls command, issue 29's sessions, NWB export and plain
-install); those are listed by name below the table.
+how many are whole functions that exist only for features added after the budget was set
+(the model-grown controls; sessions, NWB export and the plain install); those are listed by
+name below the table.
 
     python benchmarks/glue_lines.py
 """
@@ -23,15 +23,15 @@ GLUE = ["cli.py", *sorted(f"sweep/{p.name}" for p in (ROOT / "sweep").glob("*.py
         "analysis/pipeline.py", "cluster.py"]
 #: The job runner inside ``cluster.py`` (the rest of it starts dask clusters for analyses).
 JOB_RUNNER = ("RUN_LOCK", "one_line", "write_error", "run_job", "run_jobs", "_Progress")
-#: Whole symbols that exist for another issue's feature: (file, symbol) → what and which issue.
+#: Whole symbols that exist for a feature added after the budget: (file, symbol) → which.
 FEATURES = {
-    ("cli.py", "cmd_remap_sessions"): "29: remapping across two sessions",
-    ("cli.py", "cmd_export_nwb"): "29: NWB out",
-    ("cli.py", "_session_options"): "29: rate-map options of sessions",
-    ("cli.py", "MISSING_TORCH"): "29: the plain install's one-line error",
-    ("cli.py", "_is_torch"): "29: the plain install's one-line error",
-    ("cli.py", "cmd_controls"): "28: the model-grown controls",
-    ("analysis/pipeline.py", "_session_settings"): "29: sessions in analyse",
+    ("cli.py", "cmd_remap_sessions"): "own data: remapping across two sessions",
+    ("cli.py", "cmd_export_nwb"): "own data: NWB out",
+    ("cli.py", "_session_options"): "own data: rate-map options of sessions",
+    ("cli.py", "MISSING_TORCH"): "own data: the plain install's one-line error",
+    ("cli.py", "_is_torch"): "own data: the plain install's one-line error",
+    ("cli.py", "cmd_controls"): "grown grids: the model-grown controls",
+    ("analysis/pipeline.py", "_session_settings"): "own data: sessions in analyse",
 }
 
 
@@ -81,7 +81,7 @@ def main() -> None:
             if file == rel:
                 first, last = spans[symbol]
                 features += last - first + 1
-                listed.append(f"  {rel}:{symbol} ({last - first + 1} lines): issue {what}")
+                listed.append(f"  {rel}:{symbol} ({last - first + 1} lines): {what}")
         rows.append((rel if rel != "cluster.py" else "cluster.py (job runner)", lines, docs,
                      declarations, features))
     print(f"{'file':32s}{'lines':>7s}{'docs':>7s}{'CLI args':>9s}{'features':>9s}{'net':>7s}")
@@ -89,7 +89,7 @@ def main() -> None:
         print(f"{name:32s}{lines:7d}{docs:7d}{decl:9d}{feat:9d}{lines - feat:7d}")
     tot = [sum(r[i] for r in rows) for i in range(1, 5)]
     print(f"{'total':32s}{tot[0]:7d}{tot[1]:7d}{tot[2]:9d}{tot[3]:9d}{tot[0] - tot[3]:7d}")
-    print("\nwhole symbols of other issues' features:\n" + "\n".join(listed))
+    print("\nwhole symbols of features added after the budget:\n" + "\n".join(listed))
 
 
 if __name__ == "__main__":
