@@ -16,6 +16,7 @@ checkpoints and overrides, under their old names.
 from __future__ import annotations
 
 import copy
+import numbers
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -58,6 +59,25 @@ MAX_ITERATIONS = 100_000_000
 MAX_RETRIEVAL_ITERATIONS = 100
 #: Torch threads.
 MAX_THREADS = 1024
+#: Bounds of the walk sizes that evaluating, calibrating and recording a checkpoint take (a
+#: training config's own are its rules): argument → (least value, the cap constant or "").
+WALK_SIZES = {"n_envs": (1, "MAX_BATCH"), "n_steps": (1, "MAX_WALK_STEPS"),
+              "chunk": (1, "MAX_WALK_STEPS"), "seed": (0, "")}
+
+
+def check_walk_sizes(error: type[Exception], **values) -> dict[str, int | None]:
+    """Each of ``values`` (named as in :data:`WALK_SIZES`; None passes, for a default) an
+    integer within its bounds, else ``error`` naming it. Returns them as ints."""
+    for name, value in values.items():
+        low, cap = WALK_SIZES[name]
+        high = globals()[cap] if cap else None
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
+                value < low or (high is not None and value > high):
+            top = f" and ≤ {cap} = {high:,}" if cap else ""
+            raise error(f"{name} must be an integer ≥ {low}{top}; got {value!r}")
+    return {k: None if v is None else int(v) for k, v in values.items()}
 #: Seeds: numpy and torch accept non-negative 63-bit integers.
 MAX_SEED = 2**63 - 1
 #: Devices ``train.device`` may name ("cuda:N" picks a GPU).

@@ -6,6 +6,7 @@ the key and the section."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import tomli_w
@@ -217,3 +218,51 @@ def test_tem_figure_reads_module_sizes_from_old_and_new_recordings(cfg):
     for model in (cfg.to_dict()["model"], flat(cfg)["model"]):
         ds = xr.Dataset(attrs={"model_config": json.dumps(model)})
         assert np.array_equal(_tem_modules(ds), [0] * 6 + [1] * 4)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("n_envs", 0, "n_envs must be an integer ≥ 1 and ≤ MAX_BATCH = 4,096; got 0"),
+    ("n_envs", 4097, "got 4097"),
+    ("n_steps", 10**9, "n_steps must be an integer ≥ 1 and ≤ MAX_WALK_STEPS = 100,000"),
+    ("chunk", 2.0, "chunk must be an integer"),
+    ("seed", -1, "seed must be an integer ≥ 0; got -1"),
+    ("seed", True, "seed must be an integer"),
+])
+def test_walk_sizes_out_of_range_name_the_argument(name, value, message):
+    from hippo_rep.config import check_walk_sizes
+
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        check_walk_sizes(RuntimeError, **{name: value})
+
+
+def test_walk_sizes_at_their_bounds_pass_as_ints():
+    import numpy as np
+
+    from hippo_rep.config import MAX_BATCH, MAX_WALK_STEPS, check_walk_sizes
+
+    got = check_walk_sizes(ValueError, n_envs=np.int64(MAX_BATCH), n_steps=MAX_WALK_STEPS,
+                           chunk=1, seed=0)
+    assert got == {"n_envs": MAX_BATCH, "n_steps": MAX_WALK_STEPS, "chunk": 1, "seed": 0}
+    assert type(got["n_envs"]) is int
+    assert check_walk_sizes(ValueError, n_steps=None) == {"n_steps": None}
+
+
+@pytest.mark.parametrize("call", ["record", "evaluate", "calibrate"])
+def test_checkpoint_verbs_refuse_walk_sizes_before_any_work(tmp_path, call):
+    """A billion steps is a clear error naming the argument, not a 358 GiB allocation."""
+    from hippo_rep.recording import RecordingError, record_to_file
+    from hippo_rep.training.calibrate import CalibrationError, calibrate_checkpoint
+    from hippo_rep.training.checkpoint import CheckpointError
+    from hippo_rep.training.evaluate import evaluate_checkpoint
+
+    ck, out = DATA / "temt_paper.pt", tmp_path / "out"
+    run, error = {
+        "record": (lambda: record_to_file(ck, out.with_suffix(".nc"), n_steps=10**9),
+                   RecordingError),
+        "evaluate": (lambda: evaluate_checkpoint(ck, n_envs=2, seed=-1), CheckpointError),
+        "calibrate": (lambda: calibrate_checkpoint(ck, out.with_suffix(".pt"), n_envs=0),
+                      CalibrationError),
+    }[call]
+    with pytest.raises(error, match=r"(n_steps|seed|n_envs) must be an integer"):
+        run()
+    assert list(tmp_path.iterdir()) == []

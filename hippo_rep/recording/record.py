@@ -22,11 +22,12 @@ import xarray as xr
 # torch (tests/test_recording.py checks).
 from hippo_rep import __version__
 from hippo_rep import schema as S
+from hippo_rep.config import check_walk_sizes
 from hippo_rep.datasets import RecordingError
 from hippo_rep.defaults import RECORD_CHUNK as DEFAULT_CHUNK
 from hippo_rep.defaults import RECORD_ENVS as DEFAULT_ENVS
 from hippo_rep.random_streams import RECORD_STREAM, record_rng
-from hippo_rep.recording.store import ZarrWriter, check_output, positive_int, stream, write_netcdf
+from hippo_rep.recording.store import ZarrWriter, check_output, stream, write_netcdf
 from hippo_rep.worlds import random_observations, sample_episodes, step_types
 
 
@@ -122,12 +123,9 @@ class Recorder:
             load_checkpoint,
         )
 
-        n_envs = positive_int("n_envs", n_envs)
-        chunk = positive_int("chunk", chunk)
-        if n_steps is not None:
-            n_steps = positive_int("n_steps", n_steps)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise RecordingError(f"seed must be a non-negative integer; got {seed!r}")
+        sizes = check_walk_sizes(RecordingError, n_envs=n_envs, n_steps=n_steps, chunk=chunk,
+                                 seed=seed)
+        n_envs, n_steps, chunk, seed = (sizes[k] for k in ("n_envs", "n_steps", "chunk", "seed"))
         self.model, self.config, payload = load_checkpoint(checkpoint, device)
         cfg = self.config
         # TEM: g (raw, every module) and p (its conjunctive units) instead of memory slots.

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from hippo_rep.config import from_dict
+from hippo_rep.config import check_walk_sizes, from_dict
 from hippo_rep.models.registry import model_spec
 from hippo_rep.random_streams import calibration_rng
 from hippo_rep.training.checkpoint import file_sha256, load_checkpoint, write_payload
@@ -181,9 +181,11 @@ def calibrate_checkpoint(path, out, n_envs: int = CALIBRATION_ENVS,
     CheckpointError
         ``path`` is not a usable checkpoint.
     CalibrationError
-        A model without add-if-novel writes (the sinusoidal baseline), or walks that give no
+        ``n_envs``, ``n_steps`` or ``seed`` out of range (:data:`~hippo_rep.config.WALK_SIZES`),
+        a model without add-if-novel writes (the sinusoidal baseline), or walks that give no
         revisits.
     """
+    check_walk_sizes(CalibrationError, n_envs=n_envs, n_steps=n_steps, seed=seed)
     model, config, payload = load_checkpoint(path)
     if not model_spec(config.model.kind).calibrates_write_threshold:
         raise CalibrationError(f"checkpoint {str(path)!r} is a {config.model.kind!r} model; "

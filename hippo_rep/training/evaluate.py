@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from hippo_rep import __version__
+from hippo_rep.config import check_walk_sizes
 from hippo_rep.models.temt_losses import walk_constant_power
 from hippo_rep.models.transitions import transition_diagnostics
 from hippo_rep.random_streams import eval_rng
@@ -179,11 +180,10 @@ def evaluate_checkpoint(path, n_envs: int = 32, world: str | None = None,
     ``world`` is a spec (``square:8``, ``hex:6``, …); by default the training worlds.
     Adds ``meta`` (checkpoint, world, envs, steps, seed, package version, config) and, for
     TEM-t, ``transitions`` (:func:`hippo_rep.models.transitions.transition_diagnostics`).
+    ``n_envs``, ``n_steps`` or ``seed`` out of range (:data:`~hippo_rep.config.WALK_SIZES`)
+    is a CheckpointError, before the checkpoint is read.
     """
-    if n_steps is not None and (isinstance(n_steps, bool) or n_steps < 1):
-        raise CheckpointError(f"n_steps must be ≥ 1 (None: the training walk); got {n_steps!r}")
-    if n_envs < 1:
-        raise CheckpointError(f"n_envs must be ≥ 1; got {n_envs!r}")
+    check_walk_sizes(CheckpointError, n_envs=n_envs, n_steps=n_steps, seed=seed)
     model, cfg, payload = load_checkpoint(path)
     worlds = [check_actions(w, payload["n_actions"], f"checkpoint {str(path)!r}")
               for w in ([world] if world is not None else cfg.world.worlds)]
