@@ -507,3 +507,11 @@ def test_abandoned_recording_leaves_gradients_enabled(tmp_path):
     pieces = rec.chunks()
     next(pieces)  # consume one chunk, then abandon the generator
     assert torch.is_grad_enabled()
+
+
+def test_a_rerun_writes_the_same_netcdf_file(ckpt, tmp_path):
+    """Same checkpoint and settings → the same bytes (no time or random name in the file), so
+    a rerun can be checked with a hash."""
+    for name in ("a.nc", "b.nc"):
+        R.record_to_file(ckpt, tmp_path / name, **KW)
+    assert file_sha256(tmp_path / "a.nc") == file_sha256(tmp_path / "b.nc")
