@@ -86,7 +86,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 MAX_TEM_ITERS = 100
 
 
-def _size(cap: str, low: int = 1) -> Rule:
+def size_rule(cap: str, low: int = 1) -> Rule:
     """An integer size of at least ``low`` and at most the module constant named ``cap``."""
     return Rule(low=low, high=globals()[cap], cap=cap)
 
@@ -108,9 +108,9 @@ class WorldConfig(TypedConfig):
     # share one action set. "square:8" = the 8x8 four-connected world of the paper's Fig. 1.
     worlds: tuple[str, ...] = ("square:8",)
     # Sensory categories; observations are one-hot, drawn per node with replacement.
-    n_obs: int = setting(N_OBS, _size("MAX_OBS", low=2))
+    n_obs: int = setting(N_OBS, size_rule("MAX_OBS", low=2))
     # Steps per walk; ~3x the node count lets most nodes be revisited (measured in prototypes).
-    walk_steps: int = setting(192, _size("MAX_WALK_STEPS"))
+    walk_steps: int = setting(192, size_rule("MAX_WALK_STEPS"))
     # Probability of repeating the previous move (TEM's 0.25 heading persistence).
     keep_heading: float = setting(0.25, _PROBABILITY)
     # Probability of staying put; 0 because stays are trivially predictable.
@@ -120,7 +120,7 @@ class WorldConfig(TypedConfig):
     # walk_steps; see hippo_rep.tasks.delay), which rewards memories that outlast a window.
     walk: str = choice("random", ("random", "delay"))
     # Longest excursion of "delay" walks, in steps.
-    max_delay: int = setting(128, _size("MAX_WALK_STEPS", low=0))
+    max_delay: int = setting(128, size_rule("MAX_WALK_STEPS", low=0))
 
     def check(self) -> None:
         if not self.worlds:
@@ -147,12 +147,12 @@ class TEMModelConfig(TypedConfig):
     # Units of each module that enter the memory, g_down (torch_tem n_g_subsampled).
     n_g_sub: tuple[int, ...] = (10, 10, 8, 6, 6)
     # Compressed (two-hot) sensory units x_c (torch_tem n_x_c); needs n_x_c choose 2 >= n_obs.
-    n_x_c: int = setting(10, _size("MAX_WIDTH", low=2))
+    n_x_c: int = setting(10, size_rule("MAX_WIDTH", low=2))
     # Initial temporal-filtering rate per module, x_f <- (1 - a) x_f + a x_c, learned
     # (torch_tem f_initial); higher = less smoothing = higher frequency.
     freqs: tuple[float, ...] = (0.99, 0.3, 0.09, 0.03, 0.01)
     # Hidden units per module of the action -> D_a transition MLP (torch_tem d_hidden_dim).
-    transition_hidden: int = setting(20, _size("MAX_WIDTH"))
+    transition_hidden: int = setting(20, size_rule("MAX_WIDTH"))
     # Hebbian forgetting lambda and learning rate eta (paper; torch_tem lambda, eta), reached
     # after train.tem.lambda_ramp / train.tem.eta_ramp iterations. ("lambda_": lambda is a
     # Python keyword.)
@@ -212,13 +212,13 @@ class ModelConfig(TypedConfig):
     # (baseline); "tem": TEM. What each accepts: hippo_rep.model_kinds.MODEL_KINDS.
     kind: str = choice(next(iter(MODEL_KINDS)), tuple(MODEL_KINDS))
     # Positional-encoding units (the cells expected to become grid-like).
-    n_g: int = setting(64, _size("MAX_WIDTH"))
+    n_g: int = setting(64, size_rule("MAX_WIDTH"))
     # Width of keys/queries z(g)·W_e.
-    d_key: int = setting(64, _size("MAX_WIDTH"))
+    d_key: int = setting(64, size_rule("MAX_WIDTH"))
     # Width of values x·W_x.
-    d_value: int = setting(64, _size("MAX_WIDTH"))
+    d_value: int = setting(64, size_rule("MAX_WIDTH"))
     # Hidden width of the readout, retrieval and gate MLPs.
-    hidden: int = setting(128, _size("MAX_WIDTH"))
+    hidden: int = setting(128, size_rule("MAX_WIDTH"))
     # Nonlinearity of the transition g_t = f(g_{t-1} W_a): linear | relu | tanh | leaky_relu.
     transition_activation: str = choice("linear", ("linear", "relu", "tanh", "leaky_relu"))
     # W_a starts at identity + N(0, this²): near-identity keeps early products stable.
@@ -250,7 +250,7 @@ class ModelConfig(TypedConfig):
     # units). A block is a module of waves that train.loss_isometry shapes on its own (Gao,
     # Xie, Zhu, Wu & Wu 2021; Xu, Gao, Zhang, Wei & Wu, ICLR 2025); 6 units hold three
     # rotation planes, the fewest waves a hexagonal lattice needs. Even, and divides n_g.
-    g_module_size: int = setting(0, _size("MAX_WIDTH", low=0))
+    g_module_size: int = setting(0, size_rule("MAX_WIDTH", low=0))
     # "direct": the prediction is the activity-weighted vote of the stored one-hot
     # observations (values = X, W_x = identity); "mlp": an MLP of activity·(X W_x) (step 2 of
     # hippo_rep.models.temt), which learned ~2x slower per iteration here.
@@ -277,7 +277,7 @@ class ModelConfig(TypedConfig):
     write_threshold: float = setting(0.98, Rule(low=-1, why="a cosine similarity"))
     # Hopfield-style retrieval iterations for the prediction (Whittington, Warren & Behrens 2022,
     # appendix A.2); 1 = one transformer pass.
-    retrieval_iterations: int = setting(1, _size("MAX_RETRIEVAL_ITERATIONS"))
+    retrieval_iterations: int = setting(1, size_rule("MAX_RETRIEVAL_ITERATIONS"))
     # Let loss 2 (prediction from the corrected g_t) train the landmark path (gate, retrieval
     # MLP). Off: with it on, the gate opened on every retrieval and accuracy collapsed (8x8,
     # ~150 iterations); off, loss 2 still trains W_e and the readout on corrected encodings.
@@ -299,11 +299,11 @@ class ModelConfig(TypedConfig):
     # retrieval; no softmax memory neurons).
     memory: str = choice("full", ("full", "window", "fam", "hebbian"))
     # Block length B of "window"/"fam", in steps.
-    memory_block: int = setting(16, _size("MAX_WALK_STEPS"))
+    memory_block: int = setting(16, size_rule("MAX_WALK_STEPS"))
     # Previous blocks M a query still sees ("window"/"fam"); the window spans M*B to (M+1)*B steps.
-    memory_blocks: int = setting(4, _size("MAX_WALK_STEPS", low=0))
+    memory_blocks: int = setting(4, size_rule("MAX_WALK_STEPS", low=0))
     # Feedback slots F of "fam".
-    fam_slots: int = setting(8, _size("MAX_WIDTH", low=0))
+    fam_slots: int = setting(8, size_rule("MAX_WIDTH", low=0))
     # Initial inverse temperature of the FAM slot update (softplus-parameterised, learned).
     fam_beta_init: float = setting(3.0, _INVERSE_TEMPERATURE)
     # FAM slot update: "soft" (TransformerFAM: each slot becomes the attention-weighted mix of
@@ -325,7 +325,7 @@ class ModelConfig(TypedConfig):
     # hexagonal mixing of its waves; non-negativity and energy on r can.
     cells: str = choice("g", ("g", "readout"))
     # Cells r of model.cells = "readout".
-    n_cells: int = setting(64, _size("MAX_WIDTH"))
+    n_cells: int = setting(64, size_rule("MAX_WIDTH"))
     # σ_c of the read-out cells: "relu" (non-negative by construction) or "none" (signed;
     # train.loss_cells_neg then penalises negative rates).
     cells_activation: str = choice("relu", ("relu", "none"))
@@ -437,15 +437,15 @@ class TrainConfig(TypedConfig):
         "loss_p", "loss_x", "loss_g", "loss_reg_g", "loss_reg_p", "loss_on", "latent_ramp",
         "reg_p_decay", "eta_ramp", "lambda_ramp", "p2g_half", "p2g_width")})
     # Seed of weights and of every training batch (batch i uses the stream (seed, i)).
-    seed: int = setting(0, _size("MAX_SEED", low=0))
+    seed: int = setting(0, size_rule("MAX_SEED", low=0))
     # Gradient steps; each uses a fresh batch of environments.
-    iterations: int = setting(400, _size("MAX_ITERATIONS", low=0))
+    iterations: int = setting(400, size_rule("MAX_ITERATIONS", low=0))
     # Environments per batch.
-    batch_size: int = setting(16, _size("MAX_BATCH"))
+    batch_size: int = setting(16, size_rule("MAX_BATCH"))
     # AdamW learning rate (1e-3 for 8x8; 3e-4–5e-4 for larger worlds, measured in prototypes).
     lr: float = setting(1e-3, _POSITIVE)
     # Linear warm-up of the learning rate, in iterations.
-    warmup: int = setting(20, _size("MAX_ITERATIONS", low=0))
+    warmup: int = setting(20, size_rule("MAX_ITERATIONS", low=0))
     # Learning rate of the transition matrices W_a relative to ``lr``. Once path integration
     # works, Adam's noise-driven steps on W_a break loop closure on long walks (measured on
     # 10x10/11x11 fine-tunes), so the paper preset lowers or freezes it (0 = frozen).
@@ -456,7 +456,7 @@ class TrainConfig(TypedConfig):
     # Gradient-norm clipping; stabilises the recurrent products.
     grad_clip: float = setting(10.0, Rule(low=0, low_open=True, why="a gradient-norm bound"))
     # Truncated BPTT: gradients stop every this many steps (0 = the whole walk). Memories persist.
-    chunk_len: int = setting(0, _size("MAX_WALK_STEPS", low=0))
+    chunk_len: int = setting(0, size_rule("MAX_WALK_STEPS", low=0))
     # One optimiser step per chunk instead of one per walk (torch_tem's regime: its iteration
     # is one 20-step chunk with the memory carried on). An iteration then makes
     # ceil(walk_steps / chunk_len) updates, and TEM's annealing ([train.tem]) counts updates.
@@ -499,7 +499,7 @@ class TrainConfig(TypedConfig):
     # only A and b. A small world shows less than a period of the longer waves, and there the
     # cheapest cells mix modules into bumps at the arena's scale; the virtual square shows
     # them whole periods, the unbounded plane of the theory (benchmarks/cell_objective_toy.py).
-    cells_virtual: int = setting(0, _size("MAX_BATCH", low=0))
+    cells_virtual: int = setting(0, size_rule("MAX_BATCH", low=0))
     # Side (nodes) of cells_virtual's square: several periods of the longest waves.
     cells_virtual_extent: float = setting(60.0, _POSITIVE)
     # Walk-constant power of g: per environment ||mean_t g_t||² / mean_t ||g_t||² over the
@@ -523,7 +523,7 @@ class TrainConfig(TypedConfig):
     # hexagonal from a square lattice of waves; a smaller range cannot.
     isometry_range: float = setting(2.3, _POSITIVE)
     # Pairs of steps at most this many steps apart along the walk (isometry_pairs = "walk").
-    isometry_lags: int = setting(8, _size("MAX_WALK_STEPS"))
+    isometry_lags: int = setting(8, size_rule("MAX_WALK_STEPS"))
     # Which pairs: "transition" moves every isometry_stride-th state of the walk by W_a along
     # each lattice displacement within isometry_range (Xu et al.'s form: every displacement
     # weighs the same, and only W_a and the states' spread over the planes can satisfy it),
@@ -531,7 +531,7 @@ class TrainConfig(TypedConfig):
     # displacements dominate, as a random walk makes them).
     isometry_pairs: str = choice("transition", ("transition", "walk"))
     # Every this-many-th step's state starts the "transition" pairs.
-    isometry_stride: int = setting(8, _size("MAX_WALK_STEPS"))
+    isometry_stride: int = setting(8, size_rule("MAX_WALK_STEPS"))
     # isometry_pairs = "transition": each module m takes the displacements within
     # isometry_range x s_0 / s_m, the same range relative to its wavelength (false: every
     # module the same isometry_range). Seen only at displacements far below its wavelength,
@@ -540,17 +540,17 @@ class TrainConfig(TypedConfig):
     isometry_range_per_module: bool = False
     # The cell constraints (loss_cells_energy, loss_cells_neg, loss_g_const) come in after path
     # integration is learned: weight 0 before this iteration, then a linear ramp...
-    cells_ramp_start: int = setting(300, _size("MAX_ITERATIONS", low=0))
+    cells_ramp_start: int = setting(300, size_rule("MAX_ITERATIONS", low=0))
     # ... to full weight over this many iterations (0 = a step).
-    cells_ramp: int = setting(200, _size("MAX_ITERATIONS", low=0))
+    cells_ramp: int = setting(200, size_rule("MAX_ITERATIONS", low=0))
 
     # Save a checkpoint every this many iterations (and at the end and on Ctrl-C).
     checkpoint_every: int = setting(100, _DIVIDES)
     # Log to metrics.csv every this many iterations.
     log_every: int = setting(10, _DIVIDES)
     # Held-out environments evaluated every eval_every iterations (0 = never during training).
-    eval_every: int = setting(100, _size("MAX_ITERATIONS", low=0))
-    eval_envs: int = setting(8, _size("MAX_BATCH"))
+    eval_every: int = setting(100, size_rule("MAX_ITERATIONS", low=0))
+    eval_envs: int = setting(8, size_rule("MAX_BATCH"))
     # Start from the weights of this checkpoint ("" = fresh weights from seed); the model config
     # must match. A curriculum: 8x8-trained weights path-integrate 10x10 worlds at once.
     init_from: str = ""
@@ -562,7 +562,7 @@ class TrainConfig(TypedConfig):
     # "cpu", "cuda" or "auto" (cuda when available).
     device: str = "auto"
     # torch threads (0 = torch's default). Small matrices: 1–2 threads are fastest here.
-    threads: int = setting(0, _size("MAX_THREADS", low=0))
+    threads: int = setting(0, size_rule("MAX_THREADS", low=0))
     # TEM-t's time loop fused (hippo_rep.models.fused): the eager loop's forward without an
     # autograd graph and a hand-written backward with weight gradients batched over steps;
     # the same losses, gradients and weights as false (the eager step, kept as its oracle).

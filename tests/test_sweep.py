@@ -109,6 +109,18 @@ def test_settings_refuse_an_impossible_world():
         SweepSettings(record_world="square:0")
 
 
+@pytest.mark.parametrize("field, value, match", [
+    ("record_steps", 10**9, r"settings\.record_steps must be ≤ MAX_WALK_STEPS"),
+    ("eval_steps", 10**9, r"settings\.eval_steps must be ≤ MAX_WALK_STEPS"),
+    ("record_envs", 5000, r"settings\.record_envs must be ≤ MAX_BATCH"),
+    ("eval_envs", 0, r"settings\.eval_envs must be ≥ 1"),
+])
+def test_settings_refuse_walk_sizes_before_any_run_trains(field, value, match):
+    with pytest.raises(SweepError, match=match):
+        SweepSettings(**{field: value})
+    assert getattr(SweepSettings(**{field: 2}), field) == 2
+
+
 def test_bad_grids_are_refused_with_the_valid_keys():
     with pytest.raises(ConfigError, match=r"unknown grid key 'model\.activation'; valid keys:"
                                           r" .*model\.transition_activation"):

@@ -31,7 +31,7 @@ from hippo_rep import run_files as F
 from hippo_rep.analysis.analysis_files import write_analysis
 from hippo_rep.analysis.inputs import open_input
 from hippo_rep.analysis.pipeline import analyse as analyse_dataset
-from hippo_rep.config import Config
+from hippo_rep.config import Config, size_rule
 from hippo_rep.defaults import (
     EVAL_ENVS,
     EVAL_SEED,
@@ -110,17 +110,20 @@ class StageSettings(TypedConfig):
     Raises
     ------
     StageError
-        (:attr:`error`) A value of the wrong type or out of range, naming ``settings.FIELD``.
+        (:attr:`error`) A value of the wrong type or out of range (walk sizes up to
+        :data:`~hippo_rep.config.MAX_BATCH` environments and
+        :data:`~hippo_rep.config.MAX_WALK_STEPS` steps, as a config's), naming
+        ``settings.FIELD``.
     """
 
     section = "settings"
     error = StageError
 
-    eval_envs: int = setting(EVAL_ENVS, Rule(low=1))
-    eval_steps: int | None = setting(None, Rule(low=1))
+    eval_envs: int = setting(EVAL_ENVS, size_rule("MAX_BATCH"))
+    eval_steps: int | None = setting(None, size_rule("MAX_WALK_STEPS"))
     eval_seed: int = setting(EVAL_SEED, Rule(low=0))
-    record_envs: int = setting(DEFAULT_RECORD_ENVS, Rule(low=1))
-    record_steps: int = setting(RECORD_STEPS, Rule(low=1))
+    record_envs: int = setting(DEFAULT_RECORD_ENVS, size_rule("MAX_BATCH"))
+    record_steps: int = setting(RECORD_STEPS, size_rule("MAX_WALK_STEPS"))
     record_seed: int = setting(DEFAULT_RECORD_SEED, Rule(low=0))
     shuffles: int = setting(QUICK_SHUFFLES, Rule(low=1))
     remap_shuffles: int = setting(DEFAULT_REMAP_SHUFFLES, Rule(low=1))
