@@ -59,10 +59,17 @@ MAX_ITERATIONS = 100_000_000
 MAX_RETRIEVAL_ITERATIONS = 100
 #: Torch threads.
 MAX_THREADS = 1024
+#: Seeds: numpy and torch accept non-negative 63-bit integers.
+MAX_SEED = 2**63 - 1
+#: Devices ``train.device`` may name ("cuda:N" picks a GPU).
+DEVICES = ("auto", "cpu", "cuda", "mps")
+#: Attractor iterations per module, at most (model.tem.iters_gen / iters_inf).
+MAX_TEM_ITERS = 100
+
 #: Bounds of the walk sizes that evaluating, calibrating and recording a checkpoint take (a
-#: training config's own are its rules): argument → (least value, the cap constant or "").
+#: training config's own are its rules): argument → (least value, the constant that caps it).
 WALK_SIZES = {"n_envs": (1, "MAX_BATCH"), "n_steps": (1, "MAX_WALK_STEPS"),
-              "chunk": (1, "MAX_WALK_STEPS"), "seed": (0, "")}
+              "chunk": (1, "MAX_WALK_STEPS"), "seed": (0, "MAX_SEED")}
 
 
 def check_walk_sizes(error: type[Exception], **values) -> dict[str, int | None]:
@@ -70,20 +77,11 @@ def check_walk_sizes(error: type[Exception], **values) -> dict[str, int | None]:
     integer within its bounds, else ``error`` naming it. Returns them as ints."""
     for name, value in values.items():
         low, cap = WALK_SIZES[name]
-        high = globals()[cap] if cap else None
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
-                value < low or (high is not None and value > high):
-            top = f" and ≤ {cap} = {high:,}" if cap else ""
-            raise error(f"{name} must be an integer ≥ {low}{top}; got {value!r}")
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, numbers.Integral) or not low <= value <= globals()[cap]):
+            raise error(f"{name} must be an integer ≥ {low} and ≤ {cap} = "
+                        f"{globals()[cap]:,}; got {value!r}")
     return {k: None if v is None else int(v) for k, v in values.items()}
-#: Seeds: numpy and torch accept non-negative 63-bit integers.
-MAX_SEED = 2**63 - 1
-#: Devices ``train.device`` may name ("cuda:N" picks a GPU).
-DEVICES = ("auto", "cpu", "cuda", "mps")
-#: Attractor iterations per module, at most (model.tem.iters_gen / iters_inf).
-MAX_TEM_ITERS = 100
 
 
 def size_rule(cap: str, low: int = 1) -> Rule:

@@ -225,7 +225,7 @@ def test_tem_figure_reads_module_sizes_from_old_and_new_recordings(cfg):
     ("n_envs", 4097, "got 4097"),
     ("n_steps", 10**9, "n_steps must be an integer ≥ 1 and ≤ MAX_WALK_STEPS = 100,000"),
     ("chunk", 2.0, "chunk must be an integer"),
-    ("seed", -1, "seed must be an integer ≥ 0; got -1"),
+    ("seed", -1, "seed must be an integer ≥ 0 and ≤ MAX_SEED = 9,223,372,036,854,775,807; got -1"),
     ("seed", True, "seed must be an integer"),
 ])
 def test_walk_sizes_out_of_range_name_the_argument(name, value, message):
