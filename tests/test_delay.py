@@ -139,6 +139,10 @@ def test_world_and_obs_mismatch_are_clear_errors():
         delay_accuracy(m, world="hex:8")
     with pytest.raises(DelayTaskError, match="n_obs"):
         delay_accuracy(m, n_obs=10)
+    with pytest.raises(DelayTaskError, match="n_envs must be an integer ≥ 1 and ≤ MAX_BATCH"):
+        delay_accuracy(m, n_envs=0)
+    with pytest.raises(DelayTaskError, match="seed must be an integer ≥ 0"):
+        delay_accuracy(m, seed=-2)
 
 
 def test_write_read_round_trip(tmp_path):

@@ -23,6 +23,7 @@ import torch
 import xarray as xr
 
 from hippo_rep import __version__
+from hippo_rep.config import check_walk_sizes
 from hippo_rep.defaults import N_OBS
 from hippo_rep.fileio import atomic_write, write_json
 from hippo_rep.models.memory import load_across_memory
@@ -95,8 +96,7 @@ def delay_accuracy(model, delays: Sequence[int] = DEFAULT_DELAYS, n_envs: int = 
     w = check_actions(world, model.n_actions, "the model", DelayTaskError)
     if n_obs != model.n_obs:
         raise DelayTaskError(f"n_obs {n_obs} differs from the model's {model.n_obs}")
-    if n_envs < 1:
-        raise DelayTaskError(f"n_envs must be ≥ 1; got {n_envs}")
+    check_walk_sizes(DelayTaskError, n_envs=n_envs, seed=seed)
     acc, n_sc, length = [], [], []
     for d in delays:
         rng = np.random.default_rng([seed, int(d)])
