@@ -66,27 +66,28 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 #: Attractor iterations per module, at most (model.tem.iters_gen / iters_inf).
 MAX_TEM_ITERS = 100
 
+
+def size_rule(cap: str, low: int = 1) -> Rule:
+    """An integer size of at least ``low`` and at most the module constant named ``cap``."""
+    return Rule(low=low, high=globals()[cap], cap=cap)
+
+
 #: Bounds of the walk sizes that evaluating, calibrating and recording a checkpoint take (a
-#: training config's own are its rules): argument → (least value, the constant that caps it).
-WALK_SIZES = {"n_envs": (1, "MAX_BATCH"), "n_steps": (1, "MAX_WALK_STEPS"),
-              "chunk": (1, "MAX_WALK_STEPS"), "seed": (0, "MAX_SEED")}
+#: training config's own are its rules): argument → its rule.
+WALK_SIZES = {"n_envs": size_rule("MAX_BATCH"), "n_steps": size_rule("MAX_WALK_STEPS"),
+              "chunk": size_rule("MAX_WALK_STEPS"), "seed": size_rule("MAX_SEED", low=0)}
 
 
 def check_walk_sizes(error: type[Exception], **values) -> dict[str, int | None]:
     """Each of ``values`` (named as in :data:`WALK_SIZES`; None passes, for a default) an
     integer within its bounds, else ``error`` naming it. Returns them as ints."""
     for name, value in values.items():
-        low, cap = WALK_SIZES[name]
+        rule = WALK_SIZES[name]
         if value is not None and (isinstance(value, bool) or not isinstance(
-                value, numbers.Integral) or not low <= value <= globals()[cap]):
-            raise error(f"{name} must be an integer ≥ {low} and ≤ {cap} = "
-                        f"{globals()[cap]:,}; got {value!r}")
+                value, numbers.Integral) or not rule.low <= value <= rule.high):
+            raise error(f"{name} must be an integer ≥ {rule.low} and ≤ {rule.cap} = "
+                        f"{rule.high:,}; got {value!r}")
     return {k: None if v is None else int(v) for k, v in values.items()}
-
-
-def size_rule(cap: str, low: int = 1) -> Rule:
-    """An integer size of at least ``low`` and at most the module constant named ``cap``."""
-    return Rule(low=low, high=globals()[cap], cap=cap)
 
 
 _ANY = Rule()

@@ -27,7 +27,6 @@ from .sessions import SESSION_KIND, SessionError, load_session
 LOAD_SCHEDULER = "threads"
 
 
-
 def open_input(path: str | os.PathLike, scheduler: str | None = None
                ) -> tuple[xr.Dataset, bool]:
     """The file :func:`~hippo_rep.analysis.analyse` reads, in memory, and whether it is a
