@@ -6,7 +6,8 @@ how many maps have three waves, how many of those form a lattice of peaks, the l
 deviation from 60 degrees, wavelength ratio and triad closure among them, and the hexagonal
 count with the module's tolerances (:data:`~hippo_rep.analysis.planewaves.HEXAGONAL_ANGLE_TOL`,
 :data:`~hippo_rep.analysis.planewaves.HEXAGONAL_WAVELENGTH_RATIO`) and with the earlier ones
-(10 degrees, 1.2). Then the fraction of random-phase superpositions of an exact hexagonal triad
+(10 degrees, 1.2), and the median plane-wave share of the maps called hexagonal. Then the
+fraction of random-phase superpositions of an exact hexagonal triad
 called hexagonal (signed, and shifted to be non-negative).
 
 Usage::
@@ -45,9 +46,11 @@ def row(name: str, pw: xr.Dataset) -> str:
     def fmt(a, f):
         return f"{np.max(a):{f}}" if a.size else "-"
 
+    share = pw["plane_wave_share"].values[pw["hexagonal"].values]
+    med = f"{np.median(share):.2f}" if share.size else "-"
     return (f"{name:26s}{n:5d}{n3.sum():7d}{peaks.sum():7d}{fmt(dev, '8.1f'):>8s}"
             f"{fmt(ratio, '7.2f'):>7s}{fmt(closure, '8.3f'):>8s}"
-            f"{int(pw['hexagonal'].sum()):6d}{int(old.sum()):6d}")
+            f"{int(pw['hexagonal'].sum()):6d}{int(old.sum()):6d}{med:>7s}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"tolerances: {P.HEXAGONAL_ANGLE_TOL:g} degrees, ratio "
           f"{P.HEXAGONAL_WAVELENGTH_RATIO:g} (old: {OLD_TOLERANCES[0]:g}, {OLD_TOLERANCES[1]:g})")
     print(f"{'maps':26s}{'n':>5s}{'3 waves':>7s}{'peaks':>7s}{'dev max':>8s}{'ratio':>7s}"
-          f"{'closure':>8s}{'hex':>6s}{'old':>6s}")
+          f"{'closure':>8s}{'hex':>6s}{'old':>6s}{'share':>7s}")
     maps = control_maps(args.units, seed=args.seed)
     pw = plane_waves(maps)
     for c in maps["control"].values:

@@ -9,7 +9,9 @@ Maps and scores: :func:`rate_maps_from_nodes`, :func:`rate_maps_from_positions`,
 :func:`place_fields`, :func:`place_score`, :func:`border_score`, :func:`spatial_information`,
 :func:`sparsity`, :func:`selectivity`, :func:`plane_waves` (how many plane waves, their triad
 phase, hexagonal lattice or not). Controls: :func:`control_maps` (lattices grown by pattern
-formation and their negatives, :mod:`~hippo_rep.analysis.controls`) and :func:`controls_recording`.
+formation and their negatives, :mod:`~hippo_rep.analysis.controls`), :func:`controls_recording`
+and :func:`random_wave_maps` / :func:`matched_negative` (a negative matched to your maps' size
+and wavelength: the lattice rule's false-positive rate there).
 Recordings: :func:`rate_maps`, :func:`shuffle_null`, :func:`classify`,
 :func:`class_fractions` (the one definition of every reported fraction, from
 :mod:`hippo_rep.schema`, which also names the cell classes and the analysis outputs),
@@ -53,6 +55,8 @@ _LAZY = {
     "control_maps": "hippo_rep.analysis.controls",
     "export_nwb": "hippo_rep.analysis.inputs",
     "controls_recording": "hippo_rep.analysis.controls",
+    "random_wave_maps": "hippo_rep.analysis.controls",
+    "matched_negative": "hippo_rep.analysis.controls",
     "grid_modules": "hippo_rep.analysis.modules",
     "grid_scores": "hippo_rep.analysis.gridscore",
     "hex_grid_map": "hippo_rep.analysis.synthetic",

@@ -27,7 +27,17 @@ The negatives, each run through the same classifier:
   top of Σ's spectrum is the uniform mode and the map grows one broad field;
 - ``linear``: random superpositions (Gaussian coefficients) of the :data:`N_LINEAR_MODES` top
   eigenmodes of Σ in the periodic box (its Fourier modes of largest gain): plane waves with
-  the lattice's wavelength but no lattice.
+  the lattice's wavelength but no lattice;
+- ``rectified_linear``: the same superpositions rectified (``relu``, then unit rms): patchy,
+  non-negative maps of the lattice's wavelength, as a cell's map is, but not grown into a
+  lattice; what the lattice rule passes here is its false-positive rate on such maps.
+
+A negative matched to your own maps: :func:`random_wave_maps` gives rectified random
+superpositions of plane waves of one wavelength in a box of any size, no lattice by
+construction; the fraction of them that :func:`~hippo_rep.analysis.plane_waves` (or
+``analyse``) calls hexagonal is the lattice rule's false-positive rate at that map size and
+wavelength, the level a grid-cell fraction has to clear. :func:`matched_negative` makes them
+in the bins a set of rate maps covers, at the maps' wavelength, and classifies them.
 
 Conventions: maps ``[row = y, col = x]``; lengths in bins. Every function takes an explicit
 ``seed`` (or ``rng``): the same seed gives the same maps.
@@ -48,6 +58,7 @@ from hippo_rep.defaults import N_OBS
 from hippo_rep.worlds import make_world, random_observations, random_walk, step_types
 
 from ._checks import MAP_DIMS
+from .planewaves import plane_waves
 
 #: Standard deviation of the place fields' centre Gaussian, bins. With
 #: :data:`SURROUND_SCALE` 2 and :data:`SURROUND_WEIGHT` 1 the gain of Σ peaks at wave number
@@ -84,20 +95,30 @@ MIN_BOX = 5
 #: ``linear`` control.
 N_LINEAR_MODES = 24
 
+#: Plane waves superposed per map by :func:`random_wave_maps`: as many as the wave vectors
+#: of the ``linear`` control (a cosine and a sine each).
+N_RANDOM_WAVES = N_LINEAR_MODES // 2
+
+#: Negative maps of :func:`matched_negative` by default: its false-positive rate to about ±2
+#: percentage points (95% Wilson interval at a rate of 10%).
+N_MATCHED_MAPS = 1024
+
 #: Maps grown per control by default.
 N_UNITS = 32
 
 #: Most maps per control ``hippo-rep controls`` grows (about 2.5 MB of recording each).
 MAX_UNITS = 1024
 
-#: The controls, in order: (name, box, nonlinearity ("linear": :func:`linear_eigenmodes`),
-#: surround weight).
+#: The controls, in order: (name, box, nonlinearity ("linear": :func:`linear_eigenmodes`;
+#: "rectified_linear": their positive part), surround weight). A control's seed is its
+#: position here, so a control added at the end leaves the others' maps unchanged.
 CONTROLS: tuple[tuple[str, str, str, float], ...] = (
     ("relu_periodic", "periodic", "relu", SURROUND_WEIGHT),
     ("relu_square", "square", "relu", SURROUND_WEIGHT),
     ("tanh", "periodic", "tanh", SURROUND_WEIGHT),
     ("no_surround", "square", "relu", 0.0),
     ("linear", "periodic", "linear", SURROUND_WEIGHT),
+    ("rectified_linear", "periodic", "rectified_linear", SURROUND_WEIGHT),
 )
 #: Names of the controls, in order.
 CONTROL_NAMES: tuple[str, ...] = tuple(c[0] for c in CONTROLS)
@@ -171,6 +192,11 @@ def _kernel(place_sigma, surround_scale, surround_weight, half: int) -> np.ndarr
     k = g(2 * s1**2) - 2 * w * g(s1**2 + s2**2) + w**2 * g(2 * s2**2)
     n = fft.next_fast_len(4 * (2 * half + 1))
     return k / np.abs(fft.rfft2(k, s=(n, n))).max()
+
+
+def _unit_rms(g: np.ndarray) -> np.ndarray:
+    """Maps (unit, y, x) scaled to unit root-mean-square each (an all-zero map stays zero)."""
+    return g / np.maximum(np.sqrt((g**2).mean(axis=(1, 2), keepdims=True)), 1e-300)
 
 
 def _wave_numbers(ny: int, nx: int) -> np.ndarray:
@@ -251,7 +277,7 @@ def pattern_formation(
     f = (lambda a: np.maximum(a, 0.0)) if nonlinearity == "relu" else np.tanh
     for _ in range(int(n_iterations)):
         g = f(g + lr * (conv(g) - g))
-        g = g / np.maximum(np.sqrt((g**2).mean(axis=(1, 2), keepdims=True)), 1e-300)
+        g = _unit_rms(g)
     return xr.DataArray(g, dims=("unit", *MAP_DIMS),
                         coords={"y": np.arange(ny), "x": np.arange(nx)})
 
@@ -313,9 +339,140 @@ def linear_eigenmodes(
     ph = kv[order, 0, None, None] * x + kv[order, 1, None, None] * y  # (K, ny, nx)
     modes = np.concatenate([np.cos(ph), np.sin(ph)])[:n_modes]
     g = np.einsum("uk,kyx->uyx", rng.standard_normal((n_units, modes.shape[0])), modes)
-    g = g / np.sqrt((g**2).mean(axis=(1, 2), keepdims=True))
+    g = _unit_rms(g)
     return xr.DataArray(g, dims=("unit", *MAP_DIMS),
                         coords={"y": np.arange(ny), "x": np.arange(nx)})
+
+
+def random_wave_maps(
+    n_units: int,
+    shape: Sequence[int],
+    wavelength: float,
+    n_waves: int = N_RANDOM_WAVES,
+    seed: int | np.random.Generator = 0,
+) -> xr.DataArray:
+    """Rectified random superpositions of plane waves of one wavelength: patchy, non-negative
+    maps with a grid's wavelength but no lattice (a negative matched to a map size).
+
+    Map ``u`` is ``relu(Σ_j a_j cos(k (x cos θ_j + y sin θ_j) − φ_j))`` scaled to unit
+    root-mean-square, with ``k = 2π / wavelength``, amplitudes ``a_j`` standard normal,
+    directions ``θ_j`` uniform in [0, 180) degrees and phases ``φ_j`` uniform in [0, 2π)
+    (in a continuous box, unlike the ``linear`` control's Fourier modes of a periodic one).
+    A few of them line up as a lattice by chance; :func:`~hippo_rep.analysis.plane_waves`'
+    ``hexagonal`` mean over many maps is the classifier's false-positive rate at that size
+    and wavelength.
+
+    Parameters
+    ----------
+    n_units : int
+        Maps.
+    shape : (int, int)
+        Box (rows, columns), bins; at least :data:`MIN_BOX` each.
+    wavelength : float
+        Wavelength of every wave, bins (> 2: longer than two bins).
+    n_waves : int
+        Waves superposed per map (:data:`N_RANDOM_WAVES`).
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.DataArray, dims ("unit", "y", "x")
+        Non-negative maps of unit root-mean-square; attrs the parameters.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
+    ny, nx = _check_box(shape, "shape")
+    n_units, n_waves = int(n_units), int(n_waves)
+    if n_units < 1:
+        raise ValueError(f"n_units must be >= 1; got {n_units}")
+    if n_waves < 1:
+        raise ValueError(f"n_waves must be >= 1; got {n_waves}")
+    try:
+        lam = float(wavelength)
+    except (TypeError, ValueError):
+        lam = np.nan
+    if not lam > 2 or not np.isfinite(lam):
+        raise ValueError(f"wavelength must be a number of bins > 2; got {wavelength!r}")
+    rng = np.random.default_rng(seed)
+    amp = rng.standard_normal((n_units, n_waves))
+    theta = rng.uniform(0.0, np.pi, (n_units, n_waves))
+    phase = rng.uniform(0.0, 2 * np.pi, (n_units, n_waves))
+    y, x = np.indices((ny, nx), dtype=np.float64)
+    k = 2 * np.pi / lam
+    g = np.zeros((n_units, ny, nx))
+    for a, t, ph in zip(amp.T[..., None, None], theta.T[..., None, None],
+                        phase.T[..., None, None], strict=True):  # one wave of every map
+        g += a * np.cos(k * (np.cos(t) * x + np.sin(t) * y) - ph)
+    return xr.DataArray(
+        _unit_rms(np.maximum(g, 0.0)), dims=("unit", *MAP_DIMS),
+        coords={"y": np.arange(ny), "x": np.arange(nx)},
+        attrs={"long_name": "rectified random superpositions of plane waves", "units": "1",
+               "wavelength_bins": lam, "n_waves": n_waves})
+
+
+def matched_negative(
+    rate_maps: xr.DataArray,
+    wavelength: float | None = None,
+    n_units: int = N_MATCHED_MAPS,
+    n_waves: int = N_RANDOM_WAVES,
+    seed: int | np.random.Generator = 0,
+) -> xr.Dataset:
+    """The plane-wave verdicts of :func:`random_wave_maps` cut to the bins ``rate_maps`` cover:
+    a negative control matched to a set of maps (their box, unvisited bins and wavelength).
+
+    Its ``hexagonal`` mean is the lattice rule's false-positive rate on patchy, non-negative
+    maps that are no lattice, at the size and wavelength of ``rate_maps``: a hexagonal fraction
+    of ``rate_maps`` near it says nothing, one far above it does.
+
+    Parameters
+    ----------
+    rate_maps : xarray.DataArray, dims (..., y, x)
+        The maps matched, e.g. an analysis' ``rate_map`` (env, unit, y, x); a bin is kept
+        where any map is finite.
+    wavelength : float, optional
+        Wavelength of the negative's waves, bins. Default: the median of the wave lengths
+        :func:`~hippo_rep.analysis.plane_waves` finds in ``rate_maps`` (every counted wave of
+        every map); give the wavelength of the maps called hexagonal where they differ.
+    n_units : int
+        Negative maps (:data:`N_MATCHED_MAPS`).
+    n_waves : int
+        Waves superposed per map (:data:`N_RANDOM_WAVES`).
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.Dataset, dims (unit, ...)
+        :func:`~hippo_rep.analysis.plane_waves` of the negative maps, with the maps as
+        ``rate_map`` (unit, y, x; NaN outside the covered bins, coords ``y``, ``x`` of
+        ``rate_maps``); attrs ``wavelength_bins``, ``n_waves``, ``seed``.
+
+    Raises
+    ------
+    ValueError
+        ``rate_maps`` without dims y, x or without a finite bin; no wave found and no
+        ``wavelength``; or a bad argument (as :func:`random_wave_maps`).
+    """
+    if not isinstance(rate_maps, xr.DataArray) or not set(MAP_DIMS) <= set(rate_maps.dims):
+        raise ValueError("rate_maps must be a DataArray with dims (..., 'y', 'x')")
+    others = [d for d in rate_maps.dims if d not in MAP_DIMS]
+    covered = rate_maps.notnull().any(others).transpose(*MAP_DIMS) if others else (
+        rate_maps.notnull().transpose(*MAP_DIMS))
+    if not covered.any():
+        raise ValueError("rate_maps has no finite bin")
+    if wavelength is None:
+        wavelength = float(plane_waves(rate_maps)["wave_length"].median(skipna=True))
+        if not np.isfinite(wavelength):
+            raise ValueError("plane_waves finds no wave in rate_maps; give wavelength")
+    maps = random_wave_maps(n_units, covered.shape, wavelength, n_waves, seed)
+    maps = maps.assign_coords({d: rate_maps[d].values for d in MAP_DIMS if d in rate_maps.coords})
+    maps = maps.where(covered.values)
+    out = plane_waves(maps)
+    out["rate_map"] = maps
+    out.attrs.update(maps.attrs, seed=seed if isinstance(seed, int) else "generator")
+    return out
 
 
 def control_maps(
@@ -352,8 +509,8 @@ def control_maps(
         The maps, on a raster of the larger box (rows, columns of either), NaN outside a
         control's own box (its rows and columns from 0). Coords ``control`` (names),
         ``box`` (control: "periodic" or "square"), ``nonlinearity`` (control: "relu",
-        "tanh" or "linear"), ``surround_weight`` (control). Attrs: every other parameter
-        and the seed.
+        "tanh", "linear" or "rectified_linear"), ``surround_weight`` (control). Attrs:
+        every other parameter and the seed.
 
     Raises
     ------
@@ -375,10 +532,12 @@ def control_maps(
         i, box, nonlin, weight = spec[name]
         rng = np.random.default_rng(seeds[i])
         shape = boxes[box]
-        if nonlin == "linear":
+        if nonlin in ("linear", "rectified_linear"):
             m = linear_eigenmodes(n_units, shape, place_sigma=place_sigma,
                                   surround_scale=surround_scale, surround_weight=weight,
                                   seed=rng)
+            if nonlin == "rectified_linear":
+                m = m.copy(data=_unit_rms(np.maximum(m.values, 0.0)))
         else:
             m = pattern_formation(n_units, shape, periodic=box == "periodic",
                                   nonlinearity=nonlin, place_sigma=place_sigma,
@@ -537,10 +696,11 @@ def describe_controls(waves: xr.Dataset) -> str:
     calls hexagonal, how many have three waves and how many a single field; ``waves`` is
     ``plane_waves(control_maps(...))`` (dims control, unit)."""
     lines = []
+    width = max(len(str(c)) for c in waves[CONTROL_DIM].values)
     for c in waves[CONTROL_DIM].values:
         one = waves.sel({CONTROL_DIM: c})
         n = int(one.sizes["unit"])
-        lines.append(f"  {c:<14} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
+        lines.append(f"  {c:<{width}} hexagonal {int(one['hexagonal'].sum())}/{n}, three waves "
                      f"{int((one['n_waves'] == 3).sum())}/{n}, single field "
                      f"{int(one['single_field'].sum())}/{n}")
     return "\n".join(lines)

@@ -19,8 +19,10 @@ from hippo_rep.plotting.scores import class_fraction_bars
 from hippo_rep.plotting.style import DEFAULT_COLUMN, column_width, new_figure
 from hippo_rep.schema import G
 
-#: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure.
-N_CONTROL_MAPS = 3
+#: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure, and
+#: controls side by side (six controls in three rows fit a page).
+N_CONTROL_MAPS = 2
+CONTROLS_PER_ROW = 2
 #: In a single column (``width="single"``): maps per control, and controls side by side.
 N_CONTROL_MAPS_SINGLE = 1
 CONTROLS_PER_ROW_SINGLE = 2
@@ -51,11 +53,11 @@ def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     ds = full.hippo.population(G)
     names = [str(c) for c in ds[CONTROL_DIM].values]
     single = width == "single"
-    # a single column: one unit a control, two controls a row
+    # two controls a row; a single column: one unit each
     n_show = min(N_CONTROL_MAPS_SINGLE if single else N_CONTROL_MAPS, ds.sizes["unit"])
-    per_row = CONTROLS_PER_ROW_SINGLE if single else 1
+    per_row = CONTROLS_PER_ROW_SINGLE if single else CONTROLS_PER_ROW
     n_rows = -(-len(names) // per_row)
-    top_h, bottom_h = (1.1 * n_rows, 5.4) if single else (1.25 * n_rows, 3.2)
+    top_h, bottom_h = (1.1 * n_rows, 5.4) if single else (1.3 * n_rows, 3.2)
     fig = new_figure(column_width(width), top_h + bottom_h)
     rows = fig.subfigures(2, 1, height_ratios=[top_h, bottom_h])
     grid = rows[0].add_gridspec(n_rows, 2 * n_show * per_row)
@@ -72,7 +74,7 @@ def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                        else f"{int(v['n_waves'])} waves")
             rate_map(m, ax=rows[0].add_subplot(grid[row, first + 2 * j]), colorbar=True,
                      units="", title=_control_title(names[i], int(v["unit_index"]), verdict,
-                                                    psi, single))
+                                                    psi, single or per_row > 1))
             autocorrelogram(sac_of(m), ax=rows[0].add_subplot(grid[row, first + 2 * j + 1]),
                             title="autocorrelogram", colorbar=True)
     bottom = (rows[1].subplots(2, 1, height_ratios=[1.3, 1]) if single
@@ -84,6 +86,7 @@ def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                  title="triad phase\n(shaded: lattice of peaks / of troughs)")
     units = ds["rate_map"].attrs.get("units", "")
     figure_title(fig, "model-grown controls: pattern formation (relu, periodic √3/2 and "
-                   "square box) and its negatives (tanh, no surround, linear eigenmodes); "
+                   "square box) and its negatives (tanh, no surround, linear eigenmodes and "
+                   "their positive part); "
                    f"{map_caption(units, autocorrelograms=True)}")
     return fig
