@@ -458,8 +458,7 @@ def matched_negative(
     if not isinstance(rate_maps, xr.DataArray) or not set(MAP_DIMS) <= set(rate_maps.dims):
         raise ValueError("rate_maps must be a DataArray with dims (..., 'y', 'x')")
     others = [d for d in rate_maps.dims if d not in MAP_DIMS]
-    covered = rate_maps.notnull().any(others).transpose(*MAP_DIMS) if others else (
-        rate_maps.notnull().transpose(*MAP_DIMS))
+    covered = rate_maps.notnull().any(others).transpose(*MAP_DIMS)  # others may be []
     if not covered.any():
         raise ValueError("rate_maps has no finite bin")
     if wavelength is None:

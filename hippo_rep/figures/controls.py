@@ -19,22 +19,19 @@ from hippo_rep.plotting.scores import class_fraction_bars
 from hippo_rep.plotting.style import DEFAULT_COLUMN, column_width, new_figure
 from hippo_rep.schema import G
 
-#: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure, and
-#: controls side by side (six controls in three rows fit a page).
+#: Maps (each with its autocorrelogram) shown per control in the ``controls`` figure; in a
+#: single column (``width="single"``).
 N_CONTROL_MAPS = 2
-CONTROLS_PER_ROW = 2
-#: In a single column (``width="single"``): maps per control, and controls side by side.
 N_CONTROL_MAPS_SINGLE = 1
-CONTROLS_PER_ROW_SINGLE = 2
+#: Controls side by side, at either width (six controls in three rows fit a page).
+CONTROLS_PER_ROW = 2
 
 
-def _control_title(name: str, unit: int, verdict: str, psi: float, narrow: bool) -> str:
-    """A control map's title: its control and unit, verdict and triad phase; ``narrow``: on
-    three short lines (control / verdict / unit and phase) for a narrow map."""
+def _control_title(name: str, unit: int, verdict: str, psi: float) -> str:
+    """A control map's title, on three short lines (the maps are narrow): its control, its
+    verdict, its unit and triad phase."""
     phase = "" if np.isnan(psi) else f"ψ {round(psi) + 0:d}°"
-    if narrow:
-        return f"{name}\n{verdict}\nunit {unit}" + (f", {phase}" if phase else "")
-    return f"{name}, unit {unit}\n{verdict}" + (f", {phase}" if phase else "")
+    return f"{name}\n{verdict}\nunit {unit}" + (f", {phase}" if phase else "")
 
 
 @register("controls")
@@ -55,7 +52,7 @@ def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
     single = width == "single"
     # two controls a row; a single column: one unit each
     n_show = min(N_CONTROL_MAPS_SINGLE if single else N_CONTROL_MAPS, ds.sizes["unit"])
-    per_row = CONTROLS_PER_ROW_SINGLE if single else CONTROLS_PER_ROW
+    per_row = CONTROLS_PER_ROW
     n_rows = -(-len(names) // per_row)
     top_h, bottom_h = (1.1 * n_rows, 5.4) if single else (1.3 * n_rows, 3.2)
     fig = new_figure(column_width(width), top_h + bottom_h)
@@ -74,7 +71,7 @@ def controls_figure(inputs: FigureInputs, width: str = DEFAULT_COLUMN):
                        else f"{int(v['n_waves'])} waves")
             rate_map(m, ax=rows[0].add_subplot(grid[row, first + 2 * j]), colorbar=True,
                      units="", title=_control_title(names[i], int(v["unit_index"]), verdict,
-                                                    psi, single or per_row > 1))
+                                                    psi))
             autocorrelogram(sac_of(m), ax=rows[0].add_subplot(grid[row, first + 2 * j + 1]),
                             title="autocorrelogram", colorbar=True)
     bottom = (rows[1].subplots(2, 1, height_ratios=[1.3, 1]) if single
